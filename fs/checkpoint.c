@@ -1,0 +1,692 @@
+/*
+ * checkpoint.c - checkpoint packs in the checkpoint log (see super.h).
+ *
+ * Owns: the pack layout on the device (HEAD, summaries, orphan blocks, TAIL) and finding the
+ * newest complete pack. Packs are appended in one checkpoint zone until it is full; the next
+ * pack goes to the other zone, which is reset first - safe because the zone being left holds
+ * the newest valid pack. A pack counts only if HEAD, every payload block and TAIL validate
+ * and agree on the version, so a pack torn by a power cut is skipped, never half-used.
+ * May call: format.h, zdev.h, log.h.
+ */
+#include "core.h"
+#include "log.h"
+#include "super.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t cp_zone_off(const struct zlfs_sb_info *sbi, int slot, uint32_t blk)
+{
+	return (uint64_t)sbi->cp_zone[slot] * sbi->zone_size + (uint64_t)blk * ZLFS_BLOCK_SIZE;
+}
+
+static void ckpt_fill_orphans(uint8_t *blocks, const struct zlfs_cp_info *cpi,
+			      const uint32_t *orphans, uint64_t seed)
+{
+	uint32_t b, i, n = 0;
+
+	for (b = 0; b < cpi->nr_orphan_blocks; b++) {
+		struct zlfs_cp_orphan *ob = (void *)(blocks + (size_t)b * ZLFS_BLOCK_SIZE);
+
+		memset(ob, 0, sizeof(*ob));
+		zlfs_blk_init(ob, ZLFS_KIND_CP_ORPHAN, b, 0, cpi->version);
+		for (i = 0; i < ZLFS_ORPHANS_PER_BLOCK && n < cpi->nr_orphans; i++)
+			ob->ino[i] = le32_put(orphans[n++]);
+		zlfs_blk_seal(ob, seed);
+	}
+}
+
+int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
+		    int slot, uint32_t blk, struct zlfs_summary *sums, const uint8_t *sum_logs,
+		    uint32_t nsum, const uint32_t *orphans)
+{
+	uint32_t i, nblocks;
+	uint8_t *buf;
+	int ret;
+
+	cpi->nr_summaries = nsum;
+	cpi->nr_orphan_blocks =
+		(cpi->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) / ZLFS_ORPHANS_PER_BLOCK;
+	if (cpi->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX || nsum > ZLFS_NR_LOG_TYPES)
+		return -ENOSPC;
+	cpi->pack_blocks = nblocks = 2 + nsum + cpi->nr_orphan_blocks;
+	buf = zdev_buf_alloc((size_t)nblocks * ZLFS_BLOCK_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	zlfs_cp_head_encode(cpi, sbi->seed, buf);
+	for (i = 0; i < nsum; i++) {
+		struct zlfs_summary *s = (void *)(buf + (size_t)(1 + i) * ZLFS_BLOCK_SIZE);
+
+		memcpy(s, &sums[i], sizeof(*s));
+		zlfs_blk_init(s, ZLFS_KIND_CP_SUMMARY, sum_logs[i], 0, cpi->version);
+		zlfs_blk_seal(s, sbi->seed);
+	}
+	ckpt_fill_orphans(buf + (size_t)(1 + nsum) * ZLFS_BLOCK_SIZE, cpi, orphans, sbi->seed);
+	zlfs_cp_tail_encode(cpi->version, zlfs_blk_csum(buf, sbi->seed), sbi->seed,
+			    buf + (size_t)(nblocks - 1) * ZLFS_BLOCK_SIZE);
+	ret = zdev_write(dev, buf, (size_t)nblocks * ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk));
+	zdev_buf_free(buf);
+	return ret;
+}
+
+/* Validate the pack whose head is at BLK of zone SLOT; LIMIT is the zone's written length in
+ * blocks. 0 and CPI filled, or -EUCLEAN / an I/O error. */
+static int ckpt_read_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, int slot,
+			  uint32_t blk, uint32_t limit, uint8_t *buf, struct zlfs_cp_info *cpi)
+{
+	uint64_t head_csum;
+	uint32_t i;
+	int ret = zdev_read(dev, buf, ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk));
+
+	if (ret)
+		return ret;
+	ret = zlfs_cp_head_decode(buf, sbi->seed, cpi);
+	if (ret)
+		return ret;
+	if (cpi->pack_blocks > limit - blk)
+		return -EUCLEAN;
+	head_csum = zlfs_blk_csum(buf, sbi->seed);
+	for (i = 1; i < cpi->pack_blocks; i++) {
+		const struct zlfs_blkhdr *h = (const void *)buf;
+
+		ret = zdev_read(dev, buf, ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk + i));
+		if (ret)
+			return ret;
+		if (i == cpi->pack_blocks - 1)
+			return zlfs_cp_tail_check(buf, sbi->seed, cpi->version, head_csum);
+		ret = zlfs_blk_verify(buf, sbi->seed, ZLFS_KIND_MAX);
+		if (ret || le64_get(h->cp_ver) != cpi->version)
+			return -EUCLEAN;
+	}
+	return -EUCLEAN;
+}
+
+/* Walk the packs of one checkpoint zone, keeping the newest valid one in BEST. */
+static int ckpt_scan_zone(struct zdev *dev, const struct zlfs_sb_info *sbi, int slot,
+			  uint8_t *buf, struct zlfs_cp_info *best, struct zlfs_cp_pos *pos,
+			  struct zlfs_cp_info *tmp)
+{
+	struct zdev_zone z;
+	uint32_t blk = 0, limit;
+	int ret = zdev_report_one(dev, sbi->cp_zone[slot], &z);
+
+	if (ret)
+		return ret;
+	if (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_EMPTY)
+		return 0;
+	limit = (uint32_t)(((z.cond == ZDEV_COND_FULL ? z.capacity : z.wp - z.start)) /
+			   ZLFS_BLOCK_SIZE);
+	while (blk + 2 <= limit) {
+		ret = ckpt_read_pack(dev, sbi, slot, blk, limit, buf, tmp);
+		if (ret == -EUCLEAN || ret == -EBADMSG)
+			break; /* a torn or foreign tail ends this zone's log */
+		if (ret)
+			return ret;
+		if (tmp->version > best->version) {
+			*best = *tmp;
+			pos->slot = slot;
+			pos->blk = blk;
+		}
+		blk += tmp->pack_blocks;
+	}
+	return 0;
+}
+
+int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
+		     struct zlfs_cp_pos *pos)
+{
+	struct zlfs_cp_info *tmp = malloc(sizeof(*tmp));
+	uint8_t *buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	int ret = 0, slot;
+
+	if (!tmp || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(cpi, 0, sizeof(*cpi));
+	for (slot = 0; slot < 2 && !ret; slot++)
+		ret = ckpt_scan_zone(dev, sbi, slot, buf, cpi, pos, tmp);
+	if (!ret && !cpi->version)
+		ret = -ENOENT;
+out:
+	free(tmp);
+	zdev_buf_free(buf);
+	return ret;
+}
+
+/* ==== the checkpoint of a mounted filesystem ================================================
+ * Above: packs on the device (shared with mkfs). Below: loading the NAT, SIT and log state a
+ * checkpoint describes, and writing a new checkpoint: dirty nodes to their logs, changed
+ * NAT/SIT blocks and their map blocks to the meta log, a device flush, then the pack and
+ * another flush. The pack is written only once everything it references is durable.
+ */
+static uint32_t meta_half_zones(const struct zlfs_fs *fs) { return fs->sb.meta_zones / 2; }
+static uint32_t cap_blocks(const struct zlfs_fs *fs)
+{
+	return (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
+}
+
+/* Read meta block ADDR into BUF and check it is KIND with INDEX. */
+static int meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, enum zlfs_blk_kind kind,
+		     uint32_t index)
+{
+	int ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
+
+	if (!ret)
+		ret = zlfs_blk_verify(buf, fs->sb.seed, kind);
+	if (!ret && le32_get(((struct zlfs_blkhdr *)buf)->index) != index)
+		ret = -EUCLEAN;
+	if (ret)
+		zlog_err("%s block %u at address %u is unreadable or damaged (%s): run fsck.zlfs",
+			 zlfs_kind_name(kind), index, addr, strerror(-ret));
+	return ret;
+}
+
+static int ckpt_alloc(struct zlfs_fs *fs)
+{
+	const struct zlfs_sb_info *s = &fs->sb;
+	uint32_t segs = zlfs_main_segments(s);
+
+	fs->nr_meta = s->nat_blocks + s->sit_blocks;
+	fs->nr_map = (fs->nr_meta + ZLFS_MAP_PER_BLOCK - 1) / ZLFS_MAP_PER_BLOCK;
+	fs->nat = calloc(s->max_nid, sizeof(*fs->nat));
+	fs->nat_dirty = calloc(s->nat_blocks, 1);
+	fs->sit = calloc(segs, sizeof(*fs->sit));
+	fs->sit_dirty = calloc(s->sit_blocks, 1);
+	fs->meta_addr = calloc(fs->nr_meta, sizeof(*fs->meta_addr));
+	fs->map_addr = calloc(fs->nr_map, sizeof(*fs->map_addr));
+	fs->map_dirty = calloc(fs->nr_map, 1);
+	fs->zone_valid = calloc(s->main_zones, sizeof(*fs->zone_valid));
+	fs->zone_state = calloc(s->main_zones, 1);
+	fs->zone_prefree = calloc(s->main_zones, 1);
+	if (!fs->nat || !fs->nat_dirty || !fs->sit || !fs->sit_dirty || !fs->meta_addr ||
+	    !fs->map_addr || !fs->map_dirty || !fs->zone_valid || !fs->zone_state ||
+	    !fs->zone_prefree)
+		return -ENOMEM;
+	return 0;
+}
+
+void ckpt_free(struct zlfs_fs *fs)
+{
+	free(fs->nat);
+	free(fs->nat_dirty);
+	free(fs->sit);
+	free(fs->sit_dirty);
+	free(fs->meta_addr);
+	free(fs->map_addr);
+	free(fs->map_dirty);
+	free(fs->zone_valid);
+	free(fs->zone_state);
+	free(fs->zone_prefree);
+}
+
+static int ckpt_load_map(struct zlfs_fs *fs, uint8_t *buf)
+{
+	const struct zlfs_map_block *m = (const void *)buf;
+	uint32_t i, j;
+	int ret;
+
+	if (fs->cp.nr_map != fs->nr_map)
+		return -EUCLEAN;
+	for (i = 0; i < fs->nr_map; i++) {
+		fs->map_addr[i] = fs->cp.map_addr[i];
+		if (fs->map_addr[i] == ZLFS_ADDR_NULL)
+			continue;
+		ret = meta_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
+		if (ret)
+			return ret;
+		for (j = 0; j < ZLFS_MAP_PER_BLOCK && i * ZLFS_MAP_PER_BLOCK + j < fs->nr_meta; j++)
+			fs->meta_addr[i * ZLFS_MAP_PER_BLOCK + j] = le32_get(m->addr[j]);
+	}
+	return 0;
+}
+
+static int ckpt_load_nat(struct zlfs_fs *fs, uint8_t *buf)
+{
+	const struct zlfs_nat_block *nb = (const void *)buf;
+	uint32_t b, i, nid;
+	int ret;
+
+	for (b = 0; b < fs->sb.nat_blocks; b++) {
+		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
+			continue;
+		ret = meta_read(fs, fs->meta_addr[b], buf, ZLFS_KIND_NAT, b);
+		if (ret)
+			return ret;
+		for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
+			nid = b * ZLFS_NAT_PER_BLOCK + i;
+			if (nid >= fs->sb.max_nid)
+				break;
+			fs->nat[nid].blkaddr = le32_get(nb->e[i].blkaddr);
+			fs->nat[nid].ino = le32_get(nb->e[i].ino);
+			fs->nat[nid].version = le32_get(nb->e[i].version);
+		}
+	}
+	return 0;
+}
+
+static int ckpt_load_sit(struct zlfs_fs *fs, uint8_t *buf)
+{
+	const struct zlfs_sit_block *sb = (const void *)buf;
+	uint32_t b, i, segno, segs = zlfs_main_segments(&fs->sb);
+	int ret;
+
+	for (segno = 0; segno < segs; segno++)
+		fs->sit[segno].log = ZLFS_LOG_NONE;
+	for (b = 0; b < fs->sb.sit_blocks; b++) {
+		uint32_t addr = fs->meta_addr[fs->sb.nat_blocks + b];
+
+		if (addr == ZLFS_ADDR_NULL)
+			continue;
+		ret = meta_read(fs, addr, buf, ZLFS_KIND_SIT, fs->sb.nat_blocks + b);
+		if (ret)
+			return ret;
+		for (i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
+			struct seg_ent *se;
+
+			segno = b * ZLFS_SIT_PER_BLOCK + i;
+			if (segno >= segs)
+				break;
+			se = &fs->sit[segno];
+			se->valid = le16_get(sb->e[i].valid);
+			se->log = sb->e[i].log;
+			se->mtime = le64_get(sb->e[i].mtime);
+			memcpy(se->bitmap, sb->e[i].bitmap, sizeof(se->bitmap));
+			if (se->valid > fs->sb.seg_blocks - 1)
+				return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+/* Inodes that were unlinked but open when the checkpoint was taken: freed by the mount. */
+static int ckpt_load_orphans(struct zlfs_fs *fs, uint8_t *buf, uint64_t off)
+{
+	const struct zlfs_cp_orphan *ob = (const void *)buf;
+	uint32_t b, i, n = 0;
+	int ret;
+
+	for (b = 0; b < fs->cp.nr_orphan_blocks; b++) {
+		ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, off + (uint64_t)b * ZLFS_BLOCK_SIZE);
+		if (ret)
+			return ret;
+		for (i = 0; i < ZLFS_ORPHANS_PER_BLOCK && n < fs->cp.nr_orphans; i++, n++) {
+			ret = orphan_add(fs, le32_get(ob->ino[i]));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Logs and their open segments' summaries, carried in the pack. */
+static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
+{
+	uint64_t base = (uint64_t)fs->sb.cp_zone[fs->cp_pos.slot] * fs->sb.zone_size +
+			(uint64_t)fs->cp_pos.blk * ZLFS_BLOCK_SIZE;
+	uint32_t i, t;
+	int ret;
+
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		fs->logs[t].zone = fs->cp.logs[t].zone;
+		fs->logs[t].next_blk = fs->cp.logs[t].next_blk;
+		fs->logs[t].nr_entries = fs->cp.logs[t].nr_entries;
+	}
+	for (i = 0; i < fs->cp.nr_summaries; i++) {
+		ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
+		if (ret)
+			return ret;
+		t = le32_get(((struct zlfs_blkhdr *)buf)->index);
+		if (t >= ZLFS_NR_LOG_TYPES)
+			return -EUCLEAN;
+		memcpy(&fs->logs[t].sum, buf, ZLFS_BLOCK_SIZE);
+	}
+	return ckpt_load_orphans(fs, buf, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
+}
+
+static void ckpt_log_map(struct zlfs_fs *fs)
+{
+	uint32_t t, n = fs->sb.nr_logs;
+
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		int node = t <= ZLFS_LOG_COLD_NODE;
+		uint32_t warm = node ? ZLFS_LOG_WARM_NODE : ZLFS_LOG_WARM_DATA;
+
+		if (n == 6)
+			fs->log_of[t] = (uint8_t)t;
+		else if (n == 4)
+			fs->log_of[t] = (uint8_t)(t == ZLFS_LOG_COLD_NODE || t == ZLFS_LOG_COLD_DATA ? warm : t);
+		else
+			fs->log_of[t] = (uint8_t)warm;
+	}
+}
+
+int ckpt_load(struct zlfs_fs *fs)
+{
+	int ret = ckpt_read_newest(fs->dev, &fs->sb, &fs->cp, &fs->cp_pos);
+
+	if (ret) {
+		zlog_err("no valid checkpoint found (%s): run fsck.zlfs", strerror(-ret));
+		return ret;
+	}
+	fs->cp_ver = fs->cp.version + 1;
+	ckpt_log_map(fs);
+	ret = ckpt_alloc(fs);
+	if (!ret)
+		ret = ckpt_load_map(fs, fs->iobuf);
+	if (!ret)
+		ret = ckpt_load_nat(fs, fs->iobuf);
+	if (!ret)
+		ret = ckpt_load_sit(fs, fs->iobuf);
+	if (!ret)
+		ret = ckpt_load_logs(fs, fs->iobuf);
+	if (ret)
+		return ret;
+	fs->meta_zone = fs->cp.meta_zone;
+	fs->meta_next = fs->cp.meta_next_blk;
+	fs->nid_hint = fs->cp.next_free_nid;
+	fs->valid_nodes = fs->cp.valid_nodes;
+	fs->valid_inodes = fs->cp.valid_inodes;
+	fs->user_bytes = fs->cp.user_bytes;
+	fs->dev_bytes = fs->cp.dev_bytes;
+	return 0;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static int meta_zone_close(struct zlfs_fs *fs, uint32_t zone)
+{
+	struct zdev_zone z;
+	int ret = zdev_report_one(fs->dev, zone, &z);
+
+	if (!ret && z.cond != ZDEV_COND_FULL && z.cond != ZDEV_COND_EMPTY)
+		ret = zdev_zone_finish(fs->dev, zone);
+	return ret;
+}
+
+static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
+{
+	int ret;
+
+	if (fs->meta_next >= cap_blocks(fs)) {
+		uint32_t half = (fs->meta_zone - fs->sb.meta_zone_first) / meta_half_zones(fs);
+		uint32_t end = fs->sb.meta_zone_first + (half + 1) * meta_half_zones(fs);
+
+		if (fs->meta_zone + 1 >= end)
+			return -ENOSPC; /* sized away by mkfs; never expected */
+		ret = meta_zone_close(fs, fs->meta_zone);
+		if (ret)
+			return ret;
+		fs->meta_zone++;
+		fs->meta_next = 0;
+	}
+	zlfs_blk_seal(buf, fs->sb.seed);
+	ret = zdev_write(fs->dev, buf, ZLFS_BLOCK_SIZE,
+			 (uint64_t)fs->meta_zone * fs->sb.zone_size +
+				 (uint64_t)fs->meta_next * ZLFS_BLOCK_SIZE);
+	if (ret) {
+		zlog_err("write to metadata zone %u failed (%s); filesystem switched to read-only",
+			 fs->meta_zone, strerror(-ret));
+		fs->readonly = 1;
+		return ret;
+	}
+	*addr = zlfs_zone_start_blk(&fs->sb, fs->meta_zone) + fs->meta_next++;
+	fs->dev_bytes += ZLFS_BLOCK_SIZE;
+	return 0;
+}
+
+static uint32_t meta_dirty_count(const struct zlfs_fs *fs)
+{
+	uint32_t n = fs->nr_map, b;
+
+	for (b = 0; b < fs->sb.nat_blocks; b++)
+		n += fs->nat_dirty[b];
+	for (b = 0; b < fs->sb.sit_blocks; b++)
+		n += fs->sit_dirty[b];
+	return n;
+}
+
+/* The current half is too full: start the other half with a copy of every live block. */
+static int meta_switch_half(struct zlfs_fs *fs)
+{
+	uint32_t hz = meta_half_zones(fs), z, b;
+	uint32_t half = (fs->meta_zone - fs->sb.meta_zone_first) / hz;
+	uint32_t first = fs->sb.meta_zone_first + (!half) * hz;
+	int ret = meta_zone_close(fs, fs->meta_zone);
+
+	for (z = first; !ret && z < first + hz; z++)
+		ret = zdev_zone_reset(fs->dev, z);
+	if (ret) {
+		zlog_err("cannot switch metadata zones: %s", strerror(-ret));
+		return ret;
+	}
+	fs->meta_zone = first;
+	fs->meta_next = 0;
+	for (b = 0; b < fs->sb.nat_blocks; b++)
+		fs->nat_dirty[b] |= fs->meta_addr[b] != ZLFS_ADDR_NULL;
+	for (b = 0; b < fs->sb.sit_blocks; b++)
+		fs->sit_dirty[b] |= fs->meta_addr[fs->sb.nat_blocks + b] != ZLFS_ADDR_NULL;
+	for (b = 0; b < fs->nr_map; b++)
+		fs->map_dirty[b] |= fs->map_addr[b] != ZLFS_ADDR_NULL;
+	return 0;
+}
+
+static void meta_set_addr(struct zlfs_fs *fs, uint32_t idx, uint32_t addr)
+{
+	fs->meta_addr[idx] = addr;
+	fs->map_dirty[idx / ZLFS_MAP_PER_BLOCK] = 1;
+}
+
+static int meta_write_nat(struct zlfs_fs *fs, uint32_t b)
+{
+	struct zlfs_nat_block *nb = (void *)fs->iobuf;
+	uint32_t i, nid, addr;
+	int ret;
+
+	memset(nb, 0, sizeof(*nb));
+	zlfs_blk_init(nb, ZLFS_KIND_NAT, b, 0, fs->cp_ver);
+	for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
+		nid = b * ZLFS_NAT_PER_BLOCK + i;
+		if (nid >= fs->sb.max_nid)
+			break;
+		nb->e[i].blkaddr = le32_put(fs->nat[nid].blkaddr);
+		nb->e[i].ino = le32_put(fs->nat[nid].ino);
+		nb->e[i].version = le32_put(fs->nat[nid].version);
+	}
+	ret = meta_append(fs, nb, &addr);
+	if (!ret) {
+		meta_set_addr(fs, b, addr);
+		fs->nat_dirty[b] = 0;
+	}
+	return ret;
+}
+
+static int meta_write_sit(struct zlfs_fs *fs, uint32_t b)
+{
+	struct zlfs_sit_block *sb = (void *)fs->iobuf;
+	uint32_t i, segno, addr, segs = zlfs_main_segments(&fs->sb);
+	int ret;
+
+	memset(sb, 0, sizeof(*sb));
+	zlfs_blk_init(sb, ZLFS_KIND_SIT, fs->sb.nat_blocks + b, 0, fs->cp_ver);
+	for (i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
+		const struct seg_ent *se;
+
+		segno = b * ZLFS_SIT_PER_BLOCK + i;
+		if (segno >= segs) {
+			sb->e[i].log = ZLFS_LOG_NONE;
+			continue;
+		}
+		se = &fs->sit[segno];
+		sb->e[i].valid = le16_put(se->valid);
+		sb->e[i].log = se->log;
+		sb->e[i].mtime = le64_put(se->mtime);
+		memcpy(sb->e[i].bitmap, se->bitmap, sizeof(se->bitmap));
+	}
+	ret = meta_append(fs, sb, &addr);
+	if (!ret) {
+		meta_set_addr(fs, fs->sb.nat_blocks + b, addr);
+		fs->sit_dirty[b] = 0;
+	}
+	return ret;
+}
+
+static int meta_write_map(struct zlfs_fs *fs, uint32_t m)
+{
+	struct zlfs_map_block *mb = (void *)fs->iobuf;
+	uint32_t j, idx;
+	int ret;
+
+	memset(mb, 0, sizeof(*mb));
+	zlfs_blk_init(mb, ZLFS_KIND_MAP, m, 0, fs->cp_ver);
+	for (j = 0; j < ZLFS_MAP_PER_BLOCK; j++) {
+		idx = m * ZLFS_MAP_PER_BLOCK + j;
+		if (idx >= fs->nr_meta)
+			break;
+		mb->addr[j] = le32_put(fs->meta_addr[idx]);
+	}
+	ret = meta_append(fs, mb, &fs->map_addr[m]);
+	if (!ret)
+		fs->map_dirty[m] = 0;
+	return ret;
+}
+
+static int meta_write_all(struct zlfs_fs *fs)
+{
+	uint32_t hz = meta_half_zones(fs), b;
+	uint32_t half = (fs->meta_zone - fs->sb.meta_zone_first) / hz;
+	uint64_t used = (uint64_t)(fs->meta_zone - fs->sb.meta_zone_first - half * hz) *
+				cap_blocks(fs) + fs->meta_next;
+	int ret = 0;
+
+	if (used + meta_dirty_count(fs) > (uint64_t)hz * cap_blocks(fs))
+		ret = meta_switch_half(fs);
+	for (b = 0; !ret && b < fs->sb.nat_blocks; b++)
+		if (fs->nat_dirty[b])
+			ret = meta_write_nat(fs, b);
+	for (b = 0; !ret && b < fs->sb.sit_blocks; b++)
+		if (fs->sit_dirty[b])
+			ret = meta_write_sit(fs, b);
+	for (b = 0; !ret && b < fs->nr_map; b++)
+		if (fs->map_dirty[b])
+			ret = meta_write_map(fs, b);
+	return ret;
+}
+
+/* Fill the new pack's head and collect the open segments' summaries. */
+static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
+			  struct zlfs_summary *sums, uint8_t *sum_logs)
+{
+	struct timespec ts;
+	uint32_t t, nsum = 0;
+
+	memset(c, 0, sizeof(*c));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->version = fs->cp_ver;
+	c->time_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	c->flags = clean ? ZLFS_CP_CLEAN : 0;
+	c->nr_logs = fs->sb.nr_logs;
+	c->meta_zone = fs->meta_zone;
+	c->meta_next_blk = fs->meta_next;
+	c->nr_map = fs->nr_map;
+	c->next_free_nid = fs->nid_hint;
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		const struct zlog_state *l = &fs->logs[t];
+
+		c->logs[t].zone = l->zone;
+		c->logs[t].next_blk = l->next_blk;
+		c->logs[t].nr_entries = l->nr_entries;
+		if (l->zone != ZLFS_ZONE_NONE && l->next_blk % fs->sb.seg_blocks) {
+			memcpy(&sums[nsum], &l->sum, sizeof(l->sum));
+			sum_logs[nsum++] = (uint8_t)t;
+		}
+	}
+	c->valid_blocks = fs->valid_blocks;
+	c->valid_nodes = fs->valid_nodes;
+	c->valid_inodes = fs->valid_inodes;
+	c->user_bytes = fs->user_bytes;
+	c->dev_bytes = fs->dev_bytes;
+	c->nr_orphans = fs->nr_orphans;
+	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));
+	return nsum;
+}
+
+/* Where the next pack goes: after the newest one, or at the start of the other zone. */
+static int ckpt_place(struct zlfs_fs *fs, uint32_t blocks, struct zlfs_cp_pos *pos)
+{
+	struct zdev_zone z;
+	int ret = zdev_report_one(fs->dev, fs->sb.cp_zone[fs->cp_pos.slot], &z);
+
+	if (ret)
+		return ret;
+	pos->slot = fs->cp_pos.slot;
+	pos->blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
+	if (z.cond != ZDEV_COND_FULL && pos->blk + blocks <= cap_blocks(fs))
+		return 0;
+	pos->slot = !fs->cp_pos.slot;
+	pos->blk = 0;
+	ret = zdev_zone_reset(fs->dev, fs->sb.cp_zone[pos->slot]);
+	if (!ret)
+		ret = meta_zone_close(fs, fs->sb.cp_zone[fs->cp_pos.slot]);
+	return ret;
+}
+
+/* Everything staged reaches the device before the metadata that points to it. */
+static int ckpt_drain(struct zlfs_fs *fs)
+{
+	uint32_t zone = 0;
+	int ret = wbuf_flush_all(fs->wb);
+
+	if (ret) {
+		wbuf_error(fs->wb, &zone);
+		zlog_err("write to zone %u failed (%s); filesystem switched to read-only", zone,
+			 strerror(-ret));
+		fs->readonly = 1;
+	}
+	return ret;
+}
+
+int ckpt_write(struct zlfs_fs *fs, int clean)
+{
+	struct zlfs_summary *sums = zdev_buf_alloc(ZLFS_NR_LOG_TYPES * sizeof(*sums));
+	struct zlfs_cp_info *c = malloc(sizeof(*c));
+	uint8_t sum_logs[ZLFS_NR_LOG_TYPES];
+	struct zlfs_cp_pos pos;
+	uint32_t nsum;
+	int ret = sums && c ? 0 : -ENOMEM;
+
+	if (!ret && fs->readonly)
+		ret = -EROFS;
+	if (!ret)
+		ret = node_flush_all(fs);
+	if (!ret)
+		ret = ckpt_drain(fs);
+	if (!ret)
+		ret = meta_write_all(fs);
+	if (!ret)
+		ret = zdev_flush(fs->dev);
+	if (!ret) {
+		nsum = ckpt_fill(fs, c, clean, sums, sum_logs);
+		ret = ckpt_place(fs, 2 + nsum + (fs->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) /
+						       ZLFS_ORPHANS_PER_BLOCK, &pos);
+	}
+	if (!ret)
+		ret = ckpt_write_pack(fs->dev, &fs->sb, c, pos.slot, pos.blk, sums, sum_logs, nsum,
+				      fs->orphans);
+	if (!ret)
+		ret = zdev_flush(fs->dev);
+	if (!ret) {
+		fs->cp = *c;
+		fs->cp_pos = pos;
+		fs->cp_ver++;
+		fs->dirty = 0;
+		seg_ckpt_done(fs);
+	} else if (ret != -EROFS) {
+		zlog_err("checkpoint %llu failed: %s", (unsigned long long)fs->cp_ver, strerror(-ret));
+	}
+	zdev_buf_free(sums);
+	free(c);
+	return ret;
+}

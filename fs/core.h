@@ -1,0 +1,174 @@
+/*
+ * core.h - the node/log layer: the log-structured core under the file layer.
+ *
+ * Owns: the mounted filesystem's state (struct zlfs_fs), the active logs and the zones they
+ * append to (segment.c), segment usage (SIT), node ids and the node address table with the
+ * node-block cache (node.c), the meta log and checkpoints (ckpt.c), mount and unmount
+ * (mount.c).
+ * May call: super.h, format.h, zdev.h, log.h. Called by the file layer (files.h).
+ *
+ * Concurrency: every entry point is called with fs->lock held (the FUSE layer takes it), so
+ * this layer keeps no locks of its own yet.
+ */
+#ifndef ZLFS_CORE_H
+#define ZLFS_CORE_H
+
+#include "format.h"
+#include "super.h"
+#include "wbuf.h"
+#include "zdev.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Host-side copies of NAT and SIT entries; the disk forms are in format.h. */
+struct nat_ent {
+	uint32_t blkaddr;
+	uint32_t ino;
+	uint32_t version;
+};
+
+struct seg_ent {
+	uint16_t valid;
+	uint8_t log;
+	uint64_t mtime;
+	uint8_t bitmap[ZLFS_SEG_BLOCKS_MAX / 8];
+};
+
+/* One active log: an open zone it appends to and the summary of its open segment. */
+struct zlog_state {
+	uint32_t zone;      /* ZLFS_ZONE_NONE until the first write */
+	uint32_t next_blk;  /* within the zone */
+	uint32_t nr_entries;
+	struct zlfs_summary sum;
+};
+
+enum zone_state {
+	ZONE_FREE = 0,  /* no valid block as of the last durable checkpoint: may be reset */
+	ZONE_OPEN,      /* a log appends to it */
+	ZONE_USED,      /* holds or held blocks since the last durable checkpoint */
+};
+
+struct node_page;
+
+struct zlfs_fs {
+	pthread_mutex_t lock;
+	struct zdev *dev;
+	struct zlfs_sb_info sb;
+	int sb_zone;
+	int readonly;
+
+	/* checkpoint */
+	struct zlfs_cp_info cp;     /* the last durable checkpoint */
+	struct zlfs_cp_pos cp_pos;
+	uint64_t cp_ver;            /* version the next checkpoint will carry */
+	int dirty;                  /* anything changed since the last checkpoint */
+
+	/* NAT */
+	struct nat_ent *nat;
+	uint8_t *nat_dirty;         /* per NAT block */
+	uint32_t nid_hint;
+	uint64_t valid_nodes, valid_inodes;
+
+	/* SIT and zones */
+	struct seg_ent *sit;
+	uint8_t *sit_dirty;         /* per SIT block */
+	uint32_t *zone_valid;       /* per main zone */
+	uint8_t *zone_state;        /* per main zone, enum zone_state */
+	uint8_t *zone_prefree;      /* per main zone: emptied since the last checkpoint */
+	uint32_t free_zones;
+	uint64_t valid_blocks;
+
+	/* meta log */
+	uint32_t *meta_addr;        /* per logical meta block (NAT then SIT) */
+	uint32_t *map_addr;         /* per map block */
+	uint8_t *map_dirty;
+	uint32_t nr_meta, nr_map;
+	uint32_t meta_zone, meta_next;
+
+	/* logs */
+	struct zlog_state logs[ZLFS_NR_LOG_TYPES];
+	uint8_t log_of[ZLFS_NR_LOG_TYPES]; /* requested type -> active type */
+
+	/* node cache */
+	struct node_page **ncache;
+	uint32_t ncache_buckets;
+	uint32_t nr_cached, nr_dirty_nodes;
+
+	/* inodes unlinked while still open: carried in every checkpoint, freed at mount */
+	uint32_t *orphans;
+	uint32_t nr_orphans, cap_orphans;
+
+	/* telemetry */
+	uint64_t user_bytes, dev_bytes;
+
+	struct wbuf *wb;            /* staged blocks for the main-area logs */
+	uint8_t *iobuf;             /* one aligned block for metadata I/O under fs->lock */
+	void *dcache;               /* the file layer's directory block cache (dir.c) */
+};
+
+/* ---- mount.c ---------------------------------------------------------------------------- */
+struct zlfs_mount_opts {
+	int readonly;
+	int direct;
+	struct wbuf_opts wb;        /* zeros: the defaults (dynamic, 4 MiB, 192 KiB slots) */
+};
+int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
+/* Write a clean checkpoint (unless read-only) and release everything. */
+int zlfs_unmount(struct zlfs_fs *fs);
+
+int orphan_add(struct zlfs_fs *fs, uint32_t ino);
+void orphan_del(struct zlfs_fs *fs, uint32_t ino);
+
+/* ---- segment.c -------------------------------------------------------------------------- */
+/* Append one block to log TYPE, owned by node NID at slot OFS (ZLFS_SUM_NODE for a node
+ * block). Returns 0 and the block address in *ADDR, -ENOSPC when no zone is left. */
+int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
+	       uint16_t ofs, uint32_t *addr);
+/* Mark a block valid or invalid in the SIT. ADDR 0 is ignored. */
+void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
+int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
+/* Blocks free for new data (what statfs reports): zones held for GC are not counted. */
+uint64_t seg_free_blocks(const struct zlfs_fs *fs);
+int seg_init(struct zlfs_fs *fs);
+/* After a checkpoint is durable: zones emptied before it become free. */
+void seg_ckpt_done(struct zlfs_fs *fs);
+uint32_t seg_usable_per_zone(const struct zlfs_fs *fs);
+
+/* ---- node.c ----------------------------------------------------------------------------- */
+struct node_page {
+	struct node_page *next;     /* hash chain */
+	uint32_t nid;
+	int dirty;
+	int hot;                    /* belongs to a directory: written to the hot node log */
+	int refs;
+	void *buf;                  /* 4 KiB, aligned */
+};
+
+/* Allocate a free nid for inode INO (or a new inode when INO is 0: nid == ino). */
+int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
+/* Get the node page of NID (read and verified on a miss); put it back with node_put. */
+int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
+/* A fresh zeroed page for a newly allocated NID of KIND, dirty. */
+int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
+	     struct node_page **np);
+void node_put(struct zlfs_fs *fs, struct node_page *np);
+void node_dirty(struct zlfs_fs *fs, struct node_page *np);
+/* Free NID: its block becomes invalid and the NAT entry empty. */
+void node_free(struct zlfs_fs *fs, uint32_t nid);
+/* Write every dirty node to its log. */
+int node_flush_all(struct zlfs_fs *fs);
+/* Drop clean pages when the cache is over its bound. */
+void node_shrink(struct zlfs_fs *fs);
+int node_init(struct zlfs_fs *fs);
+void node_destroy(struct zlfs_fs *fs);
+/* Re-point NID at ADDR (after writing or moving it). */
+void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+
+/* ---- ckpt.c ----------------------------------------------------------------------------- */
+int ckpt_load(struct zlfs_fs *fs);
+void ckpt_free(struct zlfs_fs *fs);
+/* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount. */
+int ckpt_write(struct zlfs_fs *fs, int clean);
+
+#endif

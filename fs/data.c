@@ -1,0 +1,413 @@
+/*
+ * data.c - file data: mapping file blocks to device blocks through the node tree, reading,
+ * writing, truncating and punching holes.
+ *
+ * Owns: the shape of a file's tree (979 addresses in the inode, two direct nodes, two
+ * indirect, one double-indirect, 1014 entries per node) and the node offsets ("ofs") that
+ * name each tree position for GC and roll-forward. Holes are null addresses and read as
+ * zeros. Every data block write appends a new copy and re-points the owning node.
+ * May call: node.c, segment.c (through core.h), inode.c, log.h.
+ */
+#include "files.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NA ZLFS_NODE_ADDRS
+#define IA ZLFS_INODE_ADDRS
+#define L1_END ((uint64_t)IA + 2ULL * NA)
+#define L2_END (L1_END + 2ULL * NA * NA)
+#define L3_END (L2_END + (uint64_t)NA * NA * NA)
+
+/* Where a block's pointer lives: the page holding it and the slot. */
+struct dref {
+	struct node_page *np;
+	uint32_t slot;
+};
+
+/* The path from the inode to block IDX: the inode's nid slot, then child slots, and the node
+ * offset (ofs) of each node on the way. Depth 0 means the inode's own address array. */
+struct dpath {
+	int depth;
+	uint32_t slot[4];
+	uint32_t ofs[4];
+};
+
+static int data_path(uint64_t idx, struct dpath *p)
+{
+	if (idx < IA) {
+		p->depth = 0;
+		p->slot[0] = (uint32_t)idx;
+		return 0;
+	}
+	idx -= IA;
+	if (idx < 2ULL * NA) {
+		p->depth = 1;
+		p->slot[0] = (uint32_t)(idx / NA);
+		p->slot[1] = (uint32_t)(idx % NA);
+		p->ofs[1] = 1 + p->slot[0];
+		return 0;
+	}
+	idx -= 2ULL * NA;
+	if (idx < 2ULL * NA * NA) {
+		p->depth = 2;
+		p->slot[0] = 2 + (uint32_t)(idx / ((uint64_t)NA * NA));
+		p->slot[1] = (uint32_t)(idx / NA % NA);
+		p->slot[2] = (uint32_t)(idx % NA);
+		p->ofs[1] = 3 + (p->slot[0] - 2);
+		p->ofs[2] = 5 + (p->slot[0] - 2) * NA + p->slot[1];
+		return 0;
+	}
+	idx -= 2ULL * NA * NA;
+	if (idx < (uint64_t)NA * NA * NA) {
+		p->depth = 3;
+		p->slot[0] = 4;
+		p->slot[1] = (uint32_t)(idx / ((uint64_t)NA * NA));
+		p->slot[2] = (uint32_t)(idx / NA % NA);
+		p->slot[3] = (uint32_t)(idx % NA);
+		p->ofs[1] = 5 + 2 * NA;
+		p->ofs[2] = 6 + 2 * NA + p->slot[1];
+		p->ofs[3] = 6 + 3 * NA + p->slot[1] * NA + p->slot[2];
+		return 0;
+	}
+	return -EFBIG;
+}
+
+static le32 *node_slot(struct node_page *np, uint32_t slot)
+{
+	const struct zlfs_blkhdr *h = np->buf;
+
+	if (le16_get(h->kind) == ZLFS_KIND_INODE)
+		return slot < IA ? &inode_of(np)->addr[slot] : &inode_of(np)->nid[slot - IA];
+	return &((struct zlfs_node *)np->buf)->ptr[slot];
+}
+
+/* Child node at SLOT of PARENT, created when CREATE (a direct node at the last level). */
+static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot, int last,
+		     uint32_t ofs, int create, struct node_page **out)
+{
+	le32 *p = node_slot(parent, slot);
+	uint32_t nid = le32_get(*p), ino = le32_get(((struct zlfs_blkhdr *)parent->buf)->ino);
+	int ret;
+
+	if (nid) {
+		ret = node_get(fs, nid, out);
+		if (!ret)
+			(*out)->hot = parent->hot;
+		return ret;
+	}
+	if (!create)
+		return -ENOENT;
+	ret = node_alloc_nid(fs, ino, &nid);
+	if (ret)
+		return ret;
+	ret = node_new(fs, nid, ino, last ? ZLFS_KIND_DNODE : ZLFS_KIND_INDNODE, out);
+	if (ret) {
+		node_free(fs, nid);
+		return ret;
+	}
+	((struct zlfs_node *)(*out)->buf)->ofs = le32_put(ofs);
+	(*out)->hot = parent->hot;
+	*p = le32_put(nid);
+	node_dirty(fs, parent);
+	return 0;
+}
+
+/* Find (or make, with CREATE) the pointer to block IDX. REF->np is held: node_put it. */
+static int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
+		    struct dref *ref)
+{
+	struct node_page *cur = inode, *next;
+	struct dpath p;
+	int ret = data_path(idx, &p), d;
+
+	if (ret)
+		return ret;
+	inode->refs++;
+	if (p.depth == 0) {
+		ref->np = inode;
+		ref->slot = p.slot[0];
+		return 0;
+	}
+	for (d = 0; d < p.depth; d++) {
+		uint32_t slot = d == 0 ? IA + p.slot[0] : p.slot[d];
+
+		ret = child_get(fs, cur, slot, d + 1 == p.depth, p.ofs[d + 1], create, &next);
+		node_put(fs, cur);
+		if (ret)
+			return ret;
+		cur = next;
+	}
+	ref->np = cur;
+	ref->slot = p.slot[p.depth];
+	return 0;
+}
+
+int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr)
+{
+	struct dref ref;
+	int ret = data_ref(fs, inode, idx, 0, &ref);
+
+	*addr = ZLFS_ADDR_NULL;
+	if (ret == -ENOENT || ret == -EFBIG)
+		return 0;
+	if (ret)
+		return ret;
+	*addr = le32_get(*node_slot(ref.np, ref.slot));
+	node_put(fs, ref.np);
+	return 0;
+}
+
+int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
+		   enum zlfs_log_type type)
+{
+	struct zlfs_inode *in = inode_of(inode);
+	struct dref ref;
+	uint32_t old, addr;
+	le32 *slot;
+	int ret = data_ref(fs, inode, idx, 1, &ref);
+
+	if (ret)
+		return ret;
+	slot = node_slot(ref.np, ref.slot);
+	old = le32_get(*slot);
+	ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
+	if (!ret) {
+		seg_mark(fs, old, 0);
+		*slot = le32_put(addr);
+		node_dirty(fs, ref.np);
+		if (!old) {
+			in->blocks = le64_put(le64_get(in->blocks) + 1);
+			node_dirty(fs, inode);
+		}
+	}
+	node_put(fs, ref.np);
+	return ret;
+}
+
+static int read_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint8_t *buf)
+{
+	uint32_t addr;
+	int ret = data_addr(fs, inode, idx, &addr);
+
+	if (ret)
+		return ret;
+	if (addr == ZLFS_ADDR_NULL) {
+		memset(buf, 0, ZLFS_BLOCK_SIZE);
+		return 0;
+	}
+	return seg_read(fs, addr, buf);
+}
+
+int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off)
+{
+	uint64_t fsize = le64_get(inode_of(inode)->size), pos = off, end;
+	uint8_t *blk = fs->iobuf;
+	int ret;
+
+	if (off >= fsize)
+		return 0;
+	end = off + size < fsize ? off + size : fsize;
+	while (pos < end) {
+		uint64_t idx = pos / ZLFS_BLOCK_SIZE, in = pos % ZLFS_BLOCK_SIZE;
+		uint64_t n = ZLFS_BLOCK_SIZE - in < end - pos ? ZLFS_BLOCK_SIZE - in : end - pos;
+
+		ret = read_block(fs, inode, idx, blk);
+		if (ret)
+			return ret;
+		memcpy((uint8_t *)buf + (pos - off), blk + in, n);
+		pos += n;
+	}
+	return (int)(end - off);
+}
+
+int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
+	       uint64_t off)
+{
+	struct zlfs_inode *in = inode_of(inode);
+	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	uint64_t pos = off, end = off + size;
+	int ret = blk ? 0 : -ENOMEM;
+
+	while (!ret && pos < end) {
+		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
+		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;
+
+		if (n < ZLFS_BLOCK_SIZE)
+			ret = read_block(fs, inode, idx, blk);
+		if (ret)
+			break;
+		memcpy(blk + at, (const uint8_t *)buf + (pos - off), n);
+		ret = data_put_block(fs, inode, idx, blk, ZLFS_LOG_WARM_DATA);
+		if (!ret)
+			pos += n;
+	}
+	zdev_buf_free(blk);
+	if (pos > off) {
+		if (pos > le64_get(in->size))
+			in->size = le64_put(pos);
+		fs->user_bytes += pos - off;
+		node_dirty(fs, inode);
+		return (int)(pos - off);
+	}
+	return ret;
+}
+
+/* ---- truncation ----------------------------------------------------------------------------
+ * A node whose whole range lies at or beyond FROM is freed with everything under it; a node
+ * straddling FROM keeps its lower entries. */
+
+static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
+{
+	struct zlfs_inode *in = inode_of(inode);
+	uint32_t addr = le32_get(*slot);
+
+	if (!addr)
+		return;
+	seg_mark(fs, addr, 0);
+	*slot = 0;
+	in->blocks = le64_put(le64_get(in->blocks) - 1);
+	node_dirty(fs, inode);
+}
+
+/* Truncate the subtree of node NID covering [BASE, BASE + span) where DEPTH counts node
+ * levels below it (0: direct node). */
+static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, int depth,
+		      uint64_t base, uint64_t from)
+{
+	struct node_page *np;
+	uint64_t span = 1;
+	uint32_t i;
+	int d, ret = node_get(fs, nid, &np);
+
+	if (ret)
+		return ret;
+	for (d = 0; d < depth; d++)
+		span *= NA;
+	for (i = 0; i < NA && !ret; i++) {
+		uint64_t cb = base + i * span;
+		le32 *slot = &((struct zlfs_node *)np->buf)->ptr[i];
+		uint32_t child = le32_get(*slot);
+
+		if (cb + span <= from || !child)
+			continue;
+		if (depth == 0) {
+			drop_block(fs, inode, slot);
+			node_dirty(fs, np);
+			continue;
+		}
+		ret = trunc_node(fs, inode, child, depth - 1, cb, from);
+		if (!ret && cb >= from) {
+			node_free(fs, child);
+			*slot = 0;
+			node_dirty(fs, np);
+		}
+	}
+	node_put(fs, np);
+	return ret;
+}
+
+int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
+{
+	static const uint64_t base[ZLFS_INODE_NIDS] = {IA, IA + NA, L1_END, L1_END + (uint64_t)NA * NA,
+						       L2_END};
+	static const int depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
+	struct zlfs_inode *in = inode_of(inode);
+	uint64_t i;
+	int k, ret = 0;
+
+	for (i = from; i < IA; i++)
+		drop_block(fs, inode, &in->addr[i]);
+	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
+		uint32_t nid = le32_get(in->nid[k]);
+
+		if (!nid)
+			continue;
+		ret = trunc_node(fs, inode, nid, depth[k], base[k], from);
+		if (!ret && base[k] >= from) {
+			node_free(fs, nid);
+			in->nid[k] = 0;
+			node_dirty(fs, inode);
+		}
+	}
+	return ret;
+}
+
+/* Zero the bytes of block IDX from byte AT on (the part past a new end of file). */
+static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint64_t at,
+		     uint64_t len)
+{
+	uint8_t *blk;
+	uint32_t addr;
+	int ret = data_addr(fs, inode, idx, &addr);
+
+	if (ret || addr == ZLFS_ADDR_NULL)
+		return ret;
+	blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	if (!blk)
+		return -ENOMEM;
+	ret = seg_read(fs, addr, blk);
+	if (!ret) {
+		memset(blk + at, 0, len);
+		ret = data_put_block(fs, inode, idx, blk, ZLFS_LOG_WARM_DATA);
+	}
+	zdev_buf_free(blk);
+	return ret;
+}
+
+int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
+{
+	struct zlfs_inode *in = inode_of(inode);
+	uint64_t old = le64_get(in->size);
+	int ret = 0;
+
+	if (size >= L3_END * ZLFS_BLOCK_SIZE)
+		return -EFBIG;
+	if (size < old) {
+		ret = data_truncate_blocks(fs, inode, (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
+		if (!ret && size % ZLFS_BLOCK_SIZE)
+			ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
+					ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
+	}
+	if (ret)
+		return ret;
+	in->size = le64_put(size);
+	node_dirty(fs, inode);
+	return 0;
+}
+
+int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size);
+	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last = end / ZLFS_BLOCK_SIZE;
+	uint64_t idx;
+	int ret = 0;
+
+	if (end > fsize)
+		end = fsize;
+	if (off >= end)
+		return 0;
+	if (off % ZLFS_BLOCK_SIZE)
+		ret = zero_tail(fs, inode, off / ZLFS_BLOCK_SIZE, off % ZLFS_BLOCK_SIZE,
+				(end - off < ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE
+					 ? end - off : ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE));
+	if (!ret && end % ZLFS_BLOCK_SIZE && end / ZLFS_BLOCK_SIZE >= first)
+		ret = zero_tail(fs, inode, end / ZLFS_BLOCK_SIZE, 0, end % ZLFS_BLOCK_SIZE);
+	for (idx = first; !ret && idx < last; idx++) {
+		struct dref ref;
+
+		ret = data_ref(fs, inode, idx, 0, &ref);
+		if (ret == -ENOENT) {
+			ret = 0;
+			continue;
+		}
+		if (ret)
+			break;
+		drop_block(fs, inode, node_slot(ref.np, ref.slot));
+		node_dirty(fs, ref.np);
+		node_put(fs, ref.np);
+	}
+	return ret == -EFBIG ? 0 : ret;
+}

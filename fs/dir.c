@@ -1,0 +1,428 @@
+/*
+ * dir.c - directories: hashed multi-level dentry blocks, stable readdir offsets, and a cache
+ * of directory blocks.
+ *
+ * Owns: where a name goes in a directory and how it is found again. Level L of a directory
+ * has 2^L buckets of two dentry blocks; a name hashes (XXH3, seeded per filesystem) to one
+ * bucket per level; lookup probes one bucket in each level in use, so a directory of n entries
+ * costs O(log n) block scans, not a linear scan. Entries never move once placed, so the
+ * readdir offset of an entry (its block and slot) stays valid while others come and go.
+ * Changed blocks stay in the cache until dir_flush writes them (before every checkpoint).
+ * May call: data.c, inode.c, node/log (core.h), log.h.
+ */
+#include "files.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define BUCKET_BLOCKS 2
+#define MAX_DEPTH 22
+#define DCACHE_MAX 4096
+#define SLOTS ZLFS_DENTRY_SLOTS
+
+struct dpage {
+	struct dpage *next;
+	uint32_t ino;
+	uint32_t idx;
+	int dirty;
+	struct zlfs_dentry_block *blk;
+};
+
+struct dir_cache {
+	struct dpage **bucket;
+	uint32_t nbuckets;
+	uint32_t count;
+};
+
+static struct dir_cache *dcache(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+
+	if (dc)
+		return dc;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc)
+		return NULL;
+	dc->nbuckets = 8192;
+	dc->bucket = calloc(dc->nbuckets, sizeof(*dc->bucket));
+	if (!dc->bucket) {
+		free(dc);
+		return NULL;
+	}
+	fs->dcache = dc;
+	return dc;
+}
+
+static uint32_t dhash(const struct dir_cache *dc, uint32_t ino, uint32_t idx)
+{
+	return (ino * 2654435761u ^ idx * 40503u) % dc->nbuckets;
+}
+
+static uint32_t name_hash(const struct zlfs_fs *fs, const char *name, size_t len)
+{
+	return (uint32_t)XXH3_64bits_withSeed(name, len, fs->sb.seed);
+}
+
+static uint32_t name_slots(size_t len)
+{
+	return (uint32_t)((len + ZLFS_DENTRY_SLOT_LEN - 1) / ZLFS_DENTRY_SLOT_LEN);
+}
+
+static uint32_t level_first_block(uint32_t level)
+{
+	return BUCKET_BLOCKS * ((1u << level) - 1);
+}
+
+static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u << (i % 8)); }
+static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
+static void bit_clear(uint8_t *map, uint32_t i) { map[i / 8] &= (uint8_t)~(1u << (i % 8)); }
+
+static void dpage_free(struct dpage *p)
+{
+	zdev_buf_free(p->blk);
+	free(p);
+}
+
+static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct node_page *dir;
+	int ret = inode_get(fs, p->ino, &dir);
+
+	if (ret)
+		return ret;
+	p->blk->hdr.cp_ver = le64_put(fs->cp_ver);
+	zlfs_blk_seal(p->blk, fs->sb.seed);
+	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
+	node_put(fs, dir);
+	if (!ret)
+		p->dirty = 0;
+	return ret;
+}
+
+int dir_flush(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpage *p;
+	uint32_t b;
+	int ret;
+
+	for (b = 0; dc && b < dc->nbuckets; b++)
+		for (p = dc->bucket[b]; p; p = p->next)
+			if (p->dirty && (ret = dpage_write(fs, p)))
+				return ret;
+	return 0;
+}
+
+/* Keep the cache bounded: write what changed, then forget clean pages. */
+static int dcache_shrink(struct zlfs_fs *fs, struct dir_cache *dc)
+{
+	struct dpage **pp, *p;
+	uint32_t b;
+	int ret;
+
+	if (dc->count < DCACHE_MAX)
+		return 0;
+	ret = dir_flush(fs);
+	if (ret)
+		return ret;
+	for (b = 0; b < dc->nbuckets; b++) {
+		for (pp = &dc->bucket[b]; (p = *pp);) {
+			*pp = p->next;
+			dpage_free(p);
+			dc->count--;
+		}
+	}
+	return 0;
+}
+
+void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpage **pp, *p;
+	uint32_t b;
+
+	for (b = 0; dc && b < dc->nbuckets; b++) {
+		for (pp = &dc->bucket[b]; (p = *pp);) {
+			if (p->ino == ino) {
+				*pp = p->next;
+				dpage_free(p);
+				dc->count--;
+			} else {
+				pp = &p->next;
+			}
+		}
+	}
+}
+
+void dir_cache_destroy(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpage *p;
+	uint32_t b;
+
+	if (!dc)
+		return;
+	for (b = 0; b < dc->nbuckets; b++)
+		while ((p = dc->bucket[b])) {
+			dc->bucket[b] = p->next;
+			dpage_free(p);
+		}
+	free(dc->bucket);
+	free(dc);
+	fs->dcache = NULL;
+}
+
+/* Block IDX of directory DIR, read on a miss. With CREATE a hole becomes an empty block;
+ * without it a hole is -ENOENT. */
+static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
+		     struct dpage **out)
+{
+	struct dir_cache *dc = dcache(fs);
+	struct dpage *p;
+	uint32_t addr, h;
+	int ret;
+
+	if (!dc)
+		return -ENOMEM;
+	h = dhash(dc, dir->nid, idx);
+	for (p = dc->bucket[h]; p; p = p->next)
+		if (p->ino == dir->nid && p->idx == idx) {
+			*out = p;
+			return 0;
+		}
+	ret = data_addr(fs, dir, idx, &addr);
+	if (ret)
+		return ret;
+	if (addr == ZLFS_ADDR_NULL && !create)
+		return -ENOENT;
+	ret = dcache_shrink(fs, dc);
+	if (ret)
+		return ret;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE))) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->ino = dir->nid;
+	p->idx = idx;
+	if (addr == ZLFS_ADDR_NULL) {
+		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
+		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, idx, dir->nid, fs->cp_ver);
+		p->dirty = 1;
+	} else {
+		ret = seg_read(fs, addr, p->blk);
+		if (!ret)
+			ret = zlfs_blk_verify(p->blk, fs->sb.seed, ZLFS_KIND_DENTRY);
+		if (!ret && le32_get(p->blk->hdr.ino) != dir->nid)
+			ret = -EUCLEAN;
+		if (ret) {
+			zlog_err("directory %u block %u is damaged (%s): run fsck.zlfs", dir->nid,
+				 idx, strerror(-ret));
+			dpage_free(p);
+			return ret;
+		}
+	}
+	p->next = dc->bucket[h];
+	dc->bucket[h] = p;
+	dc->count++;
+	*out = p;
+	return 0;
+}
+
+/* Slot of NAME in block B, or -1. */
+static int block_find(const struct zlfs_dentry_block *b, uint32_t hash, const char *name,
+		      size_t len)
+{
+	uint32_t s = 0;
+
+	while (s < SLOTS) {
+		uint16_t nl = le16_get(b->d[s].name_len);
+
+		if (!bit_test(b->bitmap, s) || !nl) {
+			s++;
+			continue;
+		}
+		if (nl == len && le32_get(b->d[s].hash) == hash && !memcmp(b->name[s], name, len))
+			return (int)s;
+		s += name_slots(nl);
+	}
+	return -1;
+}
+
+/* Run of N free slots in block B, or -1. */
+static int block_room(const struct zlfs_dentry_block *b, uint32_t n)
+{
+	uint32_t s, run = 0;
+
+	for (s = 0; s < SLOTS; s++) {
+		run = bit_test(b->bitmap, s) ? 0 : run + 1;
+		if (run == n)
+			return (int)(s + 1 - n);
+	}
+	return -1;
+}
+
+struct dloc {
+	struct dpage *page;
+	int slot;
+};
+
+static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		    struct dloc *loc)
+{
+	uint32_t hash = name_hash(fs, name, len), depth = le32_get(inode_of(dir)->dir_depth);
+	uint32_t l, i;
+	int ret;
+
+	for (l = 0; l < depth; l++) {
+		uint32_t bucket = hash & ((1u << l) - 1);
+
+		for (i = 0; i < BUCKET_BLOCKS; i++) {
+			uint32_t idx = level_first_block(l) + bucket * BUCKET_BLOCKS + i;
+
+			ret = dpage_get(fs, dir, idx, 0, &loc->page);
+			if (ret == -ENOENT)
+				continue;
+			if (ret)
+				return ret;
+			loc->slot = block_find(loc->page->blk, hash, name, len);
+			if (loc->slot >= 0)
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int dir_lookup(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+	       uint32_t *ino, uint8_t *type)
+{
+	struct dloc loc;
+	int ret = dir_find(fs, dir, name, len, &loc);
+
+	if (ret)
+		return ret;
+	*ino = le32_get(loc.page->blk->d[loc.slot].ino);
+	if (type)
+		*type = loc.page->blk->d[loc.slot].type;
+	return 0;
+}
+
+static void slot_fill(struct zlfs_dentry_block *b, int slot, uint32_t hash, const char *name,
+		      size_t len, uint32_t ino, uint8_t type)
+{
+	uint32_t i, n = name_slots(len);
+
+	for (i = 0; i < n; i++)
+		bit_set(b->bitmap, (uint32_t)slot + i);
+	memset(b->name[slot], 0, (size_t)n * ZLFS_DENTRY_SLOT_LEN);
+	memcpy(b->name[slot], name, len);
+	b->d[slot].hash = le32_put(hash);
+	b->d[slot].ino = le32_put(ino);
+	b->d[slot].name_len = le16_put((uint16_t)len);
+	b->d[slot].type = type;
+}
+
+int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+	    uint32_t ino, uint8_t type)
+{
+	struct zlfs_inode *in = inode_of(dir);
+	uint32_t hash = name_hash(fs, name, len), depth = le32_get(in->dir_depth), l, i;
+	struct dpage *p;
+	int ret, slot;
+
+	if (!len || len > ZLFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	for (l = 0; l <= depth && l < MAX_DEPTH; l++) {
+		uint32_t bucket = hash & ((1u << l) - 1);
+
+		for (i = 0; i < BUCKET_BLOCKS; i++) {
+			ret = dpage_get(fs, dir, level_first_block(l) + bucket * BUCKET_BLOCKS + i, 1, &p);
+			if (ret)
+				return ret;
+			slot = block_room(p->blk, name_slots(len));
+			if (slot < 0)
+				continue;
+			slot_fill(p->blk, slot, hash, name, len, ino, type);
+			p->dirty = 1;
+			if (l == depth) {
+				in->dir_depth = le32_put(depth + 1);
+				in->size = le64_put((uint64_t)level_first_block(depth + 1) *
+						    ZLFS_BLOCK_SIZE);
+			}
+			in->dir_entries = le32_put(le32_get(in->dir_entries) + 1);
+			node_dirty(fs, dir);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len)
+{
+	struct zlfs_inode *in = inode_of(dir);
+	struct dloc loc;
+	uint32_t i, n;
+	int ret = dir_find(fs, dir, name, len, &loc);
+
+	if (ret)
+		return ret;
+	n = name_slots(len);
+	for (i = 0; i < n; i++)
+		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
+	memset(&loc.page->blk->d[loc.slot], 0, sizeof(loc.page->blk->d[0]));
+	loc.page->dirty = 1;
+	in->dir_entries = le32_put(le32_get(in->dir_entries) - 1);
+	node_dirty(fs, dir);
+	return 0;
+}
+
+int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		 uint32_t ino, uint8_t type)
+{
+	struct dloc loc;
+	int ret = dir_find(fs, dir, name, len, &loc);
+
+	if (ret)
+		return ret;
+	loc.page->blk->d[loc.slot].ino = le32_put(ino);
+	loc.page->blk->d[loc.slot].type = type;
+	loc.page->dirty = 1;
+	return 0;
+}
+
+int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fill_fn fill,
+		void *arg)
+{
+	uint32_t depth = le32_get(inode_of(dir)->dir_depth);
+	uint64_t pos = off < 3 ? 0 : off - 3, nblocks = level_first_block(depth);
+	uint32_t blk, s;
+	struct dpage *p;
+	int ret;
+
+	if (off == 0 && fill(arg, ".", 1, dir->nid, DT_DIR, 1))
+		return 0;
+	if (off <= 1 && fill(arg, "..", 2, le32_get(inode_of(dir)->parent_ino), DT_DIR, 2))
+		return 0;
+	for (blk = (uint32_t)(pos / SLOTS); blk < nblocks; blk++) {
+		ret = dpage_get(fs, dir, blk, 0, &p);
+		if (ret == -ENOENT)
+			continue;
+		if (ret)
+			return ret;
+		for (s = blk == pos / SLOTS ? (uint32_t)(pos % SLOTS) : 0; s < SLOTS; s++) {
+			const struct zlfs_dentry *d = &p->blk->d[s];
+			uint16_t nl = le16_get(d->name_len);
+
+			if (!bit_test(p->blk->bitmap, s) || !nl)
+				continue;
+			if (fill(arg, (const char *)p->blk->name[s], nl, le32_get(d->ino), d->type,
+				 3 + (uint64_t)blk * SLOTS + s + 1))
+				return 0;
+		}
+	}
+	return 0;
+}

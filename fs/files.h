@@ -1,0 +1,88 @@
+/*
+ * files.h - the file layer: inodes, file data, directories and xattrs on top of node/log.
+ *
+ * Owns: inode fields and times (inode.c), mapping file blocks to device blocks through the
+ * node tree (data.c), hashed directories with stable readdir offsets and their block cache
+ * (dir.c), extended attributes (xattr.c).
+ * May call: core.h (node/log layer), format.h, log.h. Called by the FUSE operations.
+ *
+ * Every function expects fs->lock held. Errors are negative errno values.
+ */
+#ifndef ZLFS_FILES_H
+#define ZLFS_FILES_H
+
+#include "core.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* ---- inode.c ---------------------------------------------------------------------------- */
+#define INODE_ATIME 1
+#define INODE_MTIME 2
+#define INODE_CTIME 4
+
+static inline struct zlfs_inode *inode_of(struct node_page *np) { return np->buf; }
+
+/* Get the inode page of INO (checked to be an inode). */
+int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np);
+/* Create an inode of MODE owned by UID/GID under directory PARENT. */
+int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
+	      uint32_t parent, struct node_page **np);
+void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st);
+void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which);
+/* Release everything INO owns: data, nodes, xattrs, the inode itself. */
+int inode_free(struct zlfs_fs *fs, uint32_t ino);
+uint64_t inode_now_ns(void);
+
+/* ---- data.c ----------------------------------------------------------------------------- */
+/* Block address of file block IDX (ZLFS_ADDR_NULL for a hole). */
+int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr);
+/* Append BUF as file block IDX to log TYPE and point the file at it. */
+int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
+		   enum zlfs_log_type type);
+int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off);
+int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
+	       uint64_t off);
+/* Drop file blocks from block FROM on (and the nodes that only mapped those). */
+int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from);
+/* Set the size; shrinking frees blocks and zeroes the tail of the last block. */
+int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size);
+/* Free the blocks wholly inside [off, off+len) and zero the partial ends. */
+int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
+
+/* ---- dir.c ------------------------------------------------------------------------------ */
+/* readdir offsets: 0 start, 1 after ".", 2 after "..", then 3 + slot position + 1. */
+typedef int (*dir_fill_fn)(void *arg, const char *name, size_t len, uint32_t ino,
+			   uint8_t type, uint64_t next_off);
+int dir_lookup(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+	       uint32_t *ino, uint8_t *type);
+int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+	    uint32_t ino, uint8_t type);
+int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len);
+/* Point an existing entry NAME at INO/TYPE. */
+int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		 uint32_t ino, uint8_t type);
+int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fill_fn fill,
+		void *arg);
+/* Write cached directory blocks that changed; called before a checkpoint. */
+int dir_flush(struct zlfs_fs *fs);
+void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
+void dir_cache_destroy(struct zlfs_fs *fs);
+
+/* ---- xattr.c ---------------------------------------------------------------------------- */
+int xattr_get(struct zlfs_fs *fs, struct node_page *inode, const char *name, void *val,
+	      size_t size);
+int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, const void *val,
+	      size_t size, int flags);
+int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size);
+int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
+
+/* ---- whole-filesystem ------------------------------------------------------------------ */
+/* Mount and free the inodes left unlinked-but-open by the previous session. */
+int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
+/* Make everything durable: changed directory blocks, then a checkpoint. */
+int files_sync(struct zlfs_fs *fs);
+/* Flush, write a clean checkpoint and release the filesystem. */
+int files_unmount(struct zlfs_fs *fs);
+
+#endif

@@ -1,0 +1,341 @@
+/*
+ * format.c - checksums, block headers, and the superblock and checkpoint-head codecs
+ * (see format.h).
+ *
+ * Owns: turning host-side records into sealed 4 KiB blocks and back, and refusing any block
+ * that does not validate. Decoders check everything a later layer would otherwise trust:
+ * magic, checksum, revision, feature bits, and that the layout stays inside the device.
+ * May call: xxHash, libc.
+ */
+#include "format.h"
+
+#include <errno.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint64_t zlfs_csum_seed(const uint8_t uuid[16])
+{
+	uint64_t a, b;
+
+	memcpy(&a, uuid, 8);
+	memcpy(&b, uuid + 8, 8);
+	return le64_get(a) ^ (le64_get(b) * 0x9e3779b97f4a7c15ULL);
+}
+
+void zlfs_blk_init(void *block, enum zlfs_blk_kind kind, uint32_t index, uint32_t ino,
+		   uint64_t cp_ver)
+{
+	struct zlfs_blkhdr *h = block;
+
+	h->magic = le32_put(ZLFS_MAGIC);
+	h->kind = le16_put((uint16_t)kind);
+	h->flags = 0;
+	h->index = le32_put(index);
+	h->ino = le32_put(ino);
+	h->cp_ver = le64_put(cp_ver);
+}
+
+uint64_t zlfs_blk_csum(const void *block, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(block, ZLFS_CSUM_OFF, seed);
+}
+
+void zlfs_blk_seal(void *block, uint64_t seed)
+{
+	le64 c = le64_put(zlfs_blk_csum(block, seed));
+
+	memcpy((uint8_t *)block + ZLFS_CSUM_OFF, &c, sizeof(c));
+}
+
+int zlfs_blk_verify(const void *block, uint64_t seed, enum zlfs_blk_kind kind)
+{
+	const struct zlfs_blkhdr *h = block;
+	le64 c;
+
+	if (le32_get(h->magic) != ZLFS_MAGIC)
+		return -EUCLEAN;
+	memcpy(&c, (const uint8_t *)block + ZLFS_CSUM_OFF, sizeof(c));
+	if (le64_get(c) != zlfs_blk_csum(block, seed))
+		return -EUCLEAN;
+	if (kind != ZLFS_KIND_MAX && le16_get(h->kind) != kind)
+		return -EBADMSG;
+	return 0;
+}
+
+const char *zlfs_kind_name(unsigned kind)
+{
+	static const char *const names[ZLFS_KIND_MAX] = {
+		[ZLFS_KIND_SUPER] = "superblock",	[ZLFS_KIND_CP_HEAD] = "checkpoint head",
+		[ZLFS_KIND_CP_SUMMARY] = "checkpoint summary", [ZLFS_KIND_CP_ORPHAN] = "orphan list",
+		[ZLFS_KIND_CP_TAIL] = "checkpoint tail", [ZLFS_KIND_NAT] = "NAT",
+		[ZLFS_KIND_SIT] = "SIT",		[ZLFS_KIND_MAP] = "meta map",
+		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
+		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
+		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
+	};
+
+	if (kind >= ZLFS_KIND_MAX || !names[kind])
+		return "unknown";
+	return names[kind];
+}
+
+/* ---- superblock --------------------------------------------------------------------------- */
+
+void zlfs_sb_encode(const struct zlfs_sb_info *s, void *block)
+{
+	struct zlfs_super *d = block;
+	int i;
+
+	memset(d, 0, sizeof(*d));
+	zlfs_blk_init(d, ZLFS_KIND_SUPER, 0, 0, 0);
+	d->revision = le16_put(s->revision);
+	d->min_revision = le16_put(s->min_revision);
+	d->feat_compat = le32_put(s->feat_compat);
+	d->feat_ro_compat = le32_put(s->feat_ro_compat);
+	d->feat_incompat = le32_put(s->feat_incompat);
+	memcpy(d->uuid, s->uuid, sizeof(d->uuid));
+	memcpy(d->label, s->label, strnlen(s->label, sizeof(d->label)));
+	d->create_time = le64_put(s->create_time);
+	d->sb_seq = le64_put(s->sb_seq);
+	d->block_size = le32_put(s->block_size);
+	d->dev_lblock_size = le32_put(s->dev_lblock_size);
+	d->zone_size = le64_put(s->zone_size);
+	d->zone_capacity = le64_put(s->zone_capacity);
+	d->nr_zones = le32_put(s->nr_zones);
+	d->nr_conv = le32_put(s->nr_conv);
+	d->max_open = le32_put(s->max_open);
+	d->max_active = le32_put(s->max_active);
+	d->seg_blocks = le32_put(s->seg_blocks);
+	d->segs_per_zone = le32_put(s->segs_per_zone);
+	for (i = 0; i < 2; i++) {
+		d->sb_zone[i] = le32_put(s->sb_zone[i]);
+		d->cp_zone[i] = le32_put(s->cp_zone[i]);
+	}
+	d->meta_zone_first = le32_put(s->meta_zone_first);
+	d->meta_zones = le32_put(s->meta_zones);
+	d->main_zone_first = le32_put(s->main_zone_first);
+	d->main_zones = le32_put(s->main_zones);
+	d->nr_logs = le32_put(s->nr_logs);
+	d->ovp_percent = le32_put(s->ovp_percent);
+	d->reserved_zones = le32_put(s->reserved_zones);
+	d->max_nid = le32_put(s->max_nid);
+	d->nat_blocks = le32_put(s->nat_blocks);
+	d->sit_blocks = le32_put(s->sit_blocks);
+	d->root_ino = le32_put(s->root_ino);
+	d->last_fsck_time = le64_put(s->last_fsck_time);
+	d->enc_kdf = le32_put(s->enc_kdf);
+	d->scrypt_r = le32_put(s->scrypt_r);
+	d->scrypt_p = le32_put(s->scrypt_p);
+	d->scrypt_n = le64_put(s->scrypt_n);
+	memcpy(d->enc_salt, s->enc_salt, sizeof(d->enc_salt));
+	memcpy(d->key_check, s->key_check, sizeof(d->key_check));
+	zlfs_blk_seal(d, zlfs_csum_seed(s->uuid));
+}
+
+static void sb_decode_fields(const struct zlfs_super *d, struct zlfs_sb_info *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->revision = le16_get(d->revision);
+	s->min_revision = le16_get(d->min_revision);
+	s->feat_compat = le32_get(d->feat_compat);
+	s->feat_ro_compat = le32_get(d->feat_ro_compat);
+	s->feat_incompat = le32_get(d->feat_incompat);
+	memcpy(s->uuid, d->uuid, sizeof(s->uuid));
+	memcpy(s->label, d->label, ZLFS_LABEL_MAX);
+	s->label[ZLFS_LABEL_MAX] = '\0';
+	s->create_time = le64_get(d->create_time);
+	s->sb_seq = le64_get(d->sb_seq);
+	s->block_size = le32_get(d->block_size);
+	s->dev_lblock_size = le32_get(d->dev_lblock_size);
+	s->zone_size = le64_get(d->zone_size);
+	s->zone_capacity = le64_get(d->zone_capacity);
+	s->nr_zones = le32_get(d->nr_zones);
+	s->nr_conv = le32_get(d->nr_conv);
+	s->max_open = le32_get(d->max_open);
+	s->max_active = le32_get(d->max_active);
+	s->seg_blocks = le32_get(d->seg_blocks);
+	s->segs_per_zone = le32_get(d->segs_per_zone);
+	for (i = 0; i < 2; i++) {
+		s->sb_zone[i] = le32_get(d->sb_zone[i]);
+		s->cp_zone[i] = le32_get(d->cp_zone[i]);
+	}
+	s->meta_zone_first = le32_get(d->meta_zone_first);
+	s->meta_zones = le32_get(d->meta_zones);
+	s->main_zone_first = le32_get(d->main_zone_first);
+	s->main_zones = le32_get(d->main_zones);
+	s->nr_logs = le32_get(d->nr_logs);
+	s->ovp_percent = le32_get(d->ovp_percent);
+	s->reserved_zones = le32_get(d->reserved_zones);
+	s->max_nid = le32_get(d->max_nid);
+	s->nat_blocks = le32_get(d->nat_blocks);
+	s->sit_blocks = le32_get(d->sit_blocks);
+	s->root_ino = le32_get(d->root_ino);
+	s->last_fsck_time = le64_get(d->last_fsck_time);
+	s->enc_kdf = le32_get(d->enc_kdf);
+	s->scrypt_r = le32_get(d->scrypt_r);
+	s->scrypt_p = le32_get(d->scrypt_p);
+	s->scrypt_n = le64_get(d->scrypt_n);
+	memcpy(s->enc_salt, d->enc_salt, sizeof(s->enc_salt));
+	memcpy(s->key_check, d->key_check, sizeof(s->key_check));
+	s->seed = zlfs_csum_seed(s->uuid);
+}
+
+static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+
+/* The layout must be self-consistent and inside the device before anyone trusts it. */
+static int sb_check_layout(const struct zlfs_sb_info *s)
+{
+	uint64_t zone_blocks = s->zone_size / ZLFS_BLOCK_SIZE;
+	uint64_t meta_end = (uint64_t)s->meta_zone_first + s->meta_zones;
+	uint64_t main_end = (uint64_t)s->main_zone_first + s->main_zones;
+	int i;
+
+	if (s->block_size != ZLFS_BLOCK_SIZE || !s->dev_lblock_size ||
+	    ZLFS_BLOCK_SIZE % s->dev_lblock_size)
+		return -EUCLEAN;
+	if (!zone_blocks || s->zone_size % ZLFS_BLOCK_SIZE || s->zone_capacity > s->zone_size)
+		return -EUCLEAN;
+	if (!is_pow2(s->seg_blocks) || s->seg_blocks < ZLFS_SEG_BLOCKS_MIN ||
+	    s->seg_blocks > ZLFS_SEG_BLOCKS_MAX || !s->segs_per_zone ||
+	    (uint64_t)s->segs_per_zone * s->seg_blocks * ZLFS_BLOCK_SIZE > s->zone_capacity)
+		return -EUCLEAN;
+	for (i = 0; i < 2; i++)
+		if (s->sb_zone[i] >= s->meta_zone_first || s->cp_zone[i] >= s->meta_zone_first)
+			return -EUCLEAN;
+	if (meta_end > s->main_zone_first || main_end != s->nr_zones || !s->main_zones)
+		return -EUCLEAN;
+	if (main_end * zone_blocks > ZLFS_MAX_BLOCKS)
+		return -EUCLEAN;
+	if (s->nr_logs != 2 && s->nr_logs != 4 && s->nr_logs != 6)
+		return -EUCLEAN;
+	if (!s->max_nid || s->root_ino == ZLFS_NID_NULL || s->root_ino >= s->max_nid)
+		return -EUCLEAN;
+	if ((uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK < s->max_nid ||
+	    (uint64_t)s->sit_blocks * ZLFS_SIT_PER_BLOCK < zlfs_main_segments(s))
+		return -EUCLEAN;
+	if ((uint64_t)s->nat_blocks + s->sit_blocks > (uint64_t)ZLFS_CP_MAP_MAX * ZLFS_MAP_PER_BLOCK)
+		return -EUCLEAN;
+	return 0;
+}
+
+int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
+{
+	const struct zlfs_super *d = block;
+	int ret;
+
+	if (le32_get(d->hdr.magic) != ZLFS_MAGIC)
+		return -EUCLEAN;
+	ret = zlfs_blk_verify(block, zlfs_csum_seed(d->uuid), ZLFS_KIND_SUPER);
+	if (ret)
+		return -EUCLEAN;
+	sb_decode_fields(d, s);
+	if (s->min_revision > ZLFS_REVISION || s->revision < ZLFS_MIN_REVISION)
+		return -EPROTONOSUPPORT;
+	if (s->feat_incompat & ~ZLFS_FEAT_INCOMPAT_SUPP)
+		return -EPROTONOSUPPORT;
+	return sb_check_layout(s);
+}
+
+/* ---- checkpoint head and tail ------------------------------------------------------------ */
+
+void zlfs_cp_head_encode(const struct zlfs_cp_info *c, uint64_t seed, void *block)
+{
+	struct zlfs_cp_head *d = block;
+	uint32_t i;
+
+	memset(d, 0, sizeof(*d));
+	zlfs_blk_init(d, ZLFS_KIND_CP_HEAD, 0, 0, c->version);
+	d->version = le64_put(c->version);
+	d->time_ns = le64_put(c->time_ns);
+	d->flags = le32_put(c->flags);
+	d->pack_blocks = le32_put(c->pack_blocks);
+	d->nr_logs = le32_put(c->nr_logs);
+	d->nr_summaries = le32_put(c->nr_summaries);
+	d->nr_orphan_blocks = le32_put(c->nr_orphan_blocks);
+	d->nr_orphans = le32_put(c->nr_orphans);
+	d->meta_zone = le32_put(c->meta_zone);
+	d->meta_next_blk = le32_put(c->meta_next_blk);
+	d->nr_map = le32_put(c->nr_map);
+	d->next_free_nid = le32_put(c->next_free_nid);
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		d->logs[i].zone = le32_put(c->logs[i].zone);
+		d->logs[i].next_blk = le32_put(c->logs[i].next_blk);
+		d->logs[i].nr_entries = le32_put(c->logs[i].nr_entries);
+	}
+	d->valid_blocks = le64_put(c->valid_blocks);
+	d->valid_nodes = le64_put(c->valid_nodes);
+	d->valid_inodes = le64_put(c->valid_inodes);
+	d->user_bytes = le64_put(c->user_bytes);
+	d->dev_bytes = le64_put(c->dev_bytes);
+	d->gc_bytes = le64_put(c->gc_bytes);
+	for (i = 0; i < c->nr_map && i < ZLFS_CP_MAP_MAX; i++)
+		d->map_addr[i] = le32_put(c->map_addr[i]);
+	zlfs_blk_seal(d, seed);
+}
+
+int zlfs_cp_head_decode(const void *block, uint64_t seed, struct zlfs_cp_info *c)
+{
+	const struct zlfs_cp_head *d = block;
+	uint32_t i;
+	int ret = zlfs_blk_verify(block, seed, ZLFS_KIND_CP_HEAD);
+
+	if (ret)
+		return ret;
+	memset(c, 0, sizeof(*c));
+	c->version = le64_get(d->version);
+	c->time_ns = le64_get(d->time_ns);
+	c->flags = le32_get(d->flags);
+	c->pack_blocks = le32_get(d->pack_blocks);
+	c->nr_logs = le32_get(d->nr_logs);
+	c->nr_summaries = le32_get(d->nr_summaries);
+	c->nr_orphan_blocks = le32_get(d->nr_orphan_blocks);
+	c->nr_orphans = le32_get(d->nr_orphans);
+	c->meta_zone = le32_get(d->meta_zone);
+	c->meta_next_blk = le32_get(d->meta_next_blk);
+	c->nr_map = le32_get(d->nr_map);
+	c->next_free_nid = le32_get(d->next_free_nid);
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		c->logs[i].zone = le32_get(d->logs[i].zone);
+		c->logs[i].next_blk = le32_get(d->logs[i].next_blk);
+		c->logs[i].nr_entries = le32_get(d->logs[i].nr_entries);
+	}
+	c->valid_blocks = le64_get(d->valid_blocks);
+	c->valid_nodes = le64_get(d->valid_nodes);
+	c->valid_inodes = le64_get(d->valid_inodes);
+	c->user_bytes = le64_get(d->user_bytes);
+	c->dev_bytes = le64_get(d->dev_bytes);
+	c->gc_bytes = le64_get(d->gc_bytes);
+	if (c->version != le64_get(d->hdr.cp_ver) || c->nr_map > ZLFS_CP_MAP_MAX ||
+	    c->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX ||
+	    c->nr_summaries > ZLFS_NR_LOG_TYPES ||
+	    c->pack_blocks != 2 + c->nr_summaries + c->nr_orphan_blocks)
+		return -EUCLEAN;
+	for (i = 0; i < c->nr_map; i++)
+		c->map_addr[i] = le32_get(d->map_addr[i]);
+	return 0;
+}
+
+void zlfs_cp_tail_encode(uint64_t version, uint64_t head_csum, uint64_t seed, void *block)
+{
+	struct zlfs_cp_tail *d = block;
+
+	memset(d, 0, sizeof(*d));
+	zlfs_blk_init(d, ZLFS_KIND_CP_TAIL, 0, 0, version);
+	d->version = le64_put(version);
+	d->head_csum = le64_put(head_csum);
+	zlfs_blk_seal(d, seed);
+}
+
+int zlfs_cp_tail_check(const void *block, uint64_t seed, uint64_t version, uint64_t head_csum)
+{
+	const struct zlfs_cp_tail *d = block;
+	int ret = zlfs_blk_verify(block, seed, ZLFS_KIND_CP_TAIL);
+
+	if (ret)
+		return ret;
+	if (le64_get(d->version) != version || le64_get(d->head_csum) != head_csum)
+		return -EUCLEAN;
+	return 0;
+}

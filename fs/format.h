@@ -1,0 +1,478 @@
+/*
+ * format.h - the on-disk format of zlfs, every structure in one place.
+ *
+ * Owns: block layouts, constants, feature flags, the checksum rule, and the host <-> disk
+ * conversion of the superblock and the checkpoint head. docs/format.md describes the same
+ * layout zone by zone; the two must change together.
+ * May call: xxHash, libc. Called by every layer that reads or writes metadata.
+ *
+ * Rules that hold for every structure here:
+ *  - fields are fixed-width little-endian (le16/le32/le64, converted with the helpers below);
+ *  - every metadata block is 4 KiB, starts with struct zlfs_blkhdr and ends with a 64-bit
+ *    XXH3 checksum of the preceding 4088 bytes, seeded from the filesystem UUID so that blocks
+ *    left on the device by an earlier filesystem never validate;
+ *  - sizes are pinned by static assertions, so a change of layout fails the build.
+ * User file data blocks are raw and carry no header.
+ */
+#ifndef ZLFS_FORMAT_H
+#define ZLFS_FORMAT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint16_t le16;
+typedef uint32_t le32;
+typedef uint64_t le64;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline uint16_t le16_get(le16 v) { return v; }
+static inline uint32_t le32_get(le32 v) { return v; }
+static inline uint64_t le64_get(le64 v) { return v; }
+#else
+static inline uint16_t le16_get(le16 v) { return __builtin_bswap16(v); }
+static inline uint32_t le32_get(le32 v) { return __builtin_bswap32(v); }
+static inline uint64_t le64_get(le64 v) { return __builtin_bswap64(v); }
+#endif
+static inline le16 le16_put(uint16_t v) { return le16_get(v); }
+static inline le32 le32_put(uint32_t v) { return le32_get(v); }
+static inline le64 le64_put(uint64_t v) { return le64_get(v); }
+
+/* ---- constants ------------------------------------------------------------------------- */
+
+#define ZLFS_MAGIC 0x53464c5aU /* "ZLFS" as bytes on disk */
+#define ZLFS_REVISION 1        /* format revision written by this code */
+#define ZLFS_MIN_REVISION 1    /* oldest revision this code reads */
+
+#define ZLFS_BLOCK_SHIFT 12
+#define ZLFS_BLOCK_SIZE (1u << ZLFS_BLOCK_SHIFT)
+#define ZLFS_CSUM_OFF (ZLFS_BLOCK_SIZE - 8)
+#define ZLFS_HDR_SIZE 24
+#define ZLFS_PAYLOAD (ZLFS_CSUM_OFF - ZLFS_HDR_SIZE) /* 4064 bytes between header and checksum */
+
+/* Block addresses are 32-bit block numbers from the start of the device (16 TiB limit, as in
+ * F2FS). Address 0 lies in the first superblock zone and is never a data or node block, so it
+ * means "no block" everywhere: a hole, an unused NAT entry, a meta block never written. */
+#define ZLFS_ADDR_NULL 0u
+#define ZLFS_MAX_BLOCKS 0xffffffffULL
+/* In memory only: a NAT entry whose node exists but was never written yet. */
+#define ZLFS_ADDR_NEW 0xffffffffu
+
+#define ZLFS_NID_NULL 0u
+#define ZLFS_ROOT_INO 1u
+
+#define ZLFS_NAME_MAX 255
+#define ZLFS_LABEL_MAX 64
+
+/* Segments: the unit of summary and usage accounting inside a zone. Power of two blocks; the
+ * last block of each segment is its summary block, so a segment holds SEG_BLOCKS-1 blocks of
+ * data or nodes. A zone holds capacity / segment-size segments; any tail is never written. */
+#define ZLFS_SEG_BLOCKS_MAX 512u
+#define ZLFS_SEG_BLOCKS_MIN 16u
+
+/* ---- feature flags ----------------------------------------------------------------------- */
+/* compat: an older reader may ignore it. ro_compat: an older reader may only mount read-only.
+ * incompat: an older reader must refuse the filesystem. */
+#define ZLFS_FEAT_COMPAT_SUPP 0u
+#define ZLFS_FEAT_RO_COMPAT_SUPP 0u
+#define ZLFS_FEAT_INCOMPAT_ENCRYPT (1u << 0) /* encryption fields in the superblock are live */
+#define ZLFS_FEAT_INCOMPAT_SUPP ZLFS_FEAT_INCOMPAT_ENCRYPT
+
+/* ---- log types ----------------------------------------------------------------------------
+ * Each active log appends to its own open zone. With 2 logs only WARM_NODE and WARM_DATA are
+ * active (everything maps to them); with 4, HOT/WARM of each kind (COLD folds into WARM); with
+ * 6, all of them. */
+enum zlfs_log_type {
+	ZLFS_LOG_HOT_NODE = 0,
+	ZLFS_LOG_WARM_NODE,
+	ZLFS_LOG_COLD_NODE,
+	ZLFS_LOG_HOT_DATA,
+	ZLFS_LOG_WARM_DATA,
+	ZLFS_LOG_COLD_DATA,
+	ZLFS_NR_LOG_TYPES
+};
+#define ZLFS_LOG_NONE 0xffu
+
+/* ---- common block header ------------------------------------------------------------------- */
+
+enum zlfs_blk_kind {
+	ZLFS_KIND_SUPER = 1,
+	ZLFS_KIND_CP_HEAD,
+	ZLFS_KIND_CP_SUMMARY, /* an open segment's summary, carried in a checkpoint pack */
+	ZLFS_KIND_CP_ORPHAN,
+	ZLFS_KIND_CP_TAIL,
+	ZLFS_KIND_NAT,        /* meta log */
+	ZLFS_KIND_SIT,        /* meta log */
+	ZLFS_KIND_MAP,        /* meta log: addresses of NAT and SIT blocks */
+	ZLFS_KIND_SUMMARY,    /* last block of a full segment in the main area */
+	ZLFS_KIND_INODE,      /* node blocks: */
+	ZLFS_KIND_DNODE,
+	ZLFS_KIND_INDNODE,
+	ZLFS_KIND_XATTR,
+	ZLFS_KIND_DENTRY,     /* directory data block */
+	ZLFS_KIND_MAX
+};
+
+/* Node block flags (struct zlfs_blkhdr.flags). */
+#define ZLFS_NODE_FSYNC (1u << 0)  /* written by fsync: roll forward after a crash */
+#define ZLFS_NODE_DENTRY (1u << 1) /* the fsync also made the file's directory entry durable */
+
+struct zlfs_blkhdr {
+	le32 magic;   /* ZLFS_MAGIC */
+	le16 kind;    /* enum zlfs_blk_kind */
+	le16 flags;
+	le32 index;   /* nid for node blocks, logical meta block for NAT/SIT/MAP, else 0 */
+	le32 ino;     /* owning inode for node and dentry blocks, else 0 */
+	le64 cp_ver;  /* checkpoint version the block was written under (roll-forward) */
+};
+static_assert(sizeof(struct zlfs_blkhdr) == ZLFS_HDR_SIZE, "block header size");
+
+/* ---- superblock -------------------------------------------------------------------------- */
+
+#define ZLFS_SALT_SIZE 32
+#define ZLFS_KEYCHECK_SIZE 32
+
+struct zlfs_super {
+	struct zlfs_blkhdr hdr;
+	le16 revision;
+	le16 min_revision;  /* oldest revision that may read this filesystem */
+	le32 feat_compat;
+	le32 feat_ro_compat;
+	le32 feat_incompat;
+	uint8_t uuid[16];
+	char label[ZLFS_LABEL_MAX];
+	le64 create_time;   /* seconds since the epoch */
+	le64 sb_seq;        /* newest valid record in either superblock zone wins */
+	/* device geometry seen by mkfs */
+	le32 block_size;
+	le32 dev_lblock_size;
+	le64 zone_size;     /* bytes */
+	le64 zone_capacity; /* bytes, smallest sequential zone capacity */
+	le32 nr_zones;
+	le32 nr_conv;
+	le32 max_open;
+	le32 max_active;
+	/* layout */
+	le32 seg_blocks;
+	le32 segs_per_zone;
+	le32 sb_zone[2];
+	le32 cp_zone[2];
+	le32 meta_zone_first;
+	le32 meta_zones;
+	le32 main_zone_first;
+	le32 main_zones;
+	le32 nr_logs;
+	le32 ovp_percent;
+	le32 reserved_zones; /* main-area zones held back so GC can always progress */
+	le32 max_nid;
+	le32 nat_blocks;
+	le32 sit_blocks;
+	le32 root_ino;
+	le32 pad0;
+	/* consistency-scan record, written by fsck.zlfs after a clean check */
+	le64 last_fsck_time;
+	/* encryption (live with ZLFS_FEAT_INCOMPAT_ENCRYPT) */
+	le32 enc_kdf;        /* 0 none, 1 key file, 2 scrypt passphrase */
+	le32 scrypt_r;
+	le32 scrypt_p;
+	le32 pad1;
+	le64 scrypt_n;
+	uint8_t enc_salt[ZLFS_SALT_SIZE];
+	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
+	uint8_t reserved[3744];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_super) == ZLFS_BLOCK_SIZE, "superblock size");
+
+/* ---- checkpoint pack ----------------------------------------------------------------------
+ * A pack is HEAD, its payload blocks (open-segment summaries, orphan lists) and TAIL, written
+ * back to back in the checkpoint log. It is valid only when every block checksums, all carry
+ * the same cp_ver, and TAIL records HEAD's checksum: a torn pack is never taken. */
+
+#define ZLFS_CP_CLEAN (1u << 0)      /* written by unmount: no recovery work on next mount */
+#define ZLFS_CP_ORPHANS (1u << 1)    /* orphan blocks follow the summaries */
+#define ZLFS_CP_FSCK (1u << 2)       /* an error was seen: run fsck.zlfs */
+
+#define ZLFS_ZONE_NONE 0xffffffffu
+
+struct zlfs_cp_log {
+	le32 zone;       /* open zone of this log, ZLFS_ZONE_NONE if it has none yet */
+	le32 next_blk;   /* next block to write, counted from the zone start */
+	le32 nr_entries; /* summary entries of the open segment (0: no summary block) */
+	le32 reserved;
+};
+
+#define ZLFS_CP_MAP_MAX 900u      /* map blocks addressed by one checkpoint */
+#define ZLFS_CP_ORPHAN_BLOCKS_MAX 16u
+
+struct zlfs_cp_head {
+	struct zlfs_blkhdr hdr;
+	le64 version;
+	le64 time_ns;
+	le32 flags;
+	le32 pack_blocks;     /* HEAD + payload + TAIL */
+	le32 nr_logs;
+	le32 nr_summaries;    /* CP_SUMMARY blocks, in log-type order of logs with entries */
+	le32 nr_orphan_blocks;
+	le32 nr_orphans;
+	le32 meta_zone;       /* meta log position */
+	le32 meta_next_blk;
+	le32 nr_map;          /* map blocks in use */
+	le32 next_free_nid;   /* allocation hint */
+	struct zlfs_cp_log logs[ZLFS_NR_LOG_TYPES];
+	le64 valid_blocks;    /* main-area blocks referenced by this checkpoint */
+	le64 valid_nodes;
+	le64 valid_inodes;
+	le64 user_bytes;      /* telemetry carried across mounts */
+	le64 dev_bytes;
+	le64 gc_bytes;
+	le64 reserved[10];
+	le32 map_addr[ZLFS_CP_MAP_MAX];
+	le32 pad[46];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_cp_head) == ZLFS_BLOCK_SIZE, "checkpoint head size");
+
+struct zlfs_cp_tail {
+	struct zlfs_blkhdr hdr;
+	le64 version;
+	le64 head_csum;
+	uint8_t reserved[ZLFS_PAYLOAD - 16];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_cp_tail) == ZLFS_BLOCK_SIZE, "checkpoint tail size");
+
+#define ZLFS_ORPHANS_PER_BLOCK (ZLFS_PAYLOAD / 4)
+struct zlfs_cp_orphan {
+	struct zlfs_blkhdr hdr;
+	le32 ino[ZLFS_ORPHANS_PER_BLOCK];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_cp_orphan) == ZLFS_BLOCK_SIZE, "orphan block size");
+
+/* ---- segment summary ---------------------------------------------------------------------
+ * Entry i describes block i of the segment: a data block names its owner node and the slot in
+ * it; a node block names itself with ofs ZLFS_SUM_NODE. GC follows these to re-point parents.
+ * The same layout is a segment's last block (KIND_SUMMARY, hdr.index = segment number) and a
+ * checkpoint's copy of an open segment's summary (KIND_CP_SUMMARY, hdr.index = log type). */
+#define ZLFS_SUM_ENTRIES (ZLFS_SEG_BLOCKS_MAX - 1)
+#define ZLFS_SUM_NODE 0xffffu
+struct zlfs_summary {
+	struct zlfs_blkhdr hdr;
+	le32 nid[ZLFS_SUM_ENTRIES];
+	le16 ofs[ZLFS_SUM_ENTRIES];
+	uint8_t reserved[ZLFS_PAYLOAD - ZLFS_SUM_ENTRIES * 6];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_summary) == ZLFS_BLOCK_SIZE, "summary block size");
+
+/* ---- meta log: NAT, SIT, MAP ---------------------------------------------------------------
+ * Logical meta blocks are numbered NAT first, then SIT: [0, nat_blocks) then
+ * [nat_blocks, nat_blocks + sit_blocks). A MAP block holds the device address of 1016 of them;
+ * the checkpoint holds the addresses of the MAP blocks. A meta block never written has address
+ * ZLFS_ADDR_NULL and reads as all-zero entries. Meta blocks are only ever appended. */
+
+struct zlfs_nat_entry {
+	le32 blkaddr; /* node block address, ZLFS_ADDR_NULL when the nid is free */
+	le32 ino;     /* inode the node belongs to */
+	le32 version; /* bumped when the nid is freed, so stale node copies are told apart */
+};
+#define ZLFS_NAT_PER_BLOCK (ZLFS_PAYLOAD / 12)
+struct zlfs_nat_block {
+	struct zlfs_blkhdr hdr;
+	struct zlfs_nat_entry e[ZLFS_NAT_PER_BLOCK];
+	uint8_t reserved[ZLFS_PAYLOAD - ZLFS_NAT_PER_BLOCK * 12];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_nat_block) == ZLFS_BLOCK_SIZE, "NAT block size");
+
+struct zlfs_sit_entry {
+	le16 valid;     /* valid blocks in the segment */
+	uint8_t log;    /* log type that wrote it, ZLFS_LOG_NONE when free */
+	uint8_t flags;
+	le32 reserved;
+	le64 mtime;     /* seconds since the epoch of the last change: GC age */
+	uint8_t bitmap[ZLFS_SEG_BLOCKS_MAX / 8];
+};
+static_assert(sizeof(struct zlfs_sit_entry) == 80, "SIT entry size");
+#define ZLFS_SIT_PER_BLOCK (ZLFS_PAYLOAD / 80)
+struct zlfs_sit_block {
+	struct zlfs_blkhdr hdr;
+	struct zlfs_sit_entry e[ZLFS_SIT_PER_BLOCK];
+	uint8_t reserved[ZLFS_PAYLOAD - ZLFS_SIT_PER_BLOCK * 80];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_sit_block) == ZLFS_BLOCK_SIZE, "SIT block size");
+
+#define ZLFS_MAP_PER_BLOCK (ZLFS_PAYLOAD / 4)
+struct zlfs_map_block {
+	struct zlfs_blkhdr hdr;
+	le32 addr[ZLFS_MAP_PER_BLOCK];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_map_block) == ZLFS_BLOCK_SIZE, "map block size");
+
+/* ---- node blocks ----------------------------------------------------------------------------
+ * Every node has a nid; the NAT maps nid -> block address, so moving a node rewrites only its
+ * NAT entry, never its parent. hdr.index = nid, hdr.ino = owning inode. "ofs" numbers the node
+ * within its file's tree (0 = inode) so GC and roll-forward can place it. */
+
+#define ZLFS_INODE_NIDS 5 /* direct, direct, indirect, indirect, double indirect */
+#define ZLFS_INODE_ADDRS 979
+#define ZLFS_NODE_ADDRS 1014 /* pointers in a direct or indirect node */
+
+/* Inode flags. */
+#define ZLFS_IFLAG_INLINE (1u << 0)    /* data lives in the inode's address area */
+#define ZLFS_IFLAG_ENCRYPT (1u << 1)   /* contents and names are encrypted */
+#define ZLFS_IFLAG_ORPHAN (1u << 2)    /* unlinked while open */
+
+struct zlfs_inode {
+	struct zlfs_blkhdr hdr;
+	le32 ofs;           /* always 0 */
+	le32 mode;
+	le32 uid;
+	le32 gid;
+	le32 nlink;
+	le32 flags;
+	le32 generation;
+	le32 xattr_nid;
+	le32 parent_ino;    /* directories: ".." (dot entries are not stored) */
+	le32 rdev;
+	le32 dir_depth;     /* directories: hash levels in use */
+	le32 inline_size;
+	le64 size;
+	le64 blocks;        /* 4 KiB blocks allocated to data */
+	le64 atime_ns;      /* nanoseconds since the epoch */
+	le64 mtime_ns;
+	le64 ctime_ns;
+	le64 crtime_ns;
+	uint8_t nonce[16];  /* per-file encryption nonce */
+	le32 nid[ZLFS_INODE_NIDS];
+	le32 dir_entries;   /* directories: entries stored (not counting . and ..) */
+	le32 reserved[3];
+	le32 addr[ZLFS_INODE_ADDRS];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_inode) == ZLFS_BLOCK_SIZE, "inode block size");
+#define ZLFS_INLINE_MAX (ZLFS_INODE_ADDRS * 4)
+
+struct zlfs_node {
+	struct zlfs_blkhdr hdr;
+	le32 ofs;
+	le32 reserved;
+	le32 ptr[ZLFS_NODE_ADDRS]; /* data addresses (DNODE) or child nids (INDNODE) */
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_node) == ZLFS_BLOCK_SIZE, "node block size");
+
+/* xattr node: entries packed from data[0], each 4-byte aligned:
+ * u8 name_index, u8 name_len, le16 value_size, name, value. */
+struct zlfs_xattr_block {
+	struct zlfs_blkhdr hdr;
+	le32 ofs;
+	le32 used;
+	uint8_t data[ZLFS_PAYLOAD - 8];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_xattr_block) == ZLFS_BLOCK_SIZE, "xattr block size");
+
+/* ---- directory blocks -------------------------------------------------------------------------
+ * A directory's data blocks are dentry blocks. A name of length L takes ceil(L/8) consecutive
+ * slots; the dentry sits in the first. Bit i of the bitmap is set when slot i is taken. */
+#define ZLFS_DENTRY_SLOTS 201
+#define ZLFS_DENTRY_SLOT_LEN 8
+struct zlfs_dentry {
+	le32 hash;
+	le32 ino;
+	le16 name_len;
+	uint8_t type;  /* DT_* of the target */
+	uint8_t reserved;
+};
+static_assert(sizeof(struct zlfs_dentry) == 12, "dentry size");
+struct zlfs_dentry_block {
+	struct zlfs_blkhdr hdr;
+	uint8_t bitmap[32];
+	struct zlfs_dentry d[ZLFS_DENTRY_SLOTS];
+	uint8_t name[ZLFS_DENTRY_SLOTS][ZLFS_DENTRY_SLOT_LEN];
+	uint8_t reserved[ZLFS_PAYLOAD - 32 - ZLFS_DENTRY_SLOTS * 20];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_dentry_block) == ZLFS_BLOCK_SIZE, "dentry block size");
+
+/* ---- checksums and block headers -------------------------------------------------------- */
+
+/* Seed for every block checksum of the filesystem with this UUID. */
+uint64_t zlfs_csum_seed(const uint8_t uuid[16]);
+/* Fill the common header of a metadata block. */
+void zlfs_blk_init(void *block, enum zlfs_blk_kind kind, uint32_t index, uint32_t ino,
+		   uint64_t cp_ver);
+/* Compute and store the checksum of a metadata block. */
+void zlfs_blk_seal(void *block, uint64_t seed);
+/* 0 if BLOCK checksums under SEED and is of KIND (ZLFS_KIND_MAX: any kind), else -EUCLEAN
+ * (bad checksum, wrong magic) or -EBADMSG (good checksum, other kind). */
+int zlfs_blk_verify(const void *block, uint64_t seed, enum zlfs_blk_kind kind);
+uint64_t zlfs_blk_csum(const void *block, uint64_t seed);
+const char *zlfs_kind_name(unsigned kind);
+
+/* ---- host-side views of the superblock and checkpoint head ------------------------------ */
+
+struct zlfs_sb_info {
+	uint16_t revision, min_revision;
+	uint32_t feat_compat, feat_ro_compat, feat_incompat;
+	uint8_t uuid[16];
+	char label[ZLFS_LABEL_MAX + 1];
+	uint64_t create_time, sb_seq;
+	uint32_t block_size, dev_lblock_size;
+	uint64_t zone_size, zone_capacity;
+	uint32_t nr_zones, nr_conv, max_open, max_active;
+	uint32_t seg_blocks, segs_per_zone;
+	uint32_t sb_zone[2], cp_zone[2];
+	uint32_t meta_zone_first, meta_zones, main_zone_first, main_zones;
+	uint32_t nr_logs, ovp_percent, reserved_zones;
+	uint32_t max_nid, nat_blocks, sit_blocks, root_ino;
+	uint64_t last_fsck_time;
+	uint32_t enc_kdf, scrypt_r, scrypt_p;
+	uint64_t scrypt_n;
+	uint8_t enc_salt[ZLFS_SALT_SIZE];
+	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
+	uint64_t seed; /* derived: checksum seed from uuid */
+};
+
+struct zlfs_cp_info {
+	uint64_t version, time_ns;
+	uint32_t flags, pack_blocks, nr_logs, nr_summaries, nr_orphan_blocks, nr_orphans;
+	uint32_t meta_zone, meta_next_blk, nr_map, next_free_nid;
+	struct {
+		uint32_t zone, next_blk, nr_entries;
+	} logs[ZLFS_NR_LOG_TYPES];
+	uint64_t valid_blocks, valid_nodes, valid_inodes;
+	uint64_t user_bytes, dev_bytes, gc_bytes;
+	uint32_t map_addr[ZLFS_CP_MAP_MAX];
+};
+
+/* Encode into a 4 KiB block, sealed with the checksum. */
+void zlfs_sb_encode(const struct zlfs_sb_info *sbi, void *block);
+/* Decode and validate (magic, checksum, revision, sizes, layout in range). 0 or -EUCLEAN for
+ * a damaged record, -EPROTONOSUPPORT for a revision or incompat feature this code lacks. */
+int zlfs_sb_decode(const void *block, struct zlfs_sb_info *sbi);
+void zlfs_cp_head_encode(const struct zlfs_cp_info *cpi, uint64_t seed, void *block);
+int zlfs_cp_head_decode(const void *block, uint64_t seed, struct zlfs_cp_info *cpi);
+void zlfs_cp_tail_encode(uint64_t version, uint64_t head_csum, uint64_t seed, void *block);
+/* 0 when TAIL closes the pack whose head has VERSION and HEAD_CSUM. */
+int zlfs_cp_tail_check(const void *block, uint64_t seed, uint64_t version, uint64_t head_csum);
+
+/* Geometry helpers shared by mkfs, the daemon and fsck. */
+static inline uint32_t zlfs_zone_blocks(const struct zlfs_sb_info *sbi)
+{
+	return (uint32_t)(sbi->zone_size / ZLFS_BLOCK_SIZE);
+}
+static inline uint32_t zlfs_zone_start_blk(const struct zlfs_sb_info *sbi, uint32_t zone)
+{
+	return zone * zlfs_zone_blocks(sbi);
+}
+static inline uint32_t zlfs_main_segments(const struct zlfs_sb_info *sbi)
+{
+	return sbi->main_zones * sbi->segs_per_zone;
+}
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * fuse_ops.h - the FUSE operations table and its per-mount state (fuse_ops.c), used by the
+ * daemon's main().
+ */
+#ifndef ZLFS_FUSE_OPS_H
+#define ZLFS_FUSE_OPS_H
+
+#include "core.h"
+
+struct fuse_lowlevel_ops;
+
+struct zlfs_ops_opts {
+	int direct_io;        /* bypass the kernel page cache for file data */
+	int writeback_cache;  /* let the kernel cache writes (fsync stays correct) */
+	unsigned cp_interval; /* seconds between checkpoints while dirty; 0 = only on sync */
+};
+
+struct zfuse;
+
+const struct fuse_lowlevel_ops *zlfs_fuse_ops(void);
+struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o);
+/* Start the checkpoint timer. */
+int zfuse_start(struct zfuse *z);
+/* Stop, write a clean checkpoint, release the filesystem. */
+int zfuse_destroy(struct zfuse *z);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * inode.c - inodes: creation, attributes, times, and releasing everything a file owns.
+ *
+ * Owns: the fields of struct zlfs_inode as the rest of the file layer sees them, and the
+ * whole-filesystem sync and unmount of the file layer (directory blocks first, then a
+ * checkpoint).
+ * May call: node.c (through core.h), data.c, dir.c, xattr nodes, log.h.
+ */
+#include "files.h"
+#include "log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+uint64_t inode_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np)
+{
+	int ret = node_get(fs, ino, np);
+
+	if (ret)
+		return ret == -ENOENT ? -ESTALE : ret;
+	if (le16_get(inode_of(*np)->hdr.kind) != ZLFS_KIND_INODE) {
+		node_put(fs, *np);
+		zlog_err("node %u is not an inode: run fsck.zlfs", ino);
+		return -EUCLEAN;
+	}
+	(*np)->hot = S_ISDIR(le32_get(inode_of(*np)->mode));
+	return 0;
+}
+
+int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
+	      uint32_t parent, struct node_page **out)
+{
+	struct zlfs_inode *in;
+	uint64_t now = inode_now_ns();
+	uint32_t ino, gen;
+	int ret = node_alloc_nid(fs, 0, &ino);
+
+	if (ret)
+		return ret;
+	ret = node_new(fs, ino, ino, ZLFS_KIND_INODE, out);
+	if (ret) {
+		node_free(fs, ino);
+		return ret;
+	}
+	in = inode_of(*out);
+	if (getrandom(&gen, sizeof(gen), GRND_NONBLOCK) != sizeof(gen))
+		gen = (uint32_t)now;
+	in->mode = le32_put(mode);
+	in->uid = le32_put(uid);
+	in->gid = le32_put(gid);
+	in->rdev = le32_put(rdev);
+	in->nlink = le32_put(S_ISDIR(mode) ? 2 : 1);
+	in->parent_ino = le32_put(parent);
+	in->generation = le32_put(gen);
+	in->atime_ns = in->mtime_ns = in->ctime_ns = in->crtime_ns = le64_put(now);
+	(*out)->hot = S_ISDIR(mode);
+	return 0;
+}
+
+/* On disk a time is a signed count of nanoseconds (two's complement in the le64), so times
+ * before 1970 - which tar and cp -a restore - survive; tv_nsec stays in [0, 1e9). */
+static void ns_to_ts(uint64_t ns, struct timespec *ts)
+{
+	int64_t v = (int64_t)ns, sec = v / 1000000000LL, nsec = v % 1000000000LL;
+
+	if (nsec < 0) {
+		nsec += 1000000000LL;
+		sec--;
+	}
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)nsec;
+}
+
+void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st)
+{
+	const struct zlfs_inode *in = inode_of(np);
+
+	(void)fs;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = np->nid;
+	st->st_mode = le32_get(in->mode);
+	st->st_nlink = le32_get(in->nlink);
+	st->st_uid = le32_get(in->uid);
+	st->st_gid = le32_get(in->gid);
+	st->st_rdev = le32_get(in->rdev);
+	st->st_size = (off_t)le64_get(in->size);
+	st->st_blksize = ZLFS_BLOCK_SIZE;
+	st->st_blocks = (blkcnt_t)(le64_get(in->blocks) * (ZLFS_BLOCK_SIZE / 512));
+	ns_to_ts(le64_get(in->atime_ns), &st->st_atim);
+	ns_to_ts(le64_get(in->mtime_ns), &st->st_mtim);
+	ns_to_ts(le64_get(in->ctime_ns), &st->st_ctim);
+}
+
+void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which)
+{
+	struct zlfs_inode *in = inode_of(np);
+	le64 now = le64_put(inode_now_ns());
+
+	if (which & INODE_ATIME)
+		in->atime_ns = now;
+	if (which & INODE_MTIME)
+		in->mtime_ns = now;
+	if (which & INODE_CTIME)
+		in->ctime_ns = now;
+	node_dirty(fs, np);
+}
+
+int inode_free(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	uint32_t xnid;
+	int isdir, ret = inode_get(fs, ino, &np);
+
+	if (ret)
+		return ret;
+	if (!(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE))
+		ret = data_truncate_blocks(fs, np, 0);
+	xnid = le32_get(inode_of(np)->xattr_nid);
+	isdir = S_ISDIR(le32_get(inode_of(np)->mode));
+	node_put(fs, np);
+	if (ret)
+		return ret;
+	if (isdir)
+		dir_cache_drop(fs, ino);
+	if (xnid)
+		node_free(fs, xnid);
+	node_free(fs, ino);
+	return 0;
+}
+
+/* Free an orphan only if it really has no name left: a list is never trusted blindly. */
+static int inode_orphan_free(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	uint32_t nlink;
+	int ret = inode_get(fs, ino, &np);
+
+	if (ret)
+		return ret;
+	nlink = le32_get(inode_of(np)->nlink);
+	node_put(fs, np);
+	if (nlink) {
+		zlog_warn("orphan list names inode %u, which still has %u links: kept", ino, nlink);
+		return 0;
+	}
+	return inode_free(fs, ino);
+}
+
+int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
+{
+	struct zlfs_fs *fs;
+	uint32_t freed = 0;
+	int ret = zlfs_mount(path, o, &fs);
+
+	if (ret)
+		return ret;
+	while (fs->nr_orphans && !fs->readonly) {
+		uint32_t ino = fs->orphans[fs->nr_orphans - 1];
+
+		orphan_del(fs, ino);
+		ret = inode_orphan_free(fs, ino);
+		if (ret && ret != -ESTALE)
+			zlog_warn("cannot free orphan inode %u: %s", ino, strerror(-ret));
+		freed++;
+	}
+	if (freed) {
+		zlog_info("freed %u inodes unlinked while open before the last unmount", freed);
+		ret = files_sync(fs);
+		if (ret) {
+			files_unmount(fs);
+			return ret;
+		}
+	}
+	*out = fs;
+	return 0;
+}
+
+int files_sync(struct zlfs_fs *fs)
+{
+	int ret = dir_flush(fs);
+
+	return ret ? ret : ckpt_write(fs, 0);
+}
+
+int files_unmount(struct zlfs_fs *fs)
+{
+	int ret = fs->readonly ? 0 : dir_flush(fs);
+
+	dir_cache_destroy(fs);
+	if (ret)
+		fs->readonly = 1;
+	return zlfs_unmount(fs) ?: ret;
+}

@@ -1,0 +1,147 @@
+/*
+ * main.c - the zlfs daemon: zlfs [options] DEVICE MOUNTPOINT.
+ *
+ * Owns: the command line and -o options, mounting the filesystem before detaching (so every
+ * refusal is printed on the terminal), the FUSE session and its multithreaded loop, and the
+ * clean unmount when the session ends.
+ * May call: fuse_ops.h, core.h (zlfs_mount), log.h, libfuse.
+ */
+#define FUSE_USE_VERSION 314
+#include "files.h"
+#include "fuse_ops.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct zlfs_cli {
+	char *device;
+	int ro, direct_dev, direct_io, writeback, verbose;
+	unsigned cp_interval;
+	int show_help, show_version;
+};
+
+#define OPT(t, p, v) {t, offsetof(struct zlfs_cli, p), v}
+static const struct fuse_opt cli_opts[] = {
+	OPT("ro", ro, 1),
+	OPT("dev_direct", direct_dev, 1),
+	OPT("direct_io", direct_io, 1),
+	OPT("writeback_cache", writeback, 1),
+	OPT("cp_interval=%u", cp_interval, 0),
+	OPT("verbose", verbose, 1),
+	OPT("-h", show_help, 1),
+	OPT("--help", show_help, 1),
+	OPT("-V", show_version, 1),
+	OPT("--version", show_version, 1),
+	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),
+	FUSE_OPT_END};
+
+static int cli_arg(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct zlfs_cli *c = data;
+
+	(void)outargs;
+	if (key == FUSE_OPT_KEY_NONOPT && !c->device) {
+		c->device = strdup(arg);
+		return 0;
+	}
+	return 1;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] DEVICE MOUNTPOINT\n"
+	       "Mount the zlfs filesystem on DEVICE (a zoned block device or a zlfs-emu image).\n\n"
+	       "zlfs options (-o):\n"
+	       "    ro                   mount read-only\n"
+	       "    cp_interval=SECS     checkpoint every SECS seconds while dirty (default 30;\n"
+	       "                         0: only on sync, fsync and unmount)\n"
+	       "    direct_io            bypass the kernel page cache for file data\n"
+	       "    writeback_cache      let the kernel cache writes\n"
+	       "    dev_direct           emulated images: O_DIRECT on the image file\n"
+	       "    verbose              log more\n\n"
+	       "FUSE options:\n",
+	       prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
+{
+	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev};
+	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
+				   .cp_interval = c->cp_interval};
+	struct fuse_loop_config *lc;
+	struct fuse_session *se;
+	struct zlfs_fs *fs;
+	struct zfuse *z;
+	int ret;
+
+	ret = files_mount(c->device, &mo, &fs);
+	if (ret)
+		return 1;
+	z = zfuse_new(fs, &oo);
+	se = z ? fuse_session_new(args, zlfs_fuse_ops(), sizeof(struct fuse_lowlevel_ops), z) : NULL;
+	if (!se || fuse_set_signal_handlers(se) || fuse_session_mount(se, fo->mountpoint)) {
+		zlog_err("cannot mount on %s", fo->mountpoint);
+		if (se)
+			fuse_session_destroy(se);
+		return z ? (zfuse_destroy(z), 1) : (files_unmount(fs), 1);
+	}
+	fuse_daemonize(fo->foreground);
+	if (!fo->foreground)
+		zlog_set_syslog(1);
+	zfuse_start(z);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, fo->clone_fd);
+	fuse_loop_cfg_set_max_threads(lc, fo->max_threads);
+	ret = fo->singlethread ? fuse_session_loop(se) : fuse_session_loop_mt(se, lc);
+	fuse_loop_cfg_destroy(lc);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	if (zfuse_destroy(z))
+		ret = 1;
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct zlfs_cli c = {.cp_interval = 30};
+	struct fuse_cmdline_opts fo;
+	char fsname[300];
+	int ret;
+
+	zlog_set_ident("zlfs");
+	if (fuse_opt_parse(&args, &c, cli_opts, cli_arg) || fuse_parse_cmdline(&args, &fo)) {
+		fprintf(stderr, "zlfs: bad options (see zlfs --help)\n");
+		return 2;
+	}
+	if (c.show_help || fo.show_help) {
+		usage(argv[0]);
+		return 0;
+	}
+	if (c.show_version || fo.show_version) {
+		printf("zlfs %s (format revision %d), FUSE library %s\n", ZLFS_VERSION, ZLFS_REVISION,
+		       fuse_pkgversion());
+		return 0;
+	}
+	if (!c.device || !fo.mountpoint) {
+		fprintf(stderr, "usage: zlfs [options] DEVICE MOUNTPOINT (see zlfs --help)\n");
+		return 2;
+	}
+	if (c.verbose || fo.debug)
+		zlog_set_level(ZLOG_DEBUG);
+	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=zlfs,default_permissions", c.device);
+	fuse_opt_add_arg(&args, fsname);
+	ret = run(&args, &c, &fo);
+	free(fo.mountpoint);
+	free(c.device);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,209 @@
+/*
+ * mount.c - bringing a filesystem up from its device and taking it down again.
+ *
+ * Owns: the mount-time checks (format revision, features, exclusive open), reconciling each
+ * log's position in the checkpoint with its zone's write pointer, and the clean unmount.
+ * May call: checkpoint.c, segment.c, node.c, super.h, zdev.h, log.h.
+ *
+ * Write pointers: a log continues at max(checkpoint position, device write pointer) - blocks
+ * the device holds beyond the checkpoint are never overwritten and never rewound over; they
+ * are simply not referenced. A write pointer *behind* the checkpoint means the device lost
+ * acknowledged data: that is a device error, and a read-write mount is refused.
+ */
+#include "core.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
+{
+	int ret = zlfs_sb_read(fs->dev, &fs->sb, &fs->sb_zone);
+
+	if (ret == -ENOENT)
+		zlog_err("%s: no zlfs filesystem found (run mkfs.zlfs first)", path);
+	else if (ret == -EPROTONOSUPPORT)
+		zlog_err("%s: zlfs format revision or incompatible features not supported by this "
+			 "version (%s)", path, ZLFS_VERSION);
+	else if (ret)
+		zlog_err("%s: superblock damaged: run fsck.zlfs", path);
+	if (ret)
+		return ret;
+	if ((fs->sb.feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP) && !*readonly) {
+		zlog_warn("%s: unknown read-only-compatible features 0x%x: mounting read-only", path,
+			  fs->sb.feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP);
+		*readonly = 1;
+	}
+	if (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT) {
+		zlog_err("%s: encrypted filesystems are not supported yet", path);
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
+}
+
+/* Summary entries past POS in the open segment describe nothing the checkpoint knows. */
+static void log_trim_summary(struct zlfs_fs *fs, struct zlog_state *l, uint32_t cp_blk)
+{
+	uint32_t seg = fs->sb.seg_blocks, i;
+
+	if (l->next_blk / seg != cp_blk / seg) {
+		memset(&l->sum, 0, sizeof(l->sum));
+		return;
+	}
+	for (i = cp_blk % seg; i < seg - 1; i++) {
+		l->sum.nid[i] = 0;
+		l->sum.ofs[i] = 0;
+	}
+}
+
+static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
+{
+	struct zlog_state *l = &fs->logs[t];
+	struct zdev_zone z;
+	uint32_t wp_blk, cp_blk = l->next_blk;
+	int ret;
+
+	if (l->zone == ZLFS_ZONE_NONE)
+		return 0;
+	ret = zdev_report_one(fs->dev, l->zone, &z);
+	if (ret)
+		return ret;
+	wp_blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
+	if (z.cond == ZDEV_COND_FULL)
+		wp_blk = fs->sb.segs_per_zone * fs->sb.seg_blocks;
+	if (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_RDONLY ||
+	    (z.cond != ZDEV_COND_FULL && wp_blk < cp_blk)) {
+		zlog_err("device write-pointer error: zone %u is %s with its write pointer at block "
+			 "%u, but the checkpoint wrote up to block %u; run fsck.zlfs -n",
+			 l->zone, zdev_cond_name(z.cond), wp_blk, cp_blk);
+		return readonly ? 0 : -EIO;
+	}
+	if (wp_blk > cp_blk) {
+		l->next_blk = wp_blk;
+		log_trim_summary(fs, l, cp_blk);
+	}
+	return 0;
+}
+
+static int mount_meta_position(struct zlfs_fs *fs)
+{
+	struct zdev_zone z;
+	int ret = zdev_report_one(fs->dev, fs->meta_zone, &z);
+	uint32_t wp_blk;
+
+	if (ret)
+		return ret;
+	wp_blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
+	if (z.cond == ZDEV_COND_FULL)
+		wp_blk = (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
+	if (wp_blk > fs->meta_next)
+		fs->meta_next = wp_blk;
+	return 0;
+}
+
+int orphan_add(struct zlfs_fs *fs, uint32_t ino)
+{
+	if (fs->nr_orphans == fs->cap_orphans) {
+		uint32_t cap = fs->cap_orphans ? fs->cap_orphans * 2 : 64;
+		uint32_t *n = realloc(fs->orphans, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		fs->orphans = n;
+		fs->cap_orphans = cap;
+	}
+	if (fs->nr_orphans >= ZLFS_CP_ORPHAN_BLOCKS_MAX * ZLFS_ORPHANS_PER_BLOCK)
+		return -ENOSPC;
+	fs->orphans[fs->nr_orphans++] = ino;
+	fs->dirty = 1;
+	return 0;
+}
+
+void orphan_del(struct zlfs_fs *fs, uint32_t ino)
+{
+	uint32_t i;
+
+	for (i = 0; i < fs->nr_orphans; i++)
+		if (fs->orphans[i] == ino) {
+			fs->orphans[i] = fs->orphans[--fs->nr_orphans];
+			fs->dirty = 1;
+			return;
+		}
+}
+
+static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
+{
+	struct wbuf_opts w = o->wb;
+
+	if (!w.budget)
+		w.budget = WBUF_DEFAULT_BUDGET;
+	if (!w.slot_size)
+		w.slot_size = WBUF_DEFAULT_SLOT;
+	if (!w.superpage)
+		w.superpage = WBUF_DEFAULT_SUPERPAGE;
+	if (w.slot_size % ZLFS_BLOCK_SIZE || w.superpage % ZLFS_BLOCK_SIZE ||
+	    w.budget < 2 * w.slot_size) {
+		zlog_err("write buffer: slot and superpage sizes must be multiples of 4 KiB and the "
+			 "budget at least two slots");
+		return -EINVAL;
+	}
+	return wbuf_init(fs->dev, &w, &fs->wb);
+}
+
+static void fs_free(struct zlfs_fs *fs)
+{
+	wbuf_destroy(fs->wb);
+	free(fs->orphans);
+	node_destroy(fs);
+	ckpt_free(fs);
+	zdev_buf_free(fs->iobuf);
+	zdev_close(fs->dev);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs);
+}
+
+int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
+{
+	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct};
+	struct zlfs_fs *fs = calloc(1, sizeof(*fs));
+	int ret, readonly = o->readonly;
+	uint32_t t;
+
+	if (!fs)
+		return -ENOMEM;
+	pthread_mutex_init(&fs->lock, NULL);
+	fs->iobuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;
+	if (!ret)
+		ret = mount_check_sb(fs, path, &readonly);
+	if (!ret)
+		ret = ckpt_load(fs);
+	if (!ret)
+		ret = node_init(fs);
+	for (t = 0; !ret && t < ZLFS_NR_LOG_TYPES; t++)
+		ret = mount_reconcile_log(fs, t, readonly);
+	if (!ret)
+		ret = mount_meta_position(fs);
+	if (!ret)
+		ret = seg_init(fs);
+	if (!ret)
+		ret = mount_wbuf(fs, o);
+	if (ret) {
+		fs_free(fs);
+		return ret;
+	}
+	fs->readonly = readonly;
+	*out = fs;
+	return 0;
+}
+
+int zlfs_unmount(struct zlfs_fs *fs)
+{
+	int ret = 0;
+
+	if (!fs->readonly)
+		ret = ckpt_write(fs, 1);
+	fs_free(fs);
+	return ret;
+}

@@ -1,0 +1,278 @@
+/*
+ * node.c - node ids, the node address table (NAT) and the node-block cache.
+ *
+ * Owns: allocating and freeing nids, the in-memory NAT (nid -> block address), reading and
+ * verifying node blocks, keeping changed nodes in memory until they are written, and writing
+ * them to the node logs by temperature. Moving a node rewrites only its NAT entry.
+ * May call: segment.c (seg_append, seg_mark, seg_read), format.h, log.h.
+ */
+#include "core.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCACHE_MAX 8192   /* cached node pages (32 MiB) before clean ones are dropped */
+#define NDIRTY_MAX 2048   /* dirty node pages before they are written out */
+
+static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
+{
+	return (nid * 2654435761u) % fs->ncache_buckets;
+}
+
+void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
+{
+	fs->nat[nid].blkaddr = addr;
+	fs->nat[nid].ino = ino;
+	fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
+	fs->dirty = 1;
+}
+
+int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
+{
+	uint32_t n = fs->sb.max_nid, i, cand;
+
+	for (i = 0; i < n; i++) {
+		cand = (fs->nid_hint + i) % n;
+		if (cand == ZLFS_NID_NULL || fs->nat[cand].blkaddr != ZLFS_ADDR_NULL)
+			continue;
+		fs->nid_hint = cand + 1;
+		nat_set(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
+		fs->valid_nodes++;
+		if (!ino)
+			fs->valid_inodes++;
+		*nid = cand;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static struct node_page *ncache_find(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct node_page *np;
+
+	for (np = fs->ncache[nhash(fs, nid)]; np; np = np->next)
+		if (np->nid == nid)
+			return np;
+	return NULL;
+}
+
+static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
+{
+	struct node_page *np = calloc(1, sizeof(*np));
+	uint32_t h = nhash(fs, nid);
+
+	if (!np)
+		return -ENOMEM;
+	np->buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	if (!np->buf) {
+		free(np);
+		return -ENOMEM;
+	}
+	np->nid = nid;
+	np->refs = 1;
+	np->next = fs->ncache[h];
+	fs->ncache[h] = np;
+	fs->nr_cached++;
+	*out = np;
+	return 0;
+}
+
+static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
+{
+	struct node_page **pp = &fs->ncache[nhash(fs, victim->nid)];
+
+	while (*pp && *pp != victim)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = victim->next;
+	if (victim->dirty)
+		fs->nr_dirty_nodes--;
+	fs->nr_cached--;
+	zdev_buf_free(victim->buf);
+	free(victim);
+}
+
+static int node_is_kind(unsigned kind)
+{
+	return kind == ZLFS_KIND_INODE || kind == ZLFS_KIND_DNODE || kind == ZLFS_KIND_INDNODE ||
+	       kind == ZLFS_KIND_XATTR;
+}
+
+static int node_read(struct zlfs_fs *fs, uint32_t nid, void *buf)
+{
+	const struct zlfs_blkhdr *h = buf;
+	uint32_t addr = fs->nat[nid].blkaddr;
+	int ret;
+
+	ret = seg_read(fs, addr, buf);
+	if (ret)
+		return ret;
+	ret = zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX);
+	if (!ret && (!node_is_kind(le16_get(h->kind)) || le32_get(h->index) != nid))
+		ret = -EUCLEAN;
+	if (ret)
+		zlog_err("node %u at block %u is damaged (%s): run fsck.zlfs", nid, addr,
+			 strerror(-ret));
+	return ret;
+}
+
+int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
+{
+	struct node_page *np;
+	int ret;
+
+	if (nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid)
+		return -EUCLEAN;
+	np = ncache_find(fs, nid);
+	if (np) {
+		np->refs++;
+		*out = np;
+		return 0;
+	}
+	if (fs->nat[nid].blkaddr == ZLFS_ADDR_NULL || fs->nat[nid].blkaddr == ZLFS_ADDR_NEW)
+		return -ENOENT;
+	ret = ncache_add(fs, nid, &np);
+	if (ret)
+		return ret;
+	ret = node_read(fs, nid, np->buf);
+	if (ret) {
+		ncache_remove(fs, np);
+		return ret;
+	}
+	*out = np;
+	return 0;
+}
+
+int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
+	     struct node_page **out)
+{
+	struct node_page *np;
+	int ret = ncache_add(fs, nid, &np);
+
+	if (ret)
+		return ret;
+	memset(np->buf, 0, ZLFS_BLOCK_SIZE);
+	zlfs_blk_init(np->buf, kind, nid, ino, fs->cp_ver);
+	node_dirty(fs, np);
+	*out = np;
+	return 0;
+}
+
+void node_put(struct zlfs_fs *fs, struct node_page *np)
+{
+	(void)fs;
+	if (np)
+		np->refs--;
+}
+
+void node_dirty(struct zlfs_fs *fs, struct node_page *np)
+{
+	if (!np->dirty) {
+		np->dirty = 1;
+		fs->nr_dirty_nodes++;
+	}
+	fs->dirty = 1;
+}
+
+void node_free(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct node_page *np = ncache_find(fs, nid);
+	uint32_t addr = fs->nat[nid].blkaddr;
+
+	if (np)
+		ncache_remove(fs, np);
+	if (addr == ZLFS_ADDR_NULL)
+		return;
+	seg_mark(fs, addr, 0);
+	if (fs->nat[nid].ino == nid)
+		fs->valid_inodes--;
+	fs->valid_nodes--;
+	fs->nat[nid].version++;
+	nat_set(fs, nid, ZLFS_ADDR_NULL, 0);
+}
+
+/* Directory nodes are hot, file nodes warm, indirect nodes (rarely rewritten) cold. */
+static enum zlfs_log_type node_temp(const struct node_page *np)
+{
+	const struct zlfs_blkhdr *h = np->buf;
+
+	if (le16_get(h->kind) == ZLFS_KIND_INDNODE)
+		return ZLFS_LOG_COLD_NODE;
+	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
+}
+
+static int node_write(struct zlfs_fs *fs, struct node_page *np)
+{
+	struct zlfs_blkhdr *h = np->buf;
+	uint32_t old = fs->nat[np->nid].blkaddr, addr;
+	int ret;
+
+	h->cp_ver = le64_put(fs->cp_ver);
+	zlfs_blk_seal(np->buf, fs->sb.seed);
+	ret = seg_append(fs, node_temp(np), np->buf, np->nid, ZLFS_SUM_NODE, &addr);
+	if (ret)
+		return ret;
+	seg_mark(fs, old, 0);
+	nat_set(fs, np->nid, addr, le32_get(h->ino));
+	np->dirty = 0;
+	fs->nr_dirty_nodes--;
+	return 0;
+}
+
+int node_flush_all(struct zlfs_fs *fs)
+{
+	struct node_page *np;
+	uint32_t b;
+	int ret;
+
+	for (b = 0; b < fs->ncache_buckets && fs->nr_dirty_nodes; b++) {
+		for (np = fs->ncache[b]; np; np = np->next) {
+			if (!np->dirty)
+				continue;
+			ret = node_write(fs, np);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+void node_shrink(struct zlfs_fs *fs)
+{
+	struct node_page *np, *next;
+	uint32_t b;
+
+	if (fs->nr_dirty_nodes > NDIRTY_MAX && node_flush_all(fs))
+		return;
+	if (fs->nr_cached <= NCACHE_MAX)
+		return;
+	for (b = 0; b < fs->ncache_buckets && fs->nr_cached > NCACHE_MAX / 2; b++) {
+		for (np = fs->ncache[b]; np; np = next) {
+			next = np->next;
+			if (!np->dirty && !np->refs && fs->nr_cached > NCACHE_MAX / 2)
+				ncache_remove(fs, np);
+		}
+	}
+}
+
+int node_init(struct zlfs_fs *fs)
+{
+	fs->ncache_buckets = 4096;
+	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
+	return fs->ncache ? 0 : -ENOMEM;
+}
+
+void node_destroy(struct zlfs_fs *fs)
+{
+	uint32_t b;
+
+	if (!fs->ncache)
+		return;
+	for (b = 0; b < fs->ncache_buckets; b++)
+		while (fs->ncache[b])
+			ncache_remove(fs, fs->ncache[b]);
+	free(fs->ncache);
+	fs->ncache = NULL;
+}

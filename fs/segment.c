@@ -1,0 +1,309 @@
+/*
+ * segment.c - the active logs, the zones they append to, and segment usage (SIT).
+ *
+ * Owns: placing every block written after mkfs: which zone a log appends to, the segment
+ * summary at the end of each segment, the valid-block bitmaps and counts, when a zone is
+ * free again, and finishing a zone when a log moves on so that the device's open and active
+ * limits hold.
+ * May call: zdev.h, format.h, log.h (messages). Called by node.c, ckpt.c, the file layer.
+ *
+ * A zone emptied of valid blocks is not reused at once: the last durable checkpoint may still
+ * reference its blocks. It is "prefree" until the next checkpoint is durable, then free; it is
+ * reset only when a log takes it.
+ */
+#include "core.h"
+#include "log.h"
+#include "wbuf.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static uint32_t zone_blocks(const struct zlfs_fs *fs) { return zlfs_zone_blocks(&fs->sb); }
+
+uint32_t seg_usable_per_zone(const struct zlfs_fs *fs)
+{
+	return fs->sb.segs_per_zone * (fs->sb.seg_blocks - 1);
+}
+
+/* Main-area zone index of ADDR, or -1 if ADDR is not in the main area. */
+static int64_t main_zone_of(const struct zlfs_fs *fs, uint32_t addr)
+{
+	uint32_t zone = addr / zone_blocks(fs);
+
+	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
+		return -1;
+	return zone - fs->sb.main_zone_first;
+}
+
+static uint32_t segno_of(const struct zlfs_fs *fs, uint32_t mz, uint32_t blk_in_zone)
+{
+	return mz * fs->sb.segs_per_zone + blk_in_zone / fs->sb.seg_blocks;
+}
+
+static void sit_set_dirty(struct zlfs_fs *fs, uint32_t segno)
+{
+	fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK] = 1;
+	fs->dirty = 1;
+}
+
+void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
+{
+	int64_t mz = addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW ? -1 : main_zone_of(fs, addr);
+	uint32_t in_zone, segno, bit;
+	struct seg_ent *se;
+
+	if (mz < 0)
+		return;
+	in_zone = addr % zone_blocks(fs);
+	segno = segno_of(fs, (uint32_t)mz, in_zone);
+	bit = in_zone % fs->sb.seg_blocks;
+	se = &fs->sit[segno];
+	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid) {
+		zlog_err("segment %u block %u already %s: accounting error", segno, bit,
+			 valid ? "valid" : "invalid");
+		return;
+	}
+	se->bitmap[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	se->mtime = (uint64_t)time(NULL);
+	if (valid) {
+		se->valid++;
+		fs->zone_valid[mz]++;
+		fs->valid_blocks++;
+	} else {
+		se->valid--;
+		fs->valid_blocks--;
+		if (--fs->zone_valid[mz] == 0 && fs->zone_state[mz] == ZONE_USED)
+			fs->zone_prefree[mz] = 1;
+	}
+	sit_set_dirty(fs, segno);
+}
+
+uint64_t seg_free_blocks(const struct zlfs_fs *fs)
+{
+	uint64_t per = seg_usable_per_zone(fs), n = 0;
+	uint32_t i, held = fs->sb.reserved_zones;
+
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		const struct zlog_state *l = &fs->logs[i];
+		uint32_t used;
+
+		if (l->zone == ZLFS_ZONE_NONE)
+			continue;
+		used = l->next_blk - l->next_blk / fs->sb.seg_blocks; /* minus summary slots */
+		if (used < per)
+			n += per - used;
+	}
+	if (fs->free_zones > held)
+		n += (uint64_t)(fs->free_zones - held) * per;
+	return n;
+}
+
+int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
+{
+	uint32_t zb = zone_blocks(fs);
+
+	if (fs->wb && wbuf_read(fs->wb, addr / zb, addr % zb, buf))
+		return 0;
+	return zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
+}
+
+/* A write that failed may have moved the write pointer: never retry blind. Stop writing
+ * (errors=remount-ro) so nothing acknowledged is put at risk. */
+static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
+{
+	struct zdev_zone z;
+
+	if (!zdev_report_one(fs->dev, zone, &z))
+		zlog_err("write to zone %u failed (%s); write pointer now at block %llu of the zone; "
+			 "filesystem switched to read-only", zone, strerror(-err),
+			 (unsigned long long)((z.wp - z.start) / ZLFS_BLOCK_SIZE));
+	else
+		zlog_err("write to zone %u failed (%s); filesystem switched to read-only", zone,
+			 strerror(-err));
+	fs->readonly = 1;
+	return -EIO;
+}
+
+/* Stage a block of log LOG in the write buffer; the flusher writes it in zone order. */
+static int seg_write_at(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
+			const void *buf)
+{
+	int ret = wbuf_add(fs->wb, log, zone, blk, buf);
+
+	if (ret)
+		return seg_write_failed(fs, zone, ret);
+	fs->dev_bytes += ZLFS_BLOCK_SIZE;
+	return 0;
+}
+
+/* Close the open segment of log L: its summary goes to the segment's last block. */
+static int seg_write_summary(struct zlfs_fs *fs, struct zlog_state *l)
+{
+	int log = (int)(l - fs->logs);
+	uint32_t mz = l->zone - fs->sb.main_zone_first;
+	uint32_t segno = segno_of(fs, mz, l->next_blk);
+	uint8_t *buf = fs->iobuf;
+	int ret;
+
+	memcpy(buf, &l->sum, ZLFS_BLOCK_SIZE);
+	zlfs_blk_init(buf, ZLFS_KIND_SUMMARY, segno, 0, fs->cp_ver);
+	zlfs_blk_seal(buf, fs->sb.seed);
+	ret = seg_write_at(fs, log, l->zone, l->next_blk, buf);
+	if (ret)
+		return ret;
+	l->next_blk++;
+	l->nr_entries = 0;
+	memset(&l->sum, 0, sizeof(l->sum));
+	return 0;
+}
+
+/* The log is done with ZONE: its staged blocks go first, then the zone is finished so it
+ * no longer counts against the device's open and active limits. */
+static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
+{
+	struct zdev_zone z;
+	int ret = wbuf_flush_zone(fs->wb, zone);
+
+	if (ret)
+		return seg_write_failed(fs, zone, ret);
+	ret = zdev_report_one(fs->dev, zone, &z);
+
+	if (!ret && z.cond != ZDEV_COND_FULL)
+		ret = zdev_zone_finish(fs->dev, zone);
+	if (ret)
+		zlog_err("cannot finish zone %u: %s", zone, strerror(-ret));
+	return ret;
+}
+
+/* Take a free zone for a log; user logs leave the GC reserve alone. */
+static int seg_take_zone(struct zlfs_fs *fs, uint32_t *zone)
+{
+	struct zdev_zone z;
+	uint32_t i, mz;
+	int ret;
+
+	if (fs->free_zones <= fs->sb.reserved_zones)
+		return -ENOSPC;
+	for (i = 0; i < fs->sb.main_zones; i++) {
+		mz = i;
+		if (fs->zone_state[mz] != ZONE_FREE)
+			continue;
+		*zone = fs->sb.main_zone_first + mz;
+		ret = zdev_report_one(fs->dev, *zone, &z);
+		if (!ret && z.cond != ZDEV_COND_EMPTY)
+			ret = zdev_zone_reset(fs->dev, *zone);
+		if (ret) {
+			zlog_err("cannot reset zone %u: %s", *zone, strerror(-ret));
+			return ret;
+		}
+		fs->zone_state[mz] = ZONE_OPEN;
+		fs->free_zones--;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l)
+{
+	uint32_t zone;
+	int ret;
+
+	if (l->zone != ZLFS_ZONE_NONE) {
+		ret = seg_finish_zone(fs, l->zone);
+		if (ret)
+			return ret;
+		fs->zone_state[l->zone - fs->sb.main_zone_first] = ZONE_USED;
+		if (!fs->zone_valid[l->zone - fs->sb.main_zone_first])
+			fs->zone_prefree[l->zone - fs->sb.main_zone_first] = 1;
+	}
+	ret = seg_take_zone(fs, &zone);
+	if (ret)
+		return ret;
+	l->zone = zone;
+	l->next_blk = 0;
+	l->nr_entries = 0;
+	memset(&l->sum, 0, sizeof(l->sum));
+	fs->dirty = 1;
+	return 0;
+}
+
+int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
+	       uint16_t ofs, uint32_t *addr)
+{
+	struct zlog_state *l = &fs->logs[fs->log_of[type]];
+	uint32_t seg = fs->sb.seg_blocks, slot;
+	int ret;
+
+	if (fs->readonly)
+		return -EROFS;
+	for (;;) { /* a position on a summary slot happens only after a crash: close it first */
+		if (l->zone == ZLFS_ZONE_NONE || l->next_blk >= fs->sb.segs_per_zone * seg)
+			ret = seg_next_zone(fs, l);
+		else if (l->next_blk % seg == seg - 1)
+			ret = seg_write_summary(fs, l);
+		else
+			break;
+		if (ret)
+			return ret;
+	}
+	slot = l->next_blk % seg;
+	ret = seg_write_at(fs, (int)(l - fs->logs), l->zone, l->next_blk, buf);
+	if (ret)
+		return ret;
+	l->sum.nid[slot] = le32_put(nid);
+	l->sum.ofs[slot] = le16_put(ofs);
+	l->nr_entries = slot + 1;
+	*addr = zlfs_zone_start_blk(&fs->sb, l->zone) + l->next_blk;
+	l->next_blk++;
+	seg_mark(fs, *addr, 1);
+	fs->sit[segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1)].log =
+		(uint8_t)fs->log_of[type];
+	if (slot + 2 == seg) /* the segment's data is complete: close it now */
+		return seg_write_summary(fs, l);
+	return 0;
+}
+
+void seg_ckpt_done(struct zlfs_fs *fs)
+{
+	uint32_t mz;
+
+	for (mz = 0; mz < fs->sb.main_zones; mz++) {
+		if (!fs->zone_prefree[mz])
+			continue;
+		fs->zone_prefree[mz] = 0;
+		if (fs->zone_state[mz] == ZONE_USED && !fs->zone_valid[mz]) {
+			fs->zone_state[mz] = ZONE_FREE;
+			fs->free_zones++;
+		}
+	}
+}
+
+/* Zone states from the SIT and the logs of the checkpoint just loaded. */
+int seg_init(struct zlfs_fs *fs)
+{
+	uint32_t mz, s, i;
+
+	fs->free_zones = 0;
+	fs->valid_blocks = 0;
+	for (mz = 0; mz < fs->sb.main_zones; mz++) {
+		fs->zone_valid[mz] = 0;
+		for (s = 0; s < fs->sb.segs_per_zone; s++)
+			fs->zone_valid[mz] += fs->sit[mz * fs->sb.segs_per_zone + s].valid;
+		fs->valid_blocks += fs->zone_valid[mz];
+		fs->zone_state[mz] = fs->zone_valid[mz] ? ZONE_USED : ZONE_FREE;
+	}
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		uint32_t zone = fs->logs[i].zone;
+
+		if (zone == ZLFS_ZONE_NONE)
+			continue;
+		if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
+			return -EUCLEAN;
+		fs->zone_state[zone - fs->sb.main_zone_first] = ZONE_OPEN;
+	}
+	for (mz = 0; mz < fs->sb.main_zones; mz++)
+		if (fs->zone_state[mz] == ZONE_FREE)
+			fs->free_zones++;
+	return 0;
+}

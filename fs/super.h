@@ -1,0 +1,73 @@
+/*
+ * super.h - the metadata at the checkpoint boundary: layout, superblock and checkpoint
+ * records on the device, and making a new filesystem.
+ *
+ * Owns: choosing a layout for a device (zlfs_layout), writing and finding superblock records
+ * (super.c), writing and finding checkpoint packs (checkpoint.c), mkfs (mkfs_core.c).
+ * May call: format.h, zdev.h, log.h.
+ */
+#ifndef ZLFS_SUPER_H
+#define ZLFS_SUPER_H
+
+#include "format.h"
+#include "zdev.h"
+
+#include <stddef.h>
+
+struct zlfs_mkfs_opts {
+	const char *label;     /* NULL: empty */
+	unsigned ovp_percent;  /* 0: default */
+	unsigned nr_logs;      /* 2, 4, 6; 0: the most the device's zone limits allow */
+	int quiet;
+	/* called while zones are reset: done of total */
+	void (*progress)(uint32_t done, uint32_t total, void *arg);
+	void *progress_arg;
+};
+
+#define ZLFS_DEFAULT_OVP 5
+
+/* Choose the layout for a device with this geometry and these zones. On a geometry zlfs
+ * cannot use, returns -EINVAL and writes the reason (one line) to WHY. */
+int zlfs_layout(const struct zdev_geometry *geo, const struct zdev_zone *zones,
+		const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi, char *why,
+		size_t whylen);
+
+/* Make a new, empty filesystem on DEV: reset every zone, write the root directory, the first
+ * metadata, checkpoint and superblock. SBI receives what was written. Reasons for failure
+ * are logged. */
+int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi);
+
+/* Name of a filesystem other than zlfs recognised on DEV, or NULL. */
+const char *zlfs_foreign_fs(struct zdev *dev);
+
+/* Index of the first sequential zone, or -ENODEV. Superblock zones are always the first two
+ * sequential zones, so a reader can find them before it has a superblock. */
+int zlfs_first_seq_zone(struct zdev *dev);
+
+/* Find the newest valid superblock record: 0, -ENOENT when there is none (not zlfs), or the
+ * decoder's error (-EUCLEAN, -EPROTONOSUPPORT) for the newest record found damaged or too
+ * new. ZONE_OUT (may be NULL) receives the index (0/1) of the zone holding it. */
+int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out);
+/* Write SBI (with sb_seq bumped by the caller) into the superblock zone that does not hold
+ * the newest record: reset it, append, flush, finish. */
+int zlfs_sb_write(struct zdev *dev, const struct zlfs_sb_info *sbi, int newest_zone);
+
+/* Where a checkpoint pack lives. */
+struct zlfs_cp_pos {
+	int slot;          /* 0/1: which checkpoint zone */
+	uint32_t blk;      /* first block of the pack within that zone */
+};
+
+/*
+ * Write a checkpoint pack at block BLK of checkpoint zone SLOT (which must be that zone's
+ * write pointer): head, NSUM summary blocks (already filled and sealed by the caller, or
+ * sealed here: this function sets their headers), orphan blocks, tail. Does not flush.
+ */
+int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
+		    int slot, uint32_t blk, struct zlfs_summary *sums, const uint8_t *sum_logs,
+		    uint32_t nsum, const uint32_t *orphans);
+/* Find the newest valid checkpoint pack in the two checkpoint zones. */
+int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
+		     struct zlfs_cp_pos *pos);
+
+#endif

@@ -1,0 +1,329 @@
+/*
+ * wbuf.c - the zone-aware write buffer between the logs and the device.
+ *
+ * Owns: one fixed memory budget for blocks on their way to open zones, the flusher thread
+ * that writes them, and serving reads of blocks not yet on the device.
+ * May call: zdev.h, log.h. Called by segment.c (staging, reads) and checkpoint.c (flush).
+ *
+ * Two policies share the mechanism:
+ *  - dynamic (default): the budget is cut into slots of one program unit (192 KiB); a log
+ *    takes a free slot when it needs one, hands a full slot to the flusher and takes another,
+ *    so intake goes on while earlier slots are written and busy logs get more of the memory.
+ *  - static: one superpage buffer (768 KiB) per log, written only when full or flushed; the
+ *    log waits while its buffer is being written (the ZMS-style baseline).
+ * Order: each zone's slots are queued in the order they were filled and one flusher writes
+ * the queue in order, so writes reach every zone strictly at its write pointer.
+ */
+#include "wbuf.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct wslot {
+	struct wslot *next;  /* free list or flush queue */
+	uint8_t *data;
+	uint32_t zone;
+	uint32_t start;      /* first block (within the zone) the slot holds */
+	uint32_t nblocks;    /* staged */
+	uint32_t written;    /* already on the device (a flushed partial slot) */
+	int queued;          /* handed to the flusher */
+	int owner;           /* log index holding it as its open slot, -1 if none */
+};
+
+struct wbuf {
+	struct zdev *dev;
+	struct wbuf_opts o;
+	uint32_t slot_blocks;
+	uint32_t nslots;
+	struct wslot *slots;
+	struct wslot *free;
+	struct wslot *qhead, *qtail;
+	struct wslot *open[WBUF_MAX_LOGS];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;      /* slots freed, queue drained, work queued */
+	pthread_t flusher;
+	pid_t flusher_pid;        /* process that started it: a daemon forks after mounting */
+	int busy;                 /* the flusher is writing a slot */
+	int stop;
+	int error;                /* first write error (negative errno), sticky */
+	uint32_t error_zone;
+	uint64_t bytes_written;
+	uint64_t waits;           /* times a writer had to wait for a slot */
+};
+
+static uint64_t zone_off(const struct wbuf *wb, uint32_t zone, uint32_t blk)
+{
+	return (uint64_t)zone * zdev_geometry(wb->dev)->zone_size +
+	       (uint64_t)blk * WBUF_BLOCK;
+}
+
+static int slot_write(struct wbuf *wb, struct wslot *s)
+{
+	uint32_t n = s->nblocks - s->written;
+	int ret;
+
+	if (!n)
+		return 0;
+	ret = zdev_write(wb->dev, s->data + (size_t)s->written * WBUF_BLOCK, (size_t)n * WBUF_BLOCK,
+			 zone_off(wb, s->zone, s->start + s->written));
+	if (!ret) {
+		s->written = s->nblocks;
+		wb->bytes_written += (uint64_t)n * WBUF_BLOCK;
+	}
+	return ret;
+}
+
+static void slot_release(struct wbuf *wb, struct wslot *s)
+{
+	s->nblocks = s->written = 0;
+	s->queued = 0;
+	s->owner = -1;
+	s->next = wb->free;
+	wb->free = s;
+}
+
+/* Write queued slots in order. The lock is dropped around the device write; order holds
+ * because only this thread takes slots off the queue. */
+static void *flusher_main(void *arg)
+{
+	struct wbuf *wb = arg;
+	struct wslot *s;
+	int ret;
+
+	pthread_mutex_lock(&wb->lock);
+	for (;;) {
+		while (!wb->qhead && !wb->stop)
+			pthread_cond_wait(&wb->cond, &wb->lock);
+		if (!wb->qhead)
+			break;
+		s = wb->qhead;
+		wb->busy = 1;
+		pthread_mutex_unlock(&wb->lock);
+		ret = wb->error ? wb->error : slot_write(wb, s);
+		pthread_mutex_lock(&wb->lock);
+		if (ret && !wb->error) {
+			wb->error = ret;
+			wb->error_zone = s->zone;
+		}
+		wb->qhead = s->next;
+		if (!wb->qhead)
+			wb->qtail = NULL;
+		wb->busy = 0;
+		slot_release(wb, s);
+		pthread_cond_broadcast(&wb->cond);
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return NULL;
+}
+
+/* Threads do not survive fork(), and the daemon forks once mounted: start the flusher in
+ * the process that first needs it. Called with wb->lock held. */
+static int flusher_ensure(struct wbuf *wb)
+{
+	if (wb->flusher_pid == getpid())
+		return 0;
+	wb->busy = 0;
+	if (pthread_create(&wb->flusher, NULL, flusher_main, wb)) {
+		wb->error = -EAGAIN;
+		return -EAGAIN;
+	}
+	wb->flusher_pid = getpid();
+	return 0;
+}
+
+static void enqueue(struct wbuf *wb, struct wslot *s)
+{
+	flusher_ensure(wb);
+	s->queued = 1;
+	s->next = NULL;
+	if (wb->qtail)
+		wb->qtail->next = s;
+	else
+		wb->qhead = s;
+	wb->qtail = s;
+	pthread_cond_broadcast(&wb->cond);
+}
+
+int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
+{
+	struct wbuf *wb = calloc(1, sizeof(*wb));
+	uint32_t i;
+
+	if (!wb)
+		return -ENOMEM;
+	wb->dev = dev;
+	wb->o = *o;
+	if (o->policy == WBUF_STATIC) {
+		wb->slot_blocks = (uint32_t)(o->superpage / WBUF_BLOCK);
+		wb->nslots = WBUF_MAX_LOGS;
+	} else {
+		wb->slot_blocks = (uint32_t)(o->slot_size / WBUF_BLOCK);
+		wb->nslots = (uint32_t)(o->budget / o->slot_size);
+	}
+	if (!wb->slot_blocks || wb->nslots < 2) {
+		free(wb);
+		return -EINVAL;
+	}
+	wb->slots = calloc(wb->nslots, sizeof(*wb->slots));
+	pthread_mutex_init(&wb->lock, NULL);
+	pthread_cond_init(&wb->cond, NULL);
+	for (i = 0; wb->slots && i < wb->nslots; i++) {
+		wb->slots[i].data = zdev_buf_alloc((size_t)wb->slot_blocks * WBUF_BLOCK);
+		if (!wb->slots[i].data)
+			break;
+		slot_release(wb, &wb->slots[i]);
+	}
+	if (!wb->slots || i < wb->nslots) {
+		wb->nslots = i;
+		wbuf_destroy(wb);
+		return -ENOMEM;
+	}
+	*out = wb;
+	return 0;
+}
+
+void wbuf_destroy(struct wbuf *wb)
+{
+	uint32_t i;
+
+	if (!wb)
+		return;
+	if (wb->flusher_pid == getpid()) {
+		pthread_mutex_lock(&wb->lock);
+		wb->stop = 1;
+		pthread_cond_broadcast(&wb->cond);
+		pthread_mutex_unlock(&wb->lock);
+		pthread_join(wb->flusher, NULL);
+	}
+	for (i = 0; wb->slots && i < wb->nslots; i++)
+		zdev_buf_free(wb->slots[i].data);
+	free(wb->slots);
+	pthread_mutex_destroy(&wb->lock);
+	pthread_cond_destroy(&wb->cond);
+	free(wb);
+}
+
+/* A slot for LOG: its open one if it continues at BLK of ZONE, else a free one. */
+static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t blk)
+{
+	struct wslot *s = wb->open[log];
+
+	if (s && (s->zone != zone || s->start + s->nblocks != blk || s->nblocks == wb->slot_blocks)) {
+		enqueue(wb, s);
+		wb->open[log] = s = NULL;
+	}
+	if (s)
+		return s;
+	/* Static policy: the log owns exactly one buffer and waits until it is written. */
+	while (!wb->error && (wb->o.policy == WBUF_STATIC ? wb->slots[log].queued : !wb->free)) {
+		wb->waits++;
+		pthread_cond_wait(&wb->cond, &wb->lock);
+	}
+	if (wb->error)
+		return NULL;
+	if (wb->o.policy == WBUF_STATIC) {
+		s = &wb->slots[log];
+	} else {
+		s = wb->free;
+		wb->free = s->next;
+	}
+	s->zone = zone;
+	s->start = blk;
+	s->nblocks = s->written = 0;
+	s->owner = log;
+	wb->open[log] = s;
+	return s;
+}
+
+int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf)
+{
+	struct wslot *s;
+	int ret = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	s = slot_for(wb, log, zone, blk);
+	if (s) {
+		memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, buf, WBUF_BLOCK);
+		s->nblocks++;
+		if (s->nblocks == wb->slot_blocks) { /* full: to the device now */
+			enqueue(wb, s);
+			wb->open[log] = NULL;
+		}
+	} else {
+		ret = wb->error ? wb->error : -EIO;
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
+static int slot_holds(const struct wslot *s, uint32_t zone, uint32_t blk)
+{
+	return s->nblocks && s->zone == zone && blk >= s->start && blk < s->start + s->nblocks;
+}
+
+int wbuf_read(struct wbuf *wb, uint32_t zone, uint32_t blk, void *buf)
+{
+	uint32_t i;
+	int found = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	for (i = 0; i < wb->nslots && !found; i++) {
+		struct wslot *s = &wb->slots[i];
+
+		if ((s->queued || s->owner >= 0) && slot_holds(s, zone, blk)) {
+			memcpy(buf, s->data + (size_t)(blk - s->start) * WBUF_BLOCK, WBUF_BLOCK);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return found;
+}
+
+/* Queue every open slot (of ZONE, or all when ALL) and wait until the queue is empty. */
+static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
+{
+	int log, ret;
+
+	pthread_mutex_lock(&wb->lock);
+	for (log = 0; log < WBUF_MAX_LOGS; log++) {
+		struct wslot *s = wb->open[log];
+
+		if (s && (all || s->zone == zone)) {
+			enqueue(wb, s);
+			wb->open[log] = NULL;
+		}
+	}
+	while (!wb->error && (wb->qhead || wb->busy))
+		pthread_cond_wait(&wb->cond, &wb->lock);
+	ret = wb->error;
+	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
+int wbuf_flush_zone(struct wbuf *wb, uint32_t zone) { return wbuf_drain(wb, 0, zone); }
+int wbuf_flush_all(struct wbuf *wb) { return wbuf_drain(wb, 1, 0); }
+
+int wbuf_error(struct wbuf *wb, uint32_t *zone)
+{
+	int ret;
+
+	pthread_mutex_lock(&wb->lock);
+	ret = wb->error;
+	if (zone)
+		*zone = wb->error_zone;
+	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
+void wbuf_stats(struct wbuf *wb, struct wbuf_stats *st)
+{
+	pthread_mutex_lock(&wb->lock);
+	st->bytes_written = wb->bytes_written;
+	st->waits = wb->waits;
+	st->nslots = wb->nslots;
+	st->slot_bytes = (uint64_t)wb->slot_blocks * WBUF_BLOCK;
+	pthread_mutex_unlock(&wb->lock);
+}

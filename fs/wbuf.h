@@ -1,0 +1,56 @@
+/*
+ * wbuf.h - the zone-aware write buffer (wbuf.c): blocks staged for open zones in slots drawn
+ * from one memory budget, written in zone order by a flusher thread.
+ * Part of the node/log layer; below it only the device.
+ */
+#ifndef ZLFS_WBUF_H
+#define ZLFS_WBUF_H
+
+#include "zdev.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define WBUF_BLOCK 4096u
+#define WBUF_MAX_LOGS 8 /* logs that stage blocks: the six main-area logs, with room to spare */
+
+enum wbuf_policy {
+	WBUF_DYNAMIC = 0, /* slots of one program unit, taken by whichever log writes */
+	WBUF_STATIC,      /* one superpage buffer per log, written only when full or flushed */
+};
+
+struct wbuf_opts {
+	enum wbuf_policy policy;
+	uint64_t budget;    /* dynamic: total bytes of slots (default 4 MiB) */
+	uint64_t slot_size; /* dynamic: bytes per slot (default 192 KiB, one program unit) */
+	uint64_t superpage; /* static: bytes per log buffer (default 768 KiB) */
+};
+
+#define WBUF_DEFAULT_BUDGET (4u << 20)
+#define WBUF_DEFAULT_SLOT (192u << 10)
+#define WBUF_DEFAULT_SUPERPAGE (768u << 10)
+
+struct wbuf_stats {
+	uint64_t bytes_written;
+	uint64_t waits;
+	uint32_t nslots;
+	uint64_t slot_bytes;
+};
+
+struct wbuf;
+
+int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out);
+void wbuf_destroy(struct wbuf *wb);
+/* Stage one block for LOG at block BLK of ZONE, which must follow the log's previous block.
+ * May wait for a free slot; fails with the flusher's sticky error after a write error. */
+int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf);
+/* 1 and the block copied to BUF when it is still staged, 0 when it is on the device. */
+int wbuf_read(struct wbuf *wb, uint32_t zone, uint32_t blk, void *buf);
+/* Write everything staged (for one zone, or all) and wait for it. */
+int wbuf_flush_zone(struct wbuf *wb, uint32_t zone);
+int wbuf_flush_all(struct wbuf *wb);
+/* The first write error and its zone, or 0. */
+int wbuf_error(struct wbuf *wb, uint32_t *zone);
+void wbuf_stats(struct wbuf *wb, struct wbuf_stats *st);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * zdev.c - backend dispatch and the helpers shared by both backends (see zdev.h).
+ *
+ * Owns: choosing a backend for a path, argument checks common to every backend, aligned
+ * buffers, names of zone types and conditions.
+ * May call: the backends through struct zdev_ops, log.h.
+ */
+#include "zdev_impl.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+{
+	static const struct zdev_open_opts defaults;
+	int ret;
+
+	if (!opts)
+		opts = &defaults;
+	*out = NULL;
+	ret = zdev_zbd_probe(path);
+	if (ret < 0)
+		return ret;
+	if (ret > 0)
+		return zdev_zbd_open(path, opts, out);
+	ret = zdev_emu_probe(path);
+	if (ret < 0)
+		return ret;
+	if (ret > 0)
+		return zdev_emu_open(path, opts, out);
+	zlog_err("%s: not a zoned block device or zlfs-emu image: create one with zlfs-emu create", path);
+	return -ENODEV;
+}
+
+void zdev_close(struct zdev *dev)
+{
+	if (dev)
+		dev->ops->close(dev);
+}
+
+const struct zdev_geometry *zdev_geometry(const struct zdev *dev) { return &dev->geo; }
+const struct zdev_info *zdev_info(const struct zdev *dev) { return &dev->info; }
+
+uint32_t zdev_zone_of(const struct zdev *dev, uint64_t off)
+{
+	return (uint32_t)(off / dev->geo.zone_size);
+}
+
+int zdev_report(struct zdev *dev, uint32_t first, uint32_t count, struct zdev_zone *zones)
+{
+	if (first > dev->geo.nr_zones || count > dev->geo.nr_zones - first)
+		return -EINVAL;
+	return dev->ops->report(dev, first, count, zones);
+}
+
+int zdev_report_one(struct zdev *dev, uint32_t zone, struct zdev_zone *out)
+{
+	return zdev_report(dev, zone, 1, out);
+}
+
+static int zdev_check_io(const struct zdev *dev, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t lbs = dev->geo.lblock_size;
+
+	if (((uintptr_t)buf % ZDEV_BUF_ALIGN) || len % lbs || off % lbs)
+		return -EINVAL;
+	if (off > dev->geo.capacity || len > dev->geo.capacity - off)
+		return -EINVAL;
+	return 0;
+}
+
+int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
+{
+	int ret = zdev_check_io(dev, buf, len, off);
+
+	if (ret || !len)
+		return ret;
+	return dev->ops->read(dev, buf, len, off);
+}
+
+int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
+{
+	int ret = zdev_check_io(dev, buf, len, off);
+
+	if (ret || !len)
+		return ret;
+	if (dev->readonly)
+		return -EROFS;
+	return dev->ops->write(dev, buf, len, off);
+}
+
+static int zdev_mgmt(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone)
+{
+	if (zone >= dev->geo.nr_zones)
+		return -EINVAL;
+	if (dev->readonly)
+		return -EROFS;
+	return dev->ops->mgmt(dev, op, zone);
+}
+
+int zdev_zone_reset(struct zdev *dev, uint32_t zone) { return zdev_mgmt(dev, ZDEV_MGMT_RESET, zone); }
+int zdev_zone_finish(struct zdev *dev, uint32_t zone) { return zdev_mgmt(dev, ZDEV_MGMT_FINISH, zone); }
+int zdev_zone_open(struct zdev *dev, uint32_t zone) { return zdev_mgmt(dev, ZDEV_MGMT_OPEN, zone); }
+int zdev_zone_close(struct zdev *dev, uint32_t zone) { return zdev_mgmt(dev, ZDEV_MGMT_CLOSE, zone); }
+
+int zdev_flush(struct zdev *dev)
+{
+	if (dev->readonly)
+		return 0;
+	return dev->ops->flush(dev);
+}
+
+void *zdev_buf_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, ZDEV_BUF_ALIGN, len ? len : ZDEV_BUF_ALIGN))
+		return NULL;
+	return p;
+}
+
+void zdev_buf_free(void *buf) { free(buf); }
+
+const char *zdev_cond_name(int cond)
+{
+	static const char *const names[] = {"not-wp", "empty", "imp-open", "exp-open",
+					    "closed", "full",  "read-only", "offline"};
+
+	if (cond < 0 || cond > ZDEV_COND_OFFLINE)
+		return "unknown";
+	return names[cond];
+}
+
+const char *zdev_type_name(int type)
+{
+	if (type == ZDEV_ZONE_CONV)
+		return "conventional";
+	if (type == ZDEV_ZONE_SEQ)
+		return "seq-write-required";
+	return "unknown";
+}

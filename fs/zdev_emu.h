@@ -1,0 +1,114 @@
+/*
+ * zdev_emu.h - the file-backed zoned-device emulator: creating images and the fault-injection
+ * and crash-testing controls that only an emulator has. Opening and using an image goes
+ * through zdev.h like any device.
+ *
+ * Owns: the image format (header, persisted zone table, volatile-write journal, data area),
+ * the zone state machine and limits, the durability model, the write log and its replay.
+ * May call: libc, pthreads, log.h, zdev.h. The full model, and the Linux error each rule
+ * mirrors, are in docs/emulator.md.
+ */
+#ifndef ZLFS_ZDEV_EMU_H
+#define ZLFS_ZDEV_EMU_H
+
+#include "zdev.h"
+
+#include <stdint.h>
+
+struct zemu_create_opts {
+	uint64_t size;          /* bytes; rounded down to whole zones */
+	uint64_t zone_size;     /* bytes, multiple of lblock_size */
+	uint64_t zone_capacity; /* bytes, 0 = zone_size */
+	uint32_t lblock_size;   /* 512 or 4096; 0 = 4096 */
+	uint32_t nr_conv;       /* leading conventional zones */
+	uint32_t max_open;      /* 0 = no limit */
+	uint32_t max_active;    /* 0 = no limit */
+	const char *log_path;   /* record every operation to this write log, or NULL */
+	uint32_t journal_slots; /* volatile-write journal records, 0 = 4096; a full journal
+				 * destages the cache (an implicit flush) */
+};
+
+/* Create (or overwrite) an image file; with a log_path, also (re)create that log, empty.
+ * Returns 0 or -errno with a logged reason (-EINVAL bad geometry, -EBUSY image in use). */
+int zemu_create(const char *path, const struct zemu_create_opts *opts);
+
+enum zemu_fault {
+	ZEMU_FAULT_OFFLINE = 1,  /* zone goes offline: reads and writes fail */
+	ZEMU_FAULT_READONLY,     /* zone becomes read-only: writes fail, reads work */
+	ZEMU_FAULT_EIO_READ,     /* the next read touching the offset fails with EIO */
+	ZEMU_FAULT_EIO_WRITE,    /* the next write touching the offset fails with EIO */
+};
+
+/* Inject a fault into an image that is not open (persisted in the image; -EBUSY while it is
+ * open), or into an open emulated device (takes effect at once). OFF is a byte offset; zone
+ * faults use its zone and refuse conventional zones (-EINVAL, as null_blk does). */
+int zemu_inject(const char *path, enum zemu_fault fault, uint64_t off);
+int zemu_inject_dev(struct zdev *dev, enum zemu_fault fault, uint64_t off);
+
+/*
+ * Simulate power loss on an image that is not open: drop the writes that were not flushed.
+ * keep < 0 drops them all; keep >= 0 keeps the first KEEP unflushed writes in issue order;
+ * when SEED is nonzero KEEP is ignored and the number kept is drawn from SEED. TORN keeps a
+ * leading part of the first dropped write as well (a torn write): half its blocks (at least
+ * one), or with a seed a random number of them. Dropped conventional-zone writes get the old
+ * data back. Every write pointer ends where the surviving data ends; open zones become closed
+ * (or empty); the result is durable. Prints nothing. A write log, if the image has one,
+ * records the cut (replay cannot go past it). Returns the number of writes kept, or -errno.
+ */
+int zemu_powercut(const char *path, long keep, uint64_t seed, int torn);
+/* The same on an open emulated device; the device stays usable afterwards, as after a
+ * power cycle. */
+int zemu_powercut_dev(struct zdev *dev, long keep, uint64_t seed, int torn);
+
+/* What a power cut did, for zemu_powercut_ex and the zlfs-emu command. */
+struct zemu_powercut_result {
+	long unflushed;      /* writes that were in the volatile cache */
+	long kept;           /* of them, kept whole (the first KEPT in issue order) */
+	long dropped;        /* dropped whole (a torn write counts here, not in kept) */
+	int torn;            /* 1 if the first dropped write left a leading part behind */
+	uint64_t torn_bytes; /* bytes of that write that survived */
+	uint64_t torn_len;   /* its full length */
+};
+int zemu_powercut_ex(const char *path, long keep, uint64_t seed, int torn,
+		     struct zemu_powercut_result *res);
+int zemu_powercut_dev_ex(struct zdev *dev, long keep, uint64_t seed, int torn,
+			 struct zemu_powercut_result *res);
+
+/* Number of operations (writes, flushes, zone management) recorded in a write log, not
+ * counting aborted ones or a torn tail; -errno if LOG is not a write log. */
+long zemu_log_count(const char *log_path);
+/*
+ * Rebuild OUT as the image was when LOG started, plus the first N operations recorded in LOG,
+ * all of them durable. The starting image comes from the log itself: its header says whether
+ * it was an empty device of the log's geometry or LOG.base (saved when the log was started on
+ * an image that already held data). IMAGE, when not NULL, is the image the log was recorded
+ * on; it is only checked to have the log's geometry and is never modified. N larger than the
+ * log's operation count is -EINVAL. TORN tears the Nth operation if it is a write: only its
+ * first half of blocks (at least one block) is kept. OUT is overwritten.
+ */
+int zemu_replay(const char *image, const char *log_path, long n, const char *out, int torn);
+
+/* Zero when DEV is not an emulated device. */
+int zdev_is_emu(const struct zdev *dev);
+
+/* Open PATH as an emulator image (what zdev_open does for an image, without probing for a
+ * kernel device first): -ENODEV with a message when PATH is not an image. */
+int zemu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
+
+/* Read the geometry from an image's header without opening it as a device (no lock taken). */
+int zemu_read_geometry(const char *path, struct zdev_geometry *geo);
+
+/* Emulator-only facts about an open image, for reports and tests. */
+struct zemu_stats {
+	uint32_t format_version;
+	uint64_t generation;      /* bumped by every flush: journal records of older ones are void */
+	long unflushed;           /* writes still in the volatile cache (a power cut may drop them) */
+	long journal_slots;
+	int pending_faults;       /* one-shot EIO faults not yet fired */
+	char log_path[1024];      /* active write log, empty when none */
+};
+int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st);
+
+const char *zemu_fault_name(enum zemu_fault fault);
+
+#endif

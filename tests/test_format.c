@@ -1,0 +1,311 @@
+/*
+ * test_format.c - on-disk format: codec round trips, checksums, stale-UUID rejection,
+ * revision and feature refusal, and the layout rules for good and bad geometries.
+ * Pure tests: no device is opened.
+ */
+#include "testutil.h"
+
+#include "format.h"
+#include "super.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint8_t blk[ZLFS_BLOCK_SIZE] __attribute__((aligned(4096)));
+
+/* A geometry of NR zones, NCONV of them conventional and first, all of capacity CAP. */
+static struct zdev_zone *mk_zones(struct zdev_geometry *g, uint32_t nr, uint32_t nconv,
+				  uint64_t zsize, uint64_t cap)
+{
+	struct zdev_zone *z = calloc(nr, sizeof(*z));
+	uint32_t i;
+
+	memset(g, 0, sizeof(*g));
+	g->lblock_size = 4096;
+	g->nr_zones = nr;
+	g->nr_conv = nconv;
+	g->zone_size = zsize;
+	g->zone_capacity = cap;
+	g->capacity = (uint64_t)nr * zsize;
+	for (i = 0; i < nr; i++) {
+		z[i].start = (uint64_t)i * zsize;
+		z[i].len = zsize;
+		z[i].capacity = i < nconv ? zsize : cap;
+		z[i].wp = z[i].start;
+		z[i].type = i < nconv ? ZDEV_ZONE_CONV : ZDEV_ZONE_SEQ;
+		z[i].cond = i < nconv ? ZDEV_COND_NOT_WP : ZDEV_COND_EMPTY;
+	}
+	return z;
+}
+
+static void good_sb(struct zlfs_sb_info *s)
+{
+	struct zdev_geometry g;
+	struct zdev_zone *z = mk_zones(&g, 64, 0, 4 << 20, 4 << 20);
+	struct zlfs_mkfs_opts o = {0};
+	char why[256];
+	int i;
+
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, s, why, sizeof(why)), 0);
+	for (i = 0; i < 16; i++)
+		s->uuid[i] = (uint8_t)(i * 17 + 3);
+	s->seed = zlfs_csum_seed(s->uuid);
+	strcpy(s->label, "round-trip");
+	s->sb_seq = 7;
+	s->create_time = 1700000000;
+	free(z);
+}
+
+START_TEST(t_sb_round_trip)
+{
+	struct zlfs_sb_info a, b;
+
+	good_sb(&a);
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), 0);
+	ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+	ck_assert_str_eq(b.label, "round-trip");
+	ck_assert_uint_eq(b.sb_seq, 7);
+	ck_assert_uint_eq(b.main_zone_first, a.main_zone_first);
+}
+END_TEST
+
+START_TEST(t_sb_bitflip_every_region)
+{
+	struct zlfs_sb_info a, b;
+	static const size_t offs[] = {0, 4, 30, 100, 200, 2000, 4000, 4090};
+	size_t i;
+
+	good_sb(&a);
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		zlfs_sb_encode(&a, blk);
+		blk[offs[i]] ^= 0x10;
+		ck_assert_msg(zlfs_sb_decode(blk, &b) == -EUCLEAN, "flip at %zu accepted", offs[i]);
+	}
+}
+END_TEST
+
+START_TEST(t_sb_revision_and_features)
+{
+	struct zlfs_sb_info a, b;
+
+	good_sb(&a);
+	a.min_revision = ZLFS_REVISION + 1;
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), -EPROTONOSUPPORT);
+	good_sb(&a);
+	a.feat_incompat = 1u << 20;
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), -EPROTONOSUPPORT);
+	good_sb(&a);
+	a.feat_ro_compat = 1u << 20; /* decodes: mount decides on read-only */
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), 0);
+	ck_assert_uint_eq(b.feat_ro_compat, 1u << 20);
+}
+END_TEST
+
+START_TEST(t_sb_bad_layout_refused)
+{
+	struct zlfs_sb_info a, b;
+
+	good_sb(&a);
+	a.main_zones += 1; /* runs past the device */
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), -EUCLEAN);
+	good_sb(&a);
+	a.seg_blocks = 100; /* not a power of two */
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), -EUCLEAN);
+	good_sb(&a);
+	a.nat_blocks = 1; /* cannot hold max_nid entries */
+	zlfs_sb_encode(&a, blk);
+	ck_assert_int_eq(zlfs_sb_decode(blk, &b), -EUCLEAN);
+}
+END_TEST
+
+START_TEST(t_stale_uuid_rejected)
+{
+	uint8_t u1[16] = {1, 2, 3}, u2[16] = {1, 2, 4};
+	struct zlfs_node *n = (void *)blk;
+
+	memset(blk, 0, sizeof(blk));
+	zlfs_blk_init(n, ZLFS_KIND_DNODE, 42, 7, 3);
+	n->ptr[5] = le32_put(1234);
+	zlfs_blk_seal(n, zlfs_csum_seed(u1));
+	ck_assert_int_eq(zlfs_blk_verify(n, zlfs_csum_seed(u1), ZLFS_KIND_DNODE), 0);
+	ck_assert_int_eq(zlfs_blk_verify(n, zlfs_csum_seed(u2), ZLFS_KIND_DNODE), -EUCLEAN);
+	ck_assert_int_eq(zlfs_blk_verify(n, zlfs_csum_seed(u1), ZLFS_KIND_INODE), -EBADMSG);
+	ck_assert_int_eq(zlfs_blk_verify(n, zlfs_csum_seed(u1), ZLFS_KIND_MAX), 0);
+	ck_assert_uint_ne(zlfs_csum_seed(u1), zlfs_csum_seed(u2));
+}
+END_TEST
+
+START_TEST(t_cp_round_trip_and_tail)
+{
+	struct zlfs_cp_info *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	uint64_t seed = 0x1234567890abcdefULL, hc;
+	static uint8_t tail[ZLFS_BLOCK_SIZE] __attribute__((aligned(4096)));
+	uint32_t i;
+
+	a->version = 99;
+	a->time_ns = 123456789;
+	a->flags = ZLFS_CP_CLEAN;
+	a->nr_logs = 6;
+	a->nr_summaries = 2;
+	a->nr_orphan_blocks = 1;
+	a->nr_orphans = 3;
+	a->pack_blocks = 2 + 2 + 1;
+	a->nr_map = ZLFS_CP_MAP_MAX;
+	for (i = 0; i < ZLFS_CP_MAP_MAX; i++)
+		a->map_addr[i] = i * 3 + 1;
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		a->logs[i].zone = 10 + i;
+		a->logs[i].next_blk = 100 * i;
+		a->logs[i].nr_entries = i;
+	}
+	a->valid_blocks = 1ULL << 40;
+	a->gc_bytes = 77;
+	zlfs_cp_head_encode(a, seed, blk);
+	ck_assert_int_eq(zlfs_cp_head_decode(blk, seed, b), 0);
+	ck_assert_int_eq(memcmp(a, b, sizeof(*a)), 0);
+	hc = zlfs_blk_csum(blk, seed);
+	zlfs_cp_tail_encode(99, hc, seed, tail);
+	ck_assert_int_eq(zlfs_cp_tail_check(tail, seed, 99, hc), 0);
+	ck_assert_int_eq(zlfs_cp_tail_check(tail, seed, 98, hc), -EUCLEAN);
+	ck_assert_int_eq(zlfs_cp_tail_check(tail, seed, 99, hc + 1), -EUCLEAN);
+	blk[1000] ^= 1;
+	ck_assert_int_eq(zlfs_cp_head_decode(blk, seed, b), -EUCLEAN);
+	a->pack_blocks = 3; /* disagrees with its payload counts */
+	zlfs_cp_head_encode(a, seed, blk);
+	ck_assert_int_eq(zlfs_cp_head_decode(blk, seed, b), -EUCLEAN);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(t_layout_good)
+{
+	struct zdev_geometry g;
+	struct zdev_zone *z = mk_zones(&g, 256, 4, 4 << 20, 3 << 20);
+	struct zlfs_mkfs_opts o = {0};
+	struct zlfs_sb_info s;
+	char why[256];
+
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.sb_zone[0], 4); /* conventional zones are skipped */
+	ck_assert_uint_eq(s.cp_zone[1], 7);
+	ck_assert_uint_eq(s.meta_zone_first, 8);
+	ck_assert_uint_eq(s.main_zone_first + s.main_zones, 256);
+	ck_assert_uint_eq(s.seg_blocks, 512);
+	ck_assert_uint_eq(s.segs_per_zone, 1); /* 3 MiB capacity holds one 2 MiB segment */
+	ck_assert_uint_eq(s.nr_logs, 6);
+	ck_assert_uint_ge((uint64_t)s.nat_blocks * ZLFS_NAT_PER_BLOCK, s.max_nid);
+	ck_assert_uint_ge((uint64_t)s.sit_blocks * ZLFS_SIT_PER_BLOCK, s.main_zones);
+	ck_assert_uint_ge(s.reserved_zones, 2);
+	free(z);
+}
+END_TEST
+
+START_TEST(t_layout_small_zone_segments)
+{
+	struct zdev_geometry g;
+	struct zdev_zone *z = mk_zones(&g, 64, 0, 1 << 20, 1 << 20);
+	struct zlfs_mkfs_opts o = {0};
+	struct zlfs_sb_info s;
+	char why[256];
+
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.seg_blocks, 256);
+	ck_assert_uint_eq(s.segs_per_zone, 1);
+	free(z);
+}
+END_TEST
+
+static void expect_refusal(struct zdev_geometry *g, struct zdev_zone *z,
+			   const struct zlfs_mkfs_opts *o, const char *needle)
+{
+	struct zlfs_sb_info s;
+	char why[256] = "";
+
+	ck_assert_int_eq(zlfs_layout(g, z, o, &s, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, needle), "reason \"%s\" lacks \"%s\"", why, needle);
+}
+
+START_TEST(t_layout_refusals)
+{
+	struct zdev_geometry g;
+	struct zlfs_mkfs_opts o = {0};
+	struct zdev_zone *z = mk_zones(&g, 64, 0, 4 << 20, 4 << 20);
+
+	g.zone_size = (4 << 20) + 512;
+	expect_refusal(&g, z, &o, "not a multiple");
+	g.zone_size = 4 << 20;
+	g.lblock_size = 8192;
+	expect_refusal(&g, z, &o, "logical block size");
+	g.lblock_size = 4096;
+	g.nr_zones = 8;
+	expect_refusal(&g, z, &o, "too small");
+	g.nr_zones = 64;
+	g.max_active = 3;
+	expect_refusal(&g, z, &o, "active zones");
+	g.max_active = 6;
+	o.nr_logs = 6;
+	expect_refusal(&g, z, &o, "--logs 4");
+	o.nr_logs = 5;
+	expect_refusal(&g, z, &o, "2, 4 or 6");
+	o.nr_logs = 0;
+	g.max_active = 0;
+	z[20].type = ZDEV_ZONE_CONV;
+	expect_refusal(&g, z, &o, "conventional");
+	z[20].type = ZDEV_ZONE_SEQ;
+	z[30].cond = ZDEV_COND_OFFLINE;
+	expect_refusal(&g, z, &o, "offline");
+	z[30].cond = ZDEV_COND_EMPTY;
+	z[10].capacity = 64 * 1024;
+	expect_refusal(&g, z, &o, "capacity");
+	free(z);
+	z = mk_zones(&g, 64, 64, 4 << 20, 4 << 20);
+	expect_refusal(&g, z, &o, "no sequential zones");
+	free(z);
+}
+END_TEST
+
+START_TEST(t_layout_logs_follow_limits)
+{
+	struct zdev_geometry g;
+	struct zdev_zone *z = mk_zones(&g, 64, 0, 4 << 20, 4 << 20);
+	struct zlfs_mkfs_opts o = {0};
+	struct zlfs_sb_info s;
+	char why[256];
+
+	g.max_open = 6;
+	g.max_active = 8;
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.nr_logs, 4);
+	g.max_open = 4;
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.nr_logs, 2);
+	free(z);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("format");
+	TCase *tc = tcase_create("format");
+
+	tcase_add_test(tc, t_sb_round_trip);
+	tcase_add_test(tc, t_sb_bitflip_every_region);
+	tcase_add_test(tc, t_sb_revision_and_features);
+	tcase_add_test(tc, t_sb_bad_layout_refused);
+	tcase_add_test(tc, t_stale_uuid_rejected);
+	tcase_add_test(tc, t_cp_round_trip_and_tail);
+	tcase_add_test(tc, t_layout_good);
+	tcase_add_test(tc, t_layout_small_zone_segments);
+	tcase_add_test(tc, t_layout_refusals);
+	tcase_add_test(tc, t_layout_logs_follow_limits);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}

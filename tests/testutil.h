@@ -1,0 +1,20 @@
+/*
+ * testutil.h - helpers shared by the Check test programs: scratch paths, running the
+ * project's own binaries, and a main() that runs one suite.
+ */
+#ifndef ZLFS_TESTUTIL_H
+#define ZLFS_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+
+/* A path under this test's scratch directory ($ZLFS_TEST_TMP, else /tmp). */
+const char *tu_path(char *buf, size_t len, const char *name);
+/* Run a shell command line; returns its exit status (or -1). Output goes to the test log. */
+int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Full path of one of the project's binaries ($ZLFS_BIN_DIR/NAME). */
+const char *tu_bin(char *buf, size_t len, const char *name);
+/* Run SUITE and return the process exit status. */
+int tu_run_suite(Suite *suite);
+
+#endif
