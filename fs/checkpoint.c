@@ -387,6 +387,7 @@ int ckpt_load(struct zlfs_fs *fs)
 	fs->meta_zone = fs->cp.meta_zone;
 	fs->meta_next = fs->cp.meta_next_blk;
 	fs->nid_hint = fs->cp.next_free_nid;
+	fs->seq = fs->cp.seq;
 	fs->valid_nodes = fs->cp.valid_nodes;
 	fs->valid_inodes = fs->cp.valid_inodes;
 	fs->user_bytes = fs->cp.user_bytes;
@@ -422,7 +423,7 @@ static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
 		fs->meta_zone++;
 		fs->meta_next = 0;
 	}
-	zlfs_blk_seal(buf, fs->sb.seed);
+	blk_seal(fs, buf);
 	ret = zdev_write(fs->dev, buf, ZLFS_BLOCK_SIZE,
 			 (uint64_t)fs->meta_zone * fs->sb.zone_size +
 				 (uint64_t)fs->meta_next * ZLFS_BLOCK_SIZE);
@@ -609,6 +610,7 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->user_bytes = fs->user_bytes;
 	c->dev_bytes = fs->dev_bytes;
 	c->nr_orphans = fs->nr_orphans;
+	c->seq = fs->seq;
 	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));
 	return nsum;
 }

@@ -62,6 +62,7 @@ struct zlfs_fs {
 	struct zlfs_cp_info cp;     /* the last durable checkpoint */
 	struct zlfs_cp_pos cp_pos;
 	uint64_t cp_ver;            /* version the next checkpoint will carry */
+	uint64_t seq;               /* last block sequence number given out */
 	int dirty;                  /* anything changed since the last checkpoint */
 
 	/* NAT */
@@ -125,6 +126,9 @@ void orphan_del(struct zlfs_fs *fs, uint32_t ino);
  * block). Returns 0 and the block address in *ADDR, -ENOSPC when no zone is left. */
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr);
+/* Stamp a metadata block with the current checkpoint version and the next sequence number,
+ * and seal its checksum: every metadata block written after mount goes through here. */
+void blk_seal(struct zlfs_fs *fs, void *buf);
 /* Mark a block valid or invalid in the SIT. ADDR 0 is ignored. */
 void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);

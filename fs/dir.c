@@ -94,8 +94,7 @@ static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
 
 	if (ret)
 		return ret;
-	p->blk->hdr.cp_ver = le64_put(fs->cp_ver);
-	zlfs_blk_seal(p->blk, fs->sb.seed);
+	blk_seal(fs, p->blk);
 	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
 	node_put(fs, dir);
 	if (!ret)

@@ -270,6 +270,7 @@ void zlfs_cp_head_encode(const struct zlfs_cp_info *c, uint64_t seed, void *bloc
 	d->user_bytes = le64_put(c->user_bytes);
 	d->dev_bytes = le64_put(c->dev_bytes);
 	d->gc_bytes = le64_put(c->gc_bytes);
+	d->seq = le64_put(c->seq);
 	for (i = 0; i < c->nr_map && i < ZLFS_CP_MAP_MAX; i++)
 		d->map_addr[i] = le32_put(c->map_addr[i]);
 	zlfs_blk_seal(d, seed);
@@ -307,6 +308,7 @@ int zlfs_cp_head_decode(const void *block, uint64_t seed, struct zlfs_cp_info *c
 	c->user_bytes = le64_get(d->user_bytes);
 	c->dev_bytes = le64_get(d->dev_bytes);
 	c->gc_bytes = le64_get(d->gc_bytes);
+	c->seq = le64_get(d->seq);
 	if (c->version != le64_get(d->hdr.cp_ver) || c->nr_map > ZLFS_CP_MAP_MAX ||
 	    c->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX ||
 	    c->nr_summaries > ZLFS_NR_LOG_TYPES ||

@@ -47,8 +47,8 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 #define ZLFS_BLOCK_SHIFT 12
 #define ZLFS_BLOCK_SIZE (1u << ZLFS_BLOCK_SHIFT)
 #define ZLFS_CSUM_OFF (ZLFS_BLOCK_SIZE - 8)
-#define ZLFS_HDR_SIZE 24
-#define ZLFS_PAYLOAD (ZLFS_CSUM_OFF - ZLFS_HDR_SIZE) /* 4064 bytes between header and checksum */
+#define ZLFS_HDR_SIZE 32
+#define ZLFS_PAYLOAD (ZLFS_CSUM_OFF - ZLFS_HDR_SIZE) /* 4056 bytes between header and checksum */
 
 /* Block addresses are 32-bit block numbers from the start of the device (16 TiB limit, as in
  * F2FS). Address 0 lies in the first superblock zone and is never a data or node block, so it
@@ -124,6 +124,7 @@ struct zlfs_blkhdr {
 	le32 index;   /* nid for node blocks, logical meta block for NAT/SIT/MAP, else 0 */
 	le32 ino;     /* owning inode for node and dentry blocks, else 0 */
 	le64 cp_ver;  /* checkpoint version the block was written under (roll-forward) */
+	le64 seq;     /* filesystem-wide write sequence: orders copies of one node after a crash */
 };
 static_assert(sizeof(struct zlfs_blkhdr) == ZLFS_HDR_SIZE, "block header size");
 
@@ -179,7 +180,7 @@ struct zlfs_super {
 	le64 scrypt_n;
 	uint8_t enc_salt[ZLFS_SALT_SIZE];
 	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
-	uint8_t reserved[3744];
+	uint8_t reserved[3736];
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_super) == ZLFS_BLOCK_SIZE, "superblock size");
@@ -226,9 +227,10 @@ struct zlfs_cp_head {
 	le64 user_bytes;      /* telemetry carried across mounts */
 	le64 dev_bytes;
 	le64 gc_bytes;
-	le64 reserved[10];
+	le64 seq;             /* last block sequence number used */
+	le64 reserved[9];
 	le32 map_addr[ZLFS_CP_MAP_MAX];
-	le32 pad[46];
+	le32 pad[44];
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_cp_head) == ZLFS_BLOCK_SIZE, "checkpoint head size");
@@ -280,8 +282,7 @@ struct zlfs_nat_entry {
 #define ZLFS_NAT_PER_BLOCK (ZLFS_PAYLOAD / 12)
 struct zlfs_nat_block {
 	struct zlfs_blkhdr hdr;
-	struct zlfs_nat_entry e[ZLFS_NAT_PER_BLOCK];
-	uint8_t reserved[ZLFS_PAYLOAD - ZLFS_NAT_PER_BLOCK * 12];
+	struct zlfs_nat_entry e[ZLFS_NAT_PER_BLOCK]; /* fills the payload exactly */
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_nat_block) == ZLFS_BLOCK_SIZE, "NAT block size");
@@ -318,8 +319,8 @@ static_assert(sizeof(struct zlfs_map_block) == ZLFS_BLOCK_SIZE, "map block size"
  * within its file's tree (0 = inode) so GC and roll-forward can place it. */
 
 #define ZLFS_INODE_NIDS 5 /* direct, direct, indirect, indirect, double indirect */
-#define ZLFS_INODE_ADDRS 979
-#define ZLFS_NODE_ADDRS 1014 /* pointers in a direct or indirect node */
+#define ZLFS_INODE_ADDRS 977
+#define ZLFS_NODE_ADDRS 1012 /* pointers in a direct or indirect node */
 
 /* Inode flags. */
 #define ZLFS_IFLAG_INLINE (1u << 0)    /* data lives in the inode's address area */
@@ -439,7 +440,7 @@ struct zlfs_sb_info {
 };
 
 struct zlfs_cp_info {
-	uint64_t version, time_ns;
+	uint64_t version, time_ns, seq;
 	uint32_t flags, pack_blocks, nr_logs, nr_summaries, nr_orphan_blocks, nr_orphans;
 	uint32_t meta_zone, meta_next_blk, nr_map, next_free_nid;
 	struct {

@@ -71,12 +71,20 @@ static void iref_get(struct zfuse *z, uint32_t ino)
 
 static int iref_held(struct zfuse *z, uint32_t ino) { return *iref_slot(z, ino) != NULL; }
 
-/* The last name of INO is gone: free it now, or when the kernel forgets it. */
+/* The last name of INO is gone: free it now, or when the kernel forgets it. The name is
+ * already removed, so a full orphan list must not fail the call: the inode is still freed
+ * at forget, only a crash before that would leak it (until fsck). */
 static int inode_unlinked(struct zfuse *z, uint32_t ino)
 {
-	if (iref_held(z, ino))
-		return orphan_add(z->fs, ino);
-	return inode_free(z->fs, ino);
+	int ret;
+
+	if (!iref_held(z, ino))
+		return inode_free(z->fs, ino);
+	ret = orphan_add(z->fs, ino);
+	if (ret)
+		zlog_warn("inode %u unlinked while open cannot be recorded (%s): a crash before "
+			  "its last close leaks it until fsck", ino, strerror(-ret));
+	return 0;
 }
 
 static void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
@@ -328,8 +336,9 @@ static int make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	if (!ret) {
 		ret = dir_add(z->fs, dir, name, strlen(name), np->nid, (uint8_t)IFTODT(mode));
 		if (ret) {
+			ino = np->nid; /* np may not be used once put */
 			node_put(z->fs, np);
-			inode_free(z->fs, np->nid);
+			inode_free(z->fs, ino);
 		}
 	}
 	if (!ret) {

@@ -173,8 +173,11 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 			zlog_warn("cannot free orphan inode %u: %s", ino, strerror(-ret));
 		freed++;
 	}
-	if (freed) {
-		zlog_info("freed %u inodes unlinked while open before the last unmount", freed);
+	/* After a crash the device holds blocks past the checkpoint: a new checkpoint moves the
+	 * version on, so those blocks can never be mistaken for this session's. */
+	if ((freed || fs->dirty) && !fs->readonly) {
+		if (freed)
+			zlog_info("freed %u inodes unlinked while open before the last unmount", freed);
 		ret = files_sync(fs);
 		if (ret) {
 			files_unmount(fs);

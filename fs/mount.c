@@ -79,9 +79,10 @@ static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 			 l->zone, zdev_cond_name(z.cond), wp_blk, cp_blk);
 		return readonly ? 0 : -EIO;
 	}
-	if (wp_blk > cp_blk) {
+	if (wp_blk > cp_blk) { /* written after the checkpoint: skip it, never rewind */
 		l->next_blk = wp_blk;
 		log_trim_summary(fs, l, cp_blk);
+		fs->dirty = 1;
 	}
 	return 0;
 }
@@ -97,8 +98,10 @@ static int mount_meta_position(struct zlfs_fs *fs)
 	wp_blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
 	if (z.cond == ZDEV_COND_FULL)
 		wp_blk = (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
-	if (wp_blk > fs->meta_next)
+	if (wp_blk > fs->meta_next) {
 		fs->meta_next = wp_blk;
+		fs->dirty = 1;
+	}
 	return 0;
 }
 

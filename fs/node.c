@@ -209,8 +209,7 @@ static int node_write(struct zlfs_fs *fs, struct node_page *np)
 	uint32_t old = fs->nat[np->nid].blkaddr, addr;
 	int ret;
 
-	h->cp_ver = le64_put(fs->cp_ver);
-	zlfs_blk_seal(np->buf, fs->sb.seed);
+	blk_seal(fs, np->buf);
 	ret = seg_append(fs, node_temp(np), np->buf, np->nid, ZLFS_SUM_NODE, &addr);
 	if (ret)
 		return ret;

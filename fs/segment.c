@@ -99,6 +99,15 @@ uint64_t seg_free_blocks(const struct zlfs_fs *fs)
 	return n;
 }
 
+void blk_seal(struct zlfs_fs *fs, void *buf)
+{
+	struct zlfs_blkhdr *h = buf;
+
+	h->cp_ver = le64_put(fs->cp_ver);
+	h->seq = le64_put(++fs->seq);
+	zlfs_blk_seal(buf, fs->sb.seed);
+}
+
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
 {
 	uint32_t zb = zone_blocks(fs);
@@ -148,7 +157,7 @@ static int seg_write_summary(struct zlfs_fs *fs, struct zlog_state *l)
 
 	memcpy(buf, &l->sum, ZLFS_BLOCK_SIZE);
 	zlfs_blk_init(buf, ZLFS_KIND_SUMMARY, segno, 0, fs->cp_ver);
-	zlfs_blk_seal(buf, fs->sb.seed);
+	blk_seal(fs, buf);
 	ret = seg_write_at(fs, log, l->zone, l->next_blk, buf);
 	if (ret)
 		return ret;

@@ -2355,6 +2355,43 @@ long zemu_log_count(const char *log_path)
 	return ret ? ret : count;
 }
 
+struct kinds_ctx {
+	char *kinds;
+	long n, max;
+};
+
+static int kind_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_t pos)
+{
+	static const char letters[] = "?WFRXOC";
+	struct kinds_ctx *k = ctx;
+
+	(void)payload;
+	(void)pos;
+	if (log_is_op(r->type)) {
+		if (k->n < k->max)
+			k->kinds[k->n] = letters[r->type];
+		k->n++;
+	} else if (r->type == LOG_ABORT && k->n > 0) {
+		k->n--;
+	}
+	return 0;
+}
+
+long zemu_log_kinds(const char *log_path, char *kinds, long max)
+{
+	struct kinds_ctx k = {kinds, 0, max};
+	struct emu_lhdr lh;
+	uint64_t end;
+	int fd, ret;
+
+	fd = log_open_checked(log_path, &lh);
+	if (fd < 0)
+		return fd;
+	ret = log_walk(fd, &end, kind_op, &k);
+	close(fd);
+	return ret ? ret : k.n;
+}
+
 struct replay_ctx {
 	struct zdev *dev;
 	long n, done;

@@ -77,6 +77,9 @@ int zemu_powercut_dev_ex(struct zdev *dev, long keep, uint64_t seed, int torn,
 /* Number of operations (writes, flushes, zone management) recorded in a write log, not
  * counting aborted ones or a torn tail; -errno if LOG is not a write log. */
 long zemu_log_count(const char *log_path);
+/* The kind of each logged operation, one letter each, in order: W write, F flush, R reset,
+ * X finish, O open, C close. Fills at most MAX letters; returns the number of operations. */
+long zemu_log_kinds(const char *log_path, char *kinds, long max);
 /*
  * Rebuild OUT as the image was when LOG started, plus the first N operations recorded in LOG,
  * all of them durable. The starting image comes from the log itself: its header says whether

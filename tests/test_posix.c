@@ -254,8 +254,9 @@ static int is_mounted(void)
 	return statfs(g_mnt, &s) == 0 && s.f_type == FUSE_MAGIC;
 }
 
-static void daemon_start(void)
+static void daemon_start_opts(const char *extra)
 {
+	char opts[256];
 	char bin[PATH_MAX];
 	double t0 = now_s();
 	int st;
@@ -273,8 +274,8 @@ static void daemon_start(void)
 		}
 		/* allow_other: the permission tests act as other users; cp_interval short so
 		 * background checkpoints interleave with the tests. */
-		execl(bin, "zlfs", "-f", "-o", "allow_other,cp_interval=3", g_img, g_mnt,
-		      (char *)NULL);
+		snprintf(opts, sizeof(opts), "allow_other,cp_interval=3%s", extra);
+		execl(bin, "zlfs", "-f", "-o", opts, g_img, g_mnt, (char *)NULL);
 		_exit(127);
 	}
 	while (!is_mounted()) {
@@ -290,6 +291,8 @@ static void daemon_start(void)
 		sleep_ms(20);
 	}
 }
+
+static void daemon_start(void) { daemon_start_opts(""); }
 
 /* Close whatever a failed test left open inside the mount, so unmount is not refused. */
 static void close_mount_fds(void)
@@ -1634,6 +1637,9 @@ static int child_suid(void *arg)
 	CHILD(pwrite(fd, "w", 1, 0) == 1);
 	CHILD(close(fd) == 0);
 	CHILD(truncate("su/prog2", 1) == 0);
+	fd = open("su/prog3", O_WRONLY | O_TRUNC);
+	CHILD(fd >= 0);
+	CHILD(close(fd) == 0);
 	return 0;
 }
 
@@ -1646,7 +1652,11 @@ START_TEST(t_suid)
 	OK(chmod(P("su/prog"), 06777)); /* setgid with group exec: a real setgid file */
 	put_file(P("su/prog2"), "#!", 2, 0777);
 	OK(chmod(P("su/prog2"), 04777));
+	put_file(P("su/prog3"), "#!", 2, 0777);
+	OK(chmod(P("su/prog3"), 06777));
 	ck_assert_int_eq(run_as(UID_A, UID_A, child_suid, NULL), 0);
+	ck_assert_int_eq(lst(P("su/prog3")).st_size, 0);
+	ck_assert_int_eq(lst(P("su/prog3")).st_mode, S_IFREG | 0777); /* open(O_TRUNC) */
 	ck_assert_int_eq(lst(P("su/prog")).st_mode, S_IFREG | 0777);
 	ck_assert_int_eq(lst(P("su/prog2")).st_mode, S_IFREG | 0777);
 	/* root (CAP_FSETID) writing keeps the bits */
@@ -1789,6 +1799,110 @@ START_TEST(t_fsync)
 	ck_assert_int_eq(syncfs(xopen(g_mnt, O_RDONLY, 0)), 0);
 	close_mount_fds();
 	expect_content(P("fs/f"), "syncdata", 8);
+}
+END_TEST
+
+
+/* ---- the file tree's level boundaries: inode addresses, direct, indirect, double ------- */
+
+#define NA_ ((uint64_t)ZLFS_NODE_ADDRS)
+#define IA_ ((uint64_t)ZLFS_INODE_ADDRS)
+#define L1_ (IA_ + 2 * NA_)
+#define L2_ (L1_ + 2 * NA_ * NA_)
+#define L3_ (L2_ + NA_ * NA_ * NA_)
+
+static const uint64_t bnd[] = {
+	0, IA_ - 1, IA_, IA_ + NA_ - 1, IA_ + NA_, L1_ - 1, L1_, L1_ + NA_ - 1, L1_ + NA_,
+	L1_ + NA_ * NA_ - 1, L1_ + NA_ * NA_, L2_ - 1, L2_, L2_ + NA_, L2_ + NA_ * NA_,
+	L3_ - 1,
+};
+#define NBND (sizeof(bnd) / sizeof(bnd[0]))
+
+/* Blocks BND[0..n) hold their pattern; the blocks between them read as zeros. */
+static void bnd_verify(int fd, size_t n)
+{
+	uint8_t buf[BLK], want[BLK];
+	struct stat st;
+	size_t i;
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_blocks, (blkcnt_t)n * 8);
+	ck_assert_int_eq(st.st_size, n ? (off_t)((bnd[n - 1] + 1) * BLK) : 0);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	for (i = 0; i < n; i++) {
+		pat_fill(want, BLK, bnd[i], 0);
+		ck_assert_int_eq(pread(fd, buf, BLK, (off_t)(bnd[i] * BLK)), BLK);
+		ck_assert_msg(!memcmp(buf, want, BLK), "block %" PRIu64 " differs", bnd[i]);
+		if (bnd[i] && (!i || bnd[i - 1] != bnd[i] - 1)) {
+			ck_assert_int_eq(pread(fd, buf, BLK, (off_t)((bnd[i] - 1) * BLK)), BLK);
+			ck_assert_msg(is_zero(buf, BLK), "hole before block %" PRIu64, bnd[i]);
+		}
+	}
+}
+
+START_TEST(t_boundaries)
+{
+	uint8_t buf[BLK];
+	struct statvfs s0;
+	size_t i;
+	int fd;
+
+	fs_sync();
+	s0 = vfs();
+	fd = xopen(P("bnd"), O_CREAT | O_RDWR, 0644);
+	for (i = 0; i < NBND; i++) {
+		pat_fill(buf, BLK, bnd[i], 0);
+		write_all(fd, buf, BLK, (off_t)(bnd[i] * BLK));
+	}
+	/* past the largest file the tree can map */
+	FAILS(pwrite(fd, "x", 1, (off_t)(L3_ * BLK)), EFBIG);
+	FAILS(ftruncate(fd, (off_t)(L3_ * BLK) + 1), EFBIG);
+	bnd_verify(fd, NBND);
+	close(fd);
+	remount();
+	fd = xopen(P("bnd"), O_RDWR, 0);
+	bnd_verify(fd, NBND);
+	/* cut the tree back level by level */
+	for (i = NBND - 1; i > 0; i--) {
+		OK(ftruncate(fd, (off_t)(bnd[i] * BLK)));
+		OK(ftruncate(fd, (off_t)(bnd[i - 1] + 1) * BLK)); /* grow to the previous end */
+		bnd_verify(fd, i);
+	}
+	OK(ftruncate(fd, 0));
+	bnd_verify(fd, 0);
+	close(fd);
+	/* every node of the tree is gone again: only the inode is left */
+	ck_assert_uint_eq(vfs().f_ffree, s0.f_ffree - 1);
+	OK(unlink(P("bnd")));
+}
+END_TEST
+
+/* ---- read-only mount ---------------------------------------------------------------------- */
+
+START_TEST(t_readonly)
+{
+	struct statvfs s;
+	int fd;
+
+	daemon_stop();
+	daemon_start_opts(",ro");
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	expect_content(P("keep/sub/file"), "persist me", 10);
+	FAILS(open(P("keep/new"), O_CREAT | O_WRONLY, 0644), EROFS);
+	FAILS(open(P("keep/sub/file"), O_WRONLY), EROFS);
+	FAILS(mkdir(P("keep/d"), 0755), EROFS);
+	FAILS(unlink(P("keep/sub/file")), EROFS);
+	FAILS(rename(P("keep/sub/file"), P("keep/x")), EROFS);
+	FAILS(chmod(P("keep/sub/file"), 0600), EROFS);
+	FAILS(setxattr(P("keep/sub/file"), "user.x", "x", 1, 0), EROFS);
+	FAILS(truncate(P("keep/sub/file"), 0), EROFS);
+	fd = xopen(P("keep"), O_RDONLY | O_DIRECTORY, 0);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	remount();
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
 }
 END_TEST
 
@@ -1942,6 +2056,62 @@ START_TEST(t_many)
 	OK(rmdir(P("many")));
 	fflush(stdout);
 	free(inos);
+}
+END_TEST
+
+
+/* ---- many directories: more directory blocks than the daemon caches ------------------- */
+
+#define MDIRS 5000
+
+static void manydirs_verify(void)
+{
+	char want[16];
+	int i;
+
+	ck_assert_int_eq(lst(P("md")).st_nlink, 2 + MDIRS);
+	for (i = 0; i < MDIRS; i += 1) {
+		int n = snprintf(want, sizeof(want), "%d", i);
+
+		expect_content(P("md/d%d/f", i), want, (size_t)n);
+		ck_assert_int_eq(lst(P("md/d%d", i)).st_nlink, 2);
+	}
+}
+
+START_TEST(t_manydirs)
+{
+	struct statvfs s0;
+	double t0 = now_s();
+	char buf[16];
+	int i;
+
+	fs_sync();
+	s0 = vfs();
+	OK(mkdir(P("md"), 0755));
+	for (i = 0; i < MDIRS; i++) {
+		int n = snprintf(buf, sizeof(buf), "%d", i);
+
+		OK(mkdir(P("md/d%d", i), 0755));
+		put_file(P("md/d%d/f", i), buf, (size_t)n, 0644);
+	}
+	printf("dirs: %d directories with a file each: %.2f s\n", MDIRS, now_s() - t0);
+	manydirs_verify();
+	remount();
+	manydirs_verify();
+	t0 = now_s();
+	ck_assert_int_eq(tu_sh("rm -rf '%s'", P("md")), 0);
+	printf("dirs: rm -rf %.2f s\n", now_s() - t0);
+	{
+		struct stat st;
+
+		FAILS(lstat(P("md"), &st), ENOENT);
+	}
+	t0 = now_s();
+	while (vfs().f_ffree != s0.f_ffree && now_s() - t0 < 10) {
+		sleep_ms(50);
+		fs_sync();
+	}
+	ck_assert_uint_eq(vfs().f_ffree, s0.f_ffree);
 }
 END_TEST
 
@@ -2389,7 +2559,7 @@ static void check_tools(void)
 	/* git keeps no empty directories */
 	ck_assert_int_eq(tu_sh("diff -r --no-dereference -x .git -x empty '%s' '%s' >&2", g_gitsrc,
 			       P("clone")), 0);
-	ck_assert_int_eq(tu_sh("cd '%s' && git fsck -q --full && test -z \"$(git status "
+	ck_assert_int_eq(tu_sh("cd '%s' && git fsck --full --no-progress >&2 && test -z \"$(git status "
 			       "--porcelain)\" && test \"$(git rev-parse HEAD)\" = \"$(git -C '%s' "
 			       "rev-parse HEAD)\"", P("clone"), g_gitsrc), 0);
 }
@@ -2495,12 +2665,99 @@ START_TEST(t_unmount)
 }
 END_TEST
 
+
+/* ---- a full filesystem: ENOSPC, then room again after deleting ------------------------- */
+
+#define FULL_CHUNK (1u << 20)
+
+static int full_write(const char *path, uint64_t seed)
+{
+	uint8_t *buf = malloc(FULL_CHUNK);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644), err = 0;
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	pat_fill(buf, FULL_CHUNK, seed, 0);
+	n = pwrite(fd, buf, FULL_CHUNK, 0);
+	if (n != (ssize_t)FULL_CHUNK)
+		err = n < 0 ? errno : ENOSPC; /* a short write means the space ran out */
+	if (close(fd) && !err)
+		err = errno;
+	free(buf);
+	return err;
+}
+
+START_TEST(t_enospc)
+{
+	char path[PATH_MAX];
+	struct statvfs s0, s1, s2;
+	int n, i, err = 0, fd;
+	uint8_t *want = malloc(FULL_CHUNK);
+
+	s0 = vfs();
+	OK(mkdir(P("full"), 0755));
+	for (n = 0; n < 100000; n++) {
+		snprintf(path, sizeof(path), "%s/full/f%d", g_mnt, n);
+		if ((err = full_write(path, (uint64_t)n)))
+			break;
+		if (n % 16 == 15) {
+			fd = xopen(P("full"), O_RDONLY | O_DIRECTORY, 0);
+			err = fsync(fd) ? errno : 0;
+			close(fd);
+			if (err)
+				break;
+		}
+	}
+	printf("enospc: %d MiB written before %s (%llu blocks were free)\n", n, ename(err),
+	       (unsigned long long)s0.f_bfree);
+	ck_assert_msg(err == ENOSPC, "a full filesystem reported %s, not ENOSPC", ename(err));
+	ck_assert_int_ge(n, (int)(s0.f_bfree * BLK / FULL_CHUNK) * 8 / 10);
+	s1 = vfs();
+	/* Not exact: statfs also counts what is left in the open zones of the other logs,
+	 * which file data cannot use. */
+	printf("enospc: statfs says %llu blocks free at ENOSPC\n",
+	       (unsigned long long)s1.f_bavail);
+	ck_assert_uint_lt(s1.f_bavail, 6 * ZONE_USABLE);
+	/* the filesystem still works: reads, metadata, a checkpoint */
+	for (i = 0; i < n; i += 7) {
+		pat_fill(want, FULL_CHUNK, (uint64_t)i, 0);
+		snprintf(path, sizeof(path), "full/f%d", i);
+		expect_content(P("%s", path), want, FULL_CHUNK);
+	}
+	/* delete every other file; the space comes back after a checkpoint */
+	for (i = 0; i <= n; i += 2)
+		OK(unlink(P("full/f%d", i)));
+	fs_sync();
+	fs_sync();
+	s2 = vfs();
+	printf("enospc: %llu blocks free after deleting half\n", (unsigned long long)s2.f_bfree);
+	ck_assert_uint_gt(s2.f_bfree, s1.f_bfree + (uint64_t)n / 4 * (FULL_CHUNK / BLK));
+	for (i = 0; i < n / 4; i++) {
+		snprintf(path, sizeof(path), "%s/full/g%d", g_mnt, i);
+		ck_assert_int_eq(full_write(path, 1000000 + (uint64_t)i), 0);
+	}
+	remount();
+	for (i = 1; i < n; i += 2) {
+		pat_fill(want, FULL_CHUNK, (uint64_t)i, 0);
+		expect_content(P("full/f%d", i), want, FULL_CHUNK);
+	}
+	for (i = 0; i < n / 4; i++) {
+		pat_fill(want, FULL_CHUNK, 1000000 + (uint64_t)i, 0);
+		expect_content(P("full/g%d", i), want, FULL_CHUNK);
+	}
+	daemon_stop();
+	free(want);
+}
+END_TEST
+
 /* ---- setup ------------------------------------------------------------------------------- */
 
 static void need_mount(void)
 {
 	ck_assert_msg(is_mounted(), "zlfs is not mounted on %s", g_mnt);
 }
+
+static const char *g_size = "6G";
 
 static void setup_fs(void)
 {
@@ -2517,12 +2774,18 @@ static void setup_fs(void)
 	mkdir(g_mnt, 0755);
 	chmod(g_mnt, 0755);
 	/* 6 GiB (sparse): 100k inodes need 100k node ids, one per 8 main-area blocks */
-	if (tu_sh("'%s' create '%s' --size 6G --zone-size 8M >/dev/null", emu, g_img) ||
+	if (tu_sh("'%s' create '%s' --size %s --zone-size 8M >/dev/null", emu, g_img, g_size) ||
 	    tu_sh("'%s' -q '%s'", mkfs, g_img)) {
 		fprintf(stderr, "cannot create the image\n");
 		return;
 	}
 	daemon_start();
+}
+
+static void setup_small(void)
+{
+	g_size = "256M";
+	setup_fs();
 }
 
 static void teardown_fs(void)
@@ -2568,8 +2831,11 @@ int main(void)
 	tcase_add_test(tc, t_suid);
 	tcase_add_test(tc, t_times);
 	tcase_add_test(tc, t_fsync);
+	tcase_add_test(tc, t_boundaries);
 	tcase_add_test(tc, t_remount);
+	tcase_add_test(tc, t_readonly);
 	tcase_add_test(tc, t_many);
+	tcase_add_test(tc, t_manydirs);
 	tcase_add_test(tc, t_sparse);
 	tcase_add_test(tc, t_threads);
 	tcase_add_test(tc, t_seekdir);
@@ -2577,6 +2843,11 @@ int main(void)
 	tcase_add_test(tc, t_final);
 	tcase_add_test(tc, t_fsync_kill);
 	tcase_add_test(tc, t_unmount);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("full");
+	tcase_add_unchecked_fixture(tc, setup_small, teardown_fs);
+	tcase_add_checked_fixture(tc, need_mount, NULL);
+	tcase_add_test(tc, t_enospc);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* One process: the tests share the mount and the daemon is this process's child. */
