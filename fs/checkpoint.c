@@ -684,6 +684,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		fs->cp_pos = pos;
 		fs->cp_ver++;
 		fs->dirty = 0;
+		memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
 		seg_ckpt_done(fs);
 	} else if (ret != -EROFS) {
 		zlog_err("checkpoint %llu failed: %s", (unsigned long long)fs->cp_ver, strerror(-ret));

@@ -69,6 +69,8 @@ struct zlfs_fs {
 	struct nat_ent *nat;
 	uint8_t *nat_dirty;         /* per NAT block */
 	uint32_t nid_hint;
+	uint8_t *nofast;            /* per nid bit: inode needs a checkpoint to fsync (new, or lost
+				     * a node) until the next checkpoint */
 	uint64_t valid_nodes, valid_inodes;
 
 	/* SIT and zones */
@@ -162,12 +164,19 @@ void node_dirty(struct zlfs_fs *fs, struct node_page *np);
 void node_free(struct zlfs_fs *fs, uint32_t nid);
 /* Write every dirty node to its log. */
 int node_flush_all(struct zlfs_fs *fs);
+/* fsync without a checkpoint: write INO's dirty nodes marked for roll-forward and make them
+ * and all staged data durable. -EAGAIN when INO needs a checkpoint instead. */
+int node_fsync(struct zlfs_fs *fs, uint32_t ino);
 /* Drop clean pages when the cache is over its bound. */
 void node_shrink(struct zlfs_fs *fs);
 int node_init(struct zlfs_fs *fs);
 void node_destroy(struct zlfs_fs *fs);
 /* Re-point NID at ADDR (after writing or moving it). */
 void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+
+/* ---- recovery.c ------------------------------------------------------------------------- */
+/* Roll fsync'ed nodes written after the checkpoint forward into NAT, SIT and summaries. */
+int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);
 
 /* ---- ckpt.c ----------------------------------------------------------------------------- */
 int ckpt_load(struct zlfs_fs *fs);

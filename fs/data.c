@@ -255,9 +255,11 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	return ret;
 }
 
-/* ---- truncation ----------------------------------------------------------------------------
- * A node whose whole range lies at or beyond FROM is freed with everything under it; a node
- * straddling FROM keeps its lower entries. */
+/* ---- truncation and holes -----------------------------------------------------------------
+ * Blocks in [FROM, TO) are dropped by walking the tree: a node whose whole range lies inside
+ * is freed with everything under it, a node straddling an end keeps its other entries, and
+ * nodes outside are not read. So punching a hole costs the nodes it touches, not one lookup
+ * per block of the range (a terabyte-sized punch would otherwise hold fs->lock for minutes). */
 
 static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 {
@@ -272,10 +274,14 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 	node_dirty(fs, inode);
 }
 
-/* Truncate the subtree of node NID covering [BASE, BASE + span) where DEPTH counts node
- * levels below it (0: direct node). */
+struct drange {
+	uint64_t from, to;
+};
+
+/* Drop [R->from, R->to) from the subtree of node NID covering [BASE, BASE + span), where
+ * DEPTH counts node levels below it (0: a direct node). */
 static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, int depth,
-		      uint64_t base, uint64_t from)
+		      uint64_t base, const struct drange *r)
 {
 	struct node_page *np;
 	uint64_t span = 1;
@@ -291,15 +297,15 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 		le32 *slot = &((struct zlfs_node *)np->buf)->ptr[i];
 		uint32_t child = le32_get(*slot);
 
-		if (cb + span <= from || !child)
+		if (cb + span <= r->from || cb >= r->to || !child)
 			continue;
 		if (depth == 0) {
 			drop_block(fs, inode, slot);
 			node_dirty(fs, np);
 			continue;
 		}
-		ret = trunc_node(fs, inode, child, depth - 1, cb, from);
-		if (!ret && cb >= from) {
+		ret = trunc_node(fs, inode, child, depth - 1, cb, r);
+		if (!ret && cb >= r->from && cb + span <= r->to) {
 			node_free(fs, child);
 			*slot = 0;
 			node_dirty(fs, np);
@@ -309,30 +315,39 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 	return ret;
 }
 
-int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
+static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct drange *r)
 {
 	static const uint64_t base[ZLFS_INODE_NIDS] = {IA, IA + NA, L1_END, L1_END + (uint64_t)NA * NA,
 						       L2_END};
+	static const uint64_t end[ZLFS_INODE_NIDS] = {IA + NA, L1_END, L1_END + (uint64_t)NA * NA,
+						      L2_END, L3_END};
 	static const int depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
 	struct zlfs_inode *in = inode_of(inode);
 	uint64_t i;
 	int k, ret = 0;
 
-	for (i = from; i < IA; i++)
+	for (i = r->from; i < IA && i < r->to; i++)
 		drop_block(fs, inode, &in->addr[i]);
 	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
 		uint32_t nid = le32_get(in->nid[k]);
 
-		if (!nid)
+		if (!nid || end[k] <= r->from || base[k] >= r->to)
 			continue;
-		ret = trunc_node(fs, inode, nid, depth[k], base[k], from);
-		if (!ret && base[k] >= from) {
+		ret = trunc_node(fs, inode, nid, depth[k], base[k], r);
+		if (!ret && base[k] >= r->from && end[k] <= r->to) {
 			node_free(fs, nid);
 			in->nid[k] = 0;
 			node_dirty(fs, inode);
 		}
 	}
 	return ret;
+}
+
+int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
+{
+	struct drange r = {from, UINT64_MAX};
+
+	return drop_range(fs, inode, &r);
 }
 
 /* Zero the bytes of block IDX from byte AT on (the part past a new end of file). */
@@ -381,33 +396,24 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size);
-	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last = end / ZLFS_BLOCK_SIZE;
-	uint64_t idx;
+	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last;
 	int ret = 0;
 
-	if (end > fsize)
+	if (end > fsize || end < off) /* past the end of file, or wrapped */
 		end = fsize;
 	if (off >= end)
 		return 0;
+	last = end / ZLFS_BLOCK_SIZE;
 	if (off % ZLFS_BLOCK_SIZE)
 		ret = zero_tail(fs, inode, off / ZLFS_BLOCK_SIZE, off % ZLFS_BLOCK_SIZE,
 				(end - off < ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE
 					 ? end - off : ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE));
 	if (!ret && end % ZLFS_BLOCK_SIZE && end / ZLFS_BLOCK_SIZE >= first)
 		ret = zero_tail(fs, inode, end / ZLFS_BLOCK_SIZE, 0, end % ZLFS_BLOCK_SIZE);
-	for (idx = first; !ret && idx < last; idx++) {
-		struct dref ref;
+	if (!ret && first < last) {
+		struct drange r = {first, last};
 
-		ret = data_ref(fs, inode, idx, 0, &ref);
-		if (ret == -ENOENT) {
-			ret = 0;
-			continue;
-		}
-		if (ret)
-			break;
-		drop_block(fs, inode, node_slot(ref.np, ref.slot));
-		node_dirty(fs, ref.np);
-		node_put(fs, ref.np);
+		ret = drop_range(fs, inode, &r);
 	}
-	return ret == -EFBIG ? 0 : ret;
+	return ret;
 }

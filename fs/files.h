@@ -80,6 +80,9 @@ int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
 /* ---- whole-filesystem ------------------------------------------------------------------ */
 /* Mount and free the inodes left unlinked-but-open by the previous session. */
 int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
+/* Make INO's data and nodes durable: without a checkpoint when roll-forward can recover
+ * them, with one otherwise (directories, new inodes, freed nodes). */
+int files_fsync(struct zlfs_fs *fs, uint32_t ino);
 /* Make everything durable: changed directory blocks, then a checkpoint. */
 int files_sync(struct zlfs_fs *fs);
 /* Flush, write a clean checkpoint and release the filesystem. */

@@ -730,6 +730,22 @@ out:
 
 /* ---- files --------------------------------------------------------------------------------- */
 
+/* Truncating drops the set-id bits as truncate(2) does (S_ISGID only with group exec),
+ * unless the caller may keep them; FUSE passes no capabilities, so root stands for
+ * CAP_FSETID. With atomic O_TRUNC the kernel leaves this to the filesystem. */
+static void kill_setid(struct node_page *np, uid_t caller)
+{
+	struct zlfs_inode *in = inode_of(np);
+	uint32_t mode = le32_get(in->mode);
+
+	if (!caller || !S_ISREG(mode))
+		return;
+	mode &= ~(uint32_t)S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~(uint32_t)S_ISGID;
+	in->mode = le32_put(mode);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
@@ -742,8 +758,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = -EROFS;
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		ret = data_set_size(z->fs, np, 0);
-		if (!ret)
+		if (!ret) {
+			kill_setid(np, fuse_req_ctx(req)->uid);
 			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
+		}
 	}
 	if (!ret)
 		node_put(z->fs, np);
@@ -821,10 +839,15 @@ static void op_sync(fuse_req_t req)
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)datasync;
+	struct zfuse *z = zf(req);
+	int ret;
+
+	(void)datasync; /* the inode's nodes carry its block pointers: both write them */
 	(void)fi;
-	op_sync(req);
+	lock(z);
+	ret = z->fs->readonly ? 0 : files_fsync(z->fs, fino(ino));
+	unlock(z);
+	reply_err(req, ret);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -965,7 +988,10 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	op_fsync(req, ino, datasync, fi);
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	op_sync(req);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -188,6 +188,21 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 	return 0;
 }
 
+int files_fsync(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	int isdir, ret = inode_get(fs, ino, &np);
+
+	if (ret)
+		return ret;
+	isdir = S_ISDIR(le32_get(inode_of(np)->mode));
+	node_put(fs, np);
+	/* Directories and files whose name or node set changed need a checkpoint; everything
+	 * else is rolled forward from its fsync'ed nodes after a crash. */
+	ret = isdir ? -EAGAIN : node_fsync(fs, ino);
+	return ret == -EAGAIN ? files_sync(fs) : ret;
+}
+
 int files_sync(struct zlfs_fs *fs)
 {
 	int ret = dir_flush(fs);

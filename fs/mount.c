@@ -154,6 +154,19 @@ static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
 	return wbuf_init(fs->dev, &w, &fs->wb);
 }
 
+static int mount_recover(struct zlfs_fs *fs)
+{
+	uint32_t n;
+	int ret = recover_roll_forward(fs, &n);
+
+	if (n)
+		fs->dirty = 1;
+	if (!ret && n)
+		zlog_info("recovered %u node blocks written by fsync after checkpoint %llu", n,
+			  (unsigned long long)fs->cp.version);
+	return ret;
+}
+
 static void fs_free(struct zlfs_fs *fs)
 {
 	wbuf_destroy(fs->wb);
@@ -188,6 +201,9 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 		ret = mount_reconcile_log(fs, t, readonly);
 	if (!ret)
 		ret = mount_meta_position(fs);
+	fs->readonly = readonly;
+	if (!ret) /* a clean checkpoint says nothing of a later session that crashed: always look */
+		ret = mount_recover(fs);
 	if (!ret)
 		ret = seg_init(fs);
 	if (!ret)

@@ -39,6 +39,8 @@ int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 			continue;
 		fs->nid_hint = cand + 1;
 		nat_set(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
+		if (!ino) /* its name is not durable until a checkpoint */
+			fs->nofast[cand / 8] |= (uint8_t)(1u << (cand % 8));
 		fs->valid_nodes++;
 		if (!ino)
 			fs->valid_inodes++;
@@ -185,6 +187,8 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 		ncache_remove(fs, np);
 	if (addr == ZLFS_ADDR_NULL)
 		return;
+	/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
+	fs->nofast[fs->nat[nid].ino / 8] |= (uint8_t)(1u << (fs->nat[nid].ino % 8));
 	seg_mark(fs, addr, 0);
 	if (fs->nat[nid].ino == nid)
 		fs->valid_inodes--;
@@ -203,21 +207,30 @@ static enum zlfs_log_type node_temp(const struct node_page *np)
 	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
 }
 
-static int node_write(struct zlfs_fs *fs, struct node_page *np)
+static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flags,
+			 enum zlfs_log_type log)
 {
 	struct zlfs_blkhdr *h = np->buf;
 	uint32_t old = fs->nat[np->nid].blkaddr, addr;
 	int ret;
 
+	h->flags = le16_put(flags);
 	blk_seal(fs, np->buf);
-	ret = seg_append(fs, node_temp(np), np->buf, np->nid, ZLFS_SUM_NODE, &addr);
+	ret = seg_append(fs, log, np->buf, np->nid, ZLFS_SUM_NODE, &addr);
 	if (ret)
 		return ret;
 	seg_mark(fs, old, 0);
 	nat_set(fs, np->nid, addr, le32_get(h->ino));
-	np->dirty = 0;
-	fs->nr_dirty_nodes--;
+	if (np->dirty) {
+		np->dirty = 0;
+		fs->nr_dirty_nodes--;
+	}
 	return 0;
+}
+
+static int node_write(struct zlfs_fs *fs, struct node_page *np, uint16_t flags)
+{
+	return node_write_to(fs, np, flags, node_temp(np));
 }
 
 int node_flush_all(struct zlfs_fs *fs)
@@ -230,12 +243,55 @@ int node_flush_all(struct zlfs_fs *fs)
 		for (np = fs->ncache[b]; np; np = np->next) {
 			if (!np->dirty)
 				continue;
-			ret = node_write(fs, np);
+			ret = node_write(fs, np, 0);
 			if (ret)
 				return ret;
 		}
 	}
 	return 0;
+}
+
+/* Staged blocks to the device, then a device flush. */
+static int node_make_durable(struct zlfs_fs *fs)
+{
+	int ret = wbuf_flush_all(fs->wb);
+
+	return ret ? ret : zdev_flush(fs->dev);
+}
+
+int node_fsync(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np, *inode = NULL;
+	uint32_t b;
+	int ret;
+
+	if (fs->nofast[ino / 8] & (1u << (ino % 8)))
+		return -EAGAIN;
+	/* The data first: a node that reaches the device before the blocks it points to would
+	 * give the file contents it never had if power failed in between. */
+	ret = node_make_durable(fs);
+	/* Then the nodes, all in one zone (a zone keeps writes in order through a power cut),
+	 * the inode last and marked: recovery takes the group only when the marker is there. */
+	for (b = 0; !ret && b < fs->ncache_buckets && fs->nr_dirty_nodes; b++) {
+		for (np = fs->ncache[b]; np && !ret; np = np->next)
+			if (np->dirty && np->nid != ino &&
+			    le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino)
+				ret = node_write_to(fs, np, 0, ZLFS_LOG_WARM_NODE);
+	}
+	if (!ret)
+		ret = node_get(fs, ino, &inode);
+	if (!ret) {
+		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC, ZLFS_LOG_WARM_NODE);
+		node_put(fs, inode);
+	}
+	if (!ret)
+		ret = node_make_durable(fs);
+	if (ret) {
+		zlog_err("fsync of inode %u failed (%s); filesystem switched to read-only", ino,
+			 strerror(-ret));
+		fs->readonly = 1;
+	}
+	return ret;
 }
 
 void node_shrink(struct zlfs_fs *fs)
@@ -260,7 +316,8 @@ int node_init(struct zlfs_fs *fs)
 {
 	fs->ncache_buckets = 4096;
 	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
-	return fs->ncache ? 0 : -ENOMEM;
+	fs->nofast = calloc(fs->sb.max_nid / 8 + 1, 1);
+	return fs->ncache && fs->nofast ? 0 : -ENOMEM;
 }
 
 void node_destroy(struct zlfs_fs *fs)
@@ -274,4 +331,6 @@ void node_destroy(struct zlfs_fs *fs)
 			ncache_remove(fs, fs->ncache[b]);
 	free(fs->ncache);
 	fs->ncache = NULL;
+	free(fs->nofast);
+	fs->nofast = NULL;
 }

@@ -180,6 +180,10 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
 
 	if (!ret && z.cond != ZDEV_COND_FULL)
 		ret = zdev_zone_finish(fs->dev, zone);
+	/* A group of fsync'ed nodes may continue in the next zone: what went to this one must
+	 * be durable before anything lands there. */
+	if (!ret)
+		ret = zdev_flush(fs->dev);
 	if (ret)
 		zlog_err("cannot finish zone %u: %s", zone, strerror(-ret));
 	return ret;

@@ -30,6 +30,7 @@ static const char *const class_names[] = {"error", "checkpoint-mismatch", "devic
 struct findings {
 	struct fsck_args *a;
 	int n;
+	long hidden;
 };
 
 static void json_str(const char *s)
@@ -46,10 +47,16 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+#define FINDINGS_SHOWN 100
+
 static void print_finding(void *arg, enum zlfs_finding_class cls, const char *msg)
 {
 	struct findings *f = arg;
 
+	if (f->n >= FINDINGS_SHOWN && cls == ZLFS_FIND_ERROR) { /* counted, not listed */
+		f->hidden++;
+		return;
+	}
 	if (f->a->json) {
 		printf("%s\n    {\"class\": \"%s\", \"message\": ", f->n ? "," : "", class_names[cls]);
 		json_str(msg);
@@ -160,7 +167,7 @@ int main(int argc, char **argv)
 	struct fsck_args a = {0};
 	struct zlfs_mount_opts mo = {.readonly = 1};
 	struct zlfs_check_report rep = {0};
-	struct findings f = {&a, 0};
+	struct findings f = {&a, 0, 0};
 	struct zlfs_fs *fs;
 	int ret;
 
@@ -174,6 +181,8 @@ int main(int argc, char **argv)
 	rep.print_arg = &f;
 	report_head(fs, &a);
 	ret = zlfs_check(fs, &rep) ? FSCK_UNCORRECTED : FSCK_OK;
+	if (f.hidden && !a.json)
+		printf("... and %ld more errors of the same kinds\n", f.hidden);
 	dir_cache_destroy(fs);
 	zlfs_unmount(fs);
 	return report_tail(&rep, &a, ret);
