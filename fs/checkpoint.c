@@ -635,6 +635,20 @@ static int ckpt_place(struct zlfs_fs *fs, uint32_t blocks, struct zlfs_cp_pos *p
 	return ret;
 }
 
+/* A checkpoint rewrites every changed NAT/SIT block: bound their number so a checkpoint
+ * stays short and fits its meta half, and bound the nodes waiting in memory. */
+#define CKPT_DIRTY_META 256
+#define CKPT_DIRTY_NODES 4096
+
+int ckpt_due(const struct zlfs_fs *fs)
+{
+	uint32_t half = fs->sb.meta_zones / 2 * cap_blocks(fs);
+
+	return fs->dirty && !fs->readonly &&
+	       (fs->dirty_meta >= CKPT_DIRTY_META || fs->dirty_meta >= half / 4 ||
+		fs->nr_dirty_nodes >= CKPT_DIRTY_NODES);
+}
+
 /* Everything staged reaches the device before the metadata that points to it. */
 static int ckpt_drain(struct zlfs_fs *fs)
 {
@@ -684,6 +698,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		fs->cp_pos = pos;
 		fs->cp_ver++;
 		fs->dirty = 0;
+		fs->dirty_meta = 0;
 		memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
 		seg_ckpt_done(fs);
 	} else if (ret != -EROFS) {

@@ -64,6 +64,7 @@ struct zlfs_fs {
 	uint64_t cp_ver;            /* version the next checkpoint will carry */
 	uint64_t seq;               /* last block sequence number given out */
 	int dirty;                  /* anything changed since the last checkpoint */
+	uint32_t dirty_meta;        /* NAT and SIT blocks changed since the last checkpoint */
 
 	/* NAT */
 	struct nat_ent *nat;
@@ -183,5 +184,7 @@ int ckpt_load(struct zlfs_fs *fs);
 void ckpt_free(struct zlfs_fs *fs);
 /* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount. */
 int ckpt_write(struct zlfs_fs *fs, int clean);
+/* Enough changed metadata has piled up that a checkpoint should be written now. */
+int ckpt_due(const struct zlfs_fs *fs);
 
 #endif

@@ -116,6 +116,8 @@ static void lock(struct zfuse *z) { pthread_mutex_lock(&z->fs->lock); }
 
 static void unlock(struct zfuse *z)
 {
+	if (ckpt_due(z->fs))
+		files_sync(z->fs); /* on failure the FS is read-only and says why */
 	node_shrink(z->fs);
 	pthread_mutex_unlock(&z->fs->lock);
 }

@@ -14,12 +14,14 @@
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct zlfs_cli {
 	char *device;
+	char *wb_policy, *wb_budget, *wb_slot, *wb_superpage;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval;
 	int show_help, show_version;
@@ -33,6 +35,10 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("writeback_cache", writeback, 1),
 	OPT("cp_interval=%u", cp_interval, 0),
 	OPT("verbose", verbose, 1),
+	OPT("wb_policy=%s", wb_policy, 0),
+	OPT("wb_budget=%s", wb_budget, 0),
+	OPT("wb_slot=%s", wb_slot, 0),
+	OPT("wb_superpage=%s", wb_superpage, 0),
 	OPT("-h", show_help, 1),
 	OPT("--help", show_help, 1),
 	OPT("-V", show_version, 1),
@@ -63,11 +69,46 @@ static void usage(const char *prog)
 	       "    direct_io            bypass the kernel page cache for file data\n"
 	       "    writeback_cache      let the kernel cache writes\n"
 	       "    dev_direct           emulated images: O_DIRECT on the image file\n"
+	       "    wb_policy=dynamic|static  write buffer: program-unit slots shared by all open\n"
+	       "                         zones (default), or one superpage buffer per zone\n"
+	       "    wb_budget=SIZE       write buffer memory (default 4M)\n"
+	       "    wb_slot=SIZE         dynamic slot size, one program unit (default 192K)\n"
+	       "    wb_superpage=SIZE    static buffer size per zone (default 768K)\n"
 	       "    verbose              log more\n\n"
 	       "FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
+}
+
+/* SIZE with an optional K/M/G suffix; 0 on a malformed value. */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	return *end || end == s ? 0 : v;
+}
+
+static int wb_options(const struct zlfs_cli *c, struct wbuf_opts *w)
+{
+	if (c->wb_policy && strcmp(c->wb_policy, "dynamic") && strcmp(c->wb_policy, "static")) {
+		fprintf(stderr, "zlfs: wb_policy must be dynamic or static\n");
+		return -1;
+	}
+	w->policy = c->wb_policy && !strcmp(c->wb_policy, "static") ? WBUF_STATIC : WBUF_DYNAMIC;
+	if ((c->wb_budget && !(w->budget = parse_size(c->wb_budget))) ||
+	    (c->wb_slot && !(w->slot_size = parse_size(c->wb_slot))) ||
+	    (c->wb_superpage && !(w->superpage = parse_size(c->wb_superpage)))) {
+		fprintf(stderr, "zlfs: write buffer sizes take a number with an optional K, M or G\n");
+		return -1;
+	}
+	return 0;
 }
 
 static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
@@ -81,6 +122,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	struct zfuse *z;
 	int ret;
 
+	if (wb_options(c, &mo.wb))
+		return 2;
 	ret = files_mount(c->device, &mo, &fs);
 	if (ret)
 		return 1;
@@ -142,6 +185,10 @@ int main(int argc, char **argv)
 	ret = run(&args, &c, &fo);
 	free(fo.mountpoint);
 	free(c.device);
+	free(c.wb_policy);
+	free(c.wb_budget);
+	free(c.wb_slot);
+	free(c.wb_superpage);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -25,7 +25,10 @@ void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 {
 	fs->nat[nid].blkaddr = addr;
 	fs->nat[nid].ino = ino;
-	fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
+	if (!fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK]) {
+		fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
+		fs->dirty_meta++;
+	}
 	fs->dirty = 1;
 }
 

@@ -43,7 +43,10 @@ static uint32_t segno_of(const struct zlfs_fs *fs, uint32_t mz, uint32_t blk_in_
 
 static void sit_set_dirty(struct zlfs_fs *fs, uint32_t segno)
 {
-	fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK] = 1;
+	if (!fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK]) {
+		fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK] = 1;
+		fs->dirty_meta++;
+	}
 	fs->dirty = 1;
 }
 
