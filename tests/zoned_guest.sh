@@ -2,8 +2,9 @@
 # zoned_guest.sh - the zoned-guest test: zlfs on kernel zoned block devices, in one QEMU guest.
 #
 # Owns: the devices the test asks tools/zoned-vm for, what runs on each inside the guest
-# (test_zdev with ZLFS_TEST_DEV, then mkfs.zlfs -f), and the per-device summary.
-# May call: tools/zoned-vm, the build's test_zdev and mkfs.zlfs.
+# (test_zdev with ZLFS_TEST_DEV, mkfs.zlfs -f, then the zlfs daemon: copy a tree in, unmount,
+# remount, compare, fsck.zlfs), and the per-device summary.
+# May call: tools/zoned-vm, the build's test_zdev, mkfs.zlfs, zlfs and fsck.zlfs.
 #
 # usage: tests/zoned_guest.sh BUILD_DIR
 # Exit: 0 all passed, 1 a failure (anything failing inside the guest counts), 77 skipped
@@ -33,6 +34,25 @@ run_step() {
 	return 1
 }
 
+# mount_cycle BUILD DEVICE: the daemon on a real zoned device - write, remount, compare, check.
+mount_cycle() {
+	local build=$1 dev=$2 mnt=/tmp/zlfs-mnt pid
+	mkdir -p "$mnt"
+	"$build/bin/zlfs" -f "$dev" "$mnt" & pid=$!
+	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
+	mountpoint -q "$mnt" || { echo "zlfs did not mount $dev"; return 1; }
+	cp -a "$src/fs" "$mnt/tree" && dd if=/dev/urandom of=/tmp/zlfs-big bs=1M count=24 status=none &&
+		cp /tmp/zlfs-big "$mnt/big" && sync -f "$mnt/big" || { fusermount3 -u "$mnt"; return 1; }
+	fusermount3 -u "$mnt" && wait "$pid" || { echo "zlfs exited with an error"; return 1; }
+	"$build/bin/zlfs" -f "$dev" "$mnt" & pid=$!
+	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
+	diff -r "$src/fs" "$mnt/tree" && cmp /tmp/zlfs-big "$mnt/big"
+	local same=$?
+	fusermount3 -u "$mnt" && wait "$pid" || { echo "zlfs exited with an error"; return 1; }
+	((same == 0)) || { echo "contents differ after remount"; return 1; }
+	"$build/bin/fsck.zlfs" -v "$dev"
+}
+
 guest_one_device() { # BUILD DEVICE
 	local build=$1 dev=$2 name zdev mkfs checks
 	name=${dev#/dev/}
@@ -49,9 +69,13 @@ guest_one_device() { # BUILD DEVICE
 		mkfs="mkfs.zlfs PASS"
 		sed 's/^/    /' "/tmp/$name.mkfs.log"
 	fi
+	mount="zlfs mount FAIL"
+	if [[ $mkfs == *PASS* ]] && run_step "zlfs on $dev" "/tmp/$name.mount.log" mount_cycle "$build" "$dev"; then
+		mount="zlfs mount/remount/fsck PASS"
+	fi
 	grep -h '^zdev: /dev' "/tmp/$name.zdev.log" 2>/dev/null | sed 's/^zdev: /  /'
-	echo "RESULT $name: $zdev, $mkfs"
-	[[ $zdev == *PASS* && $mkfs == *PASS* ]]
+	echo "RESULT $name: $zdev, $mkfs, $mount"
+	[[ $zdev == *PASS* && $mkfs == *PASS* && $mount == *PASS* ]]
 }
 
 guest_main() { # BUILD
@@ -87,7 +111,7 @@ if ! "$vm" --check >/dev/null 2>&1; then
 	fi
 fi
 "$vm" --check
-for f in "$build/tests/test_zdev" "$build/bin/mkfs.zlfs"; do
+for f in "$build/tests/test_zdev" "$build/bin/mkfs.zlfs" "$build/bin/zlfs" "$build/bin/fsck.zlfs"; do
 	[[ -x $f ]] || echo "zoned-guest: warning: $f is not built: that step will fail"
 done
 
