@@ -137,6 +137,8 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs);
+/* Whether a new file may still be created: names and inodes never eat into the reserve. */
+int seg_room_for_user(const struct zlfs_fs *fs);
 int seg_init(struct zlfs_fs *fs);
 /* After a checkpoint is durable: zones emptied before it become free. */
 void seg_ckpt_done(struct zlfs_fs *fs);

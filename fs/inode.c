@@ -43,7 +43,7 @@ int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uin
 	struct zlfs_inode *in;
 	uint64_t now = inode_now_ns();
 	uint32_t ino, gen;
-	int ret = node_alloc_nid(fs, 0, &ino);
+	int ret = seg_room_for_user(fs) ? node_alloc_nid(fs, 0, &ino) : -ENOSPC;
 
 	if (ret)
 		return ret;

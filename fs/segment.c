@@ -82,18 +82,19 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 	sit_set_dirty(fs, segno);
 }
 
+int seg_room_for_user(const struct zlfs_fs *fs) { return seg_free_blocks(fs) > 0; }
+
+/* What user data can still take: the rest of the data log's zone and the free zones above
+ * the reserve. Room left in node and directory logs is not data space. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs)
 {
+	const struct zlog_state *l = &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]];
 	uint64_t per = seg_usable_per_zone(fs), n = 0;
-	uint32_t i, held = fs->sb.reserved_zones;
+	uint32_t held = fs->sb.reserved_zones;
 
-	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
-		const struct zlog_state *l = &fs->logs[i];
-		uint32_t used;
+	if (l->zone != ZLFS_ZONE_NONE) {
+		uint32_t used = l->next_blk - l->next_blk / fs->sb.seg_blocks; /* minus summaries */
 
-		if (l->zone == ZLFS_ZONE_NONE)
-			continue;
-		used = l->next_blk - l->next_blk / fs->sb.seg_blocks; /* minus summary slots */
 		if (used < per)
 			n += per - used;
 	}
@@ -192,14 +193,18 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
 	return ret;
 }
 
-/* Take a free zone for a log; user logs leave the GC reserve alone. */
-static int seg_take_zone(struct zlfs_fs *fs, uint32_t *zone)
+/* Only user file data is refused the reserve: nodes and directory blocks must always find
+ * room, or a full device could not write the checkpoint that records what it holds. */
+static int seg_is_user_data(enum zlfs_log_type type) { return type == ZLFS_LOG_WARM_DATA; }
+
+/* Take a free zone for a log; user data leaves the reserve alone. */
+static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone)
 {
 	struct zdev_zone z;
 	uint32_t i, mz;
 	int ret;
 
-	if (fs->free_zones <= fs->sb.reserved_zones)
+	if (!fs->free_zones || (seg_is_user_data(type) && fs->free_zones <= fs->sb.reserved_zones))
 		return -ENOSPC;
 	for (i = 0; i < fs->sb.main_zones; i++) {
 		mz = i;
@@ -220,7 +225,7 @@ static int seg_take_zone(struct zlfs_fs *fs, uint32_t *zone)
 	return -ENOSPC;
 }
 
-static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l)
+static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type)
 {
 	uint32_t zone;
 	int ret;
@@ -233,7 +238,7 @@ static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l)
 		if (!fs->zone_valid[l->zone - fs->sb.main_zone_first])
 			fs->zone_prefree[l->zone - fs->sb.main_zone_first] = 1;
 	}
-	ret = seg_take_zone(fs, &zone);
+	ret = seg_take_zone(fs, type, &zone);
 	if (ret)
 		return ret;
 	l->zone = zone;
@@ -255,7 +260,7 @@ int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uin
 		return -EROFS;
 	for (;;) { /* a position on a summary slot happens only after a crash: close it first */
 		if (l->zone == ZLFS_ZONE_NONE || l->next_blk >= fs->sb.segs_per_zone * seg)
-			ret = seg_next_zone(fs, l);
+			ret = seg_next_zone(fs, l, type);
 		else if (l->next_blk % seg == seg - 1)
 			ret = seg_write_summary(fs, l);
 		else

@@ -25,7 +25,6 @@
 
 #define MAX_FILES 64
 #define MAX_STAGES 16
-#define FUSE_MAGIC 0x65735546
 
 struct file_exp {
 	char path[64];
@@ -52,45 +51,12 @@ static void fill(uint8_t *b, size_t n, uint32_t seed, size_t base)
 		b[i] = pat(seed, base + i);
 }
 
-static int mounted(const char *dir)
-{
-	struct statfs st;
-
-	return !statfs(dir, &st) && st.f_type == FUSE_MAGIC;
-}
-
 static pid_t daemon_start(const char *image)
 {
-	pid_t pid = fork();
-	int i;
-
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		dup2(fd, 1);
-		execl(tu_bin(bin, sizeof(bin), "zlfs"), "zlfs", "-f", "-o", "cp_interval=0", image, mnt,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 400 && !mounted(mnt); i++) {
-		int st;
-
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return -1;
-		usleep(25000);
-	}
-	return mounted(mnt) ? pid : -1;
+	return tu_daemon_start(image, mnt, "cp_interval=0");
 }
 
-static int daemon_stop(pid_t pid)
-{
-	int st = 0;
-
-	if (tu_sh("fusermount3 -u %s", mnt))
-		kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int daemon_stop(pid_t pid) { return tu_daemon_stop(mnt, pid); }
 
 static void write_file(const char *rel, uint32_t seed, size_t size, size_t at, int do_fsync)
 {

@@ -3,10 +3,13 @@
  */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +52,52 @@ int tu_sh(const char *fmt, ...)
 	if (st == -1 || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
+}
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+int tu_mounted(const char *dir)
+{
+	struct statfs st;
+
+	return !statfs(dir, &st) && st.f_type == FUSE_SUPER_MAGIC;
+}
+
+pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts)
+{
+	char bin[1024];
+	pid_t pid;
+	int i, st;
+
+	tu_bin(bin, sizeof(bin), "zlfs");
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		if (opts)
+			execl(bin, "zlfs", "-f", "-o", opts, image, mnt, (char *)NULL);
+		else
+			execl(bin, "zlfs", "-f", image, mnt, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 400 && !tu_mounted(mnt); i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -1;
+		usleep(25000);
+	}
+	return tu_mounted(mnt) ? pid : -1;
+}
+
+int tu_daemon_stop(const char *mnt, pid_t pid)
+{
+	int st = 0;
+
+	if (tu_sh("fusermount3 -u %s", mnt))
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int tu_run_suite(Suite *suite)

@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A path under this test's scratch directory ($ZLFS_TEST_TMP, else /tmp). */
 const char *tu_path(char *buf, size_t len, const char *name);
@@ -14,6 +15,13 @@ const char *tu_path(char *buf, size_t len, const char *name);
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Full path of one of the project's binaries ($ZLFS_BIN_DIR/NAME). */
 const char *tu_bin(char *buf, size_t len, const char *name);
+/* Start the zlfs daemon in the foreground on IMAGE at MNT with -o OPTS (NULL: none) and wait
+ * until it is mounted: its pid, or -1 if it exited or did not mount within 10 s. */
+pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts);
+/* Unmount MNT, wait for PID, return its exit status (-1 if it did not exit normally). */
+int tu_daemon_stop(const char *mnt, pid_t pid);
+/* Whether DIR is a FUSE mount. */
+int tu_mounted(const char *dir);
 /* Run SUITE and return the process exit status. */
 int tu_run_suite(Suite *suite);
 

@@ -1,0 +1,182 @@
+/*
+ * test_faults.c - a full device and a failing device, through the real daemon.
+ *
+ * Full: writing until the device is full gives the writer ENOSPC (never a hang or damage),
+ * statfs says so, what was fsync'ed is intact after a remount, fsck is clean, and deleting
+ * files gives the space back.
+ * Failing: a write error in a zone turns the filesystem read-only with the fsync that met it
+ * failing, and everything fsync'ed before it survives a remount.
+ */
+#include "testutil.h"
+
+#include "zdev_emu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static char img[512], mnt[512], bin[512];
+
+static void setup(const char *name, uint64_t size)
+{
+	struct zemu_create_opts o = {.size = size, .zone_size = 2 << 20};
+
+	tu_path(img, sizeof(img), name);
+	tu_path(mnt, sizeof(mnt), "mnt");
+	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
+	mkdir(mnt, 0755);
+	unlink(img);
+	ck_assert_int_eq(zemu_create(img, &o), 0);
+	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+}
+
+static int fsck_rc(void)
+{
+	return tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img);
+}
+
+/* Write pattern SEED to PATH until SIZE bytes or an error; returns bytes written and the
+ * errno of the failure (0 if none) in *ERR. */
+static size_t fill_file(const char *path, uint8_t seed, size_t size, int *err)
+{
+	static uint8_t buf[256 * 1024];
+	size_t done = 0;
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(buf, seed, sizeof(buf));
+	*err = 0;
+	while (done < size) {
+		ssize_t n = write(fd, buf, sizeof(buf) < size - done ? sizeof(buf) : size - done);
+
+		if (n <= 0) {
+			*err = n < 0 ? errno : EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (!*err && fsync(fd))
+		*err = errno;
+	close(fd);
+	return done;
+}
+
+static int same_bytes(const char *path, uint8_t seed, size_t size)
+{
+	static uint8_t buf[256 * 1024];
+	size_t done = 0;
+	int fd = open(path, O_RDONLY), ok = fd >= 0;
+
+	while (ok && done < size) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		ok = n > 0;
+		for (ssize_t i = 0; ok && i < n; i++)
+			ok = buf[i] == seed;
+		done += n > 0 ? (size_t)n : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ok && done == size;
+}
+
+START_TEST(t_full_device)
+{
+	char keep[600], big[600];
+	struct statvfs sv;
+	size_t wrote, again;
+	pid_t pid;
+	int err;
+
+	setup("full.img", 64 << 20);
+	snprintf(keep, sizeof(keep), "%s/keep", mnt);
+	snprintf(big, sizeof(big), "%s/big", mnt);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(fill_file(keep, 0x5a, 1 << 20, &err), 1 << 20);
+	ck_assert_int_eq(err, 0);
+	wrote = fill_file(big, 0xa5, 1ULL << 30, &err);
+	ck_assert_int_eq(err, ENOSPC);
+	ck_assert_uint_gt(wrote, 8 << 20);
+	ck_assert_int_eq(statvfs(mnt, &sv), 0);
+	ck_assert_uint_lt(sv.f_bfree, 64); /* nothing worth a zone left */
+	printf("full device: wrote %zu MiB before ENOSPC, %lu blocks free\n", wrote >> 20,
+	       (unsigned long)sv.f_bfree);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert(same_bytes(keep, 0x5a, 1 << 20));
+	ck_assert_int_eq(unlink(big), 0);
+	ck_assert_int_eq(tu_sh("sync -f %s", keep), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0); /* the checkpoint frees the zones */
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	again = fill_file(big, 0x3c, wrote / 2, &err);
+	ck_assert_int_eq(err, 0);
+	ck_assert_uint_eq(again, wrote / 2);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+}
+END_TEST
+
+START_TEST(t_write_error_goes_read_only)
+{
+	char a[600], b[600], c[600];
+	pid_t pid;
+	int err, fd;
+
+	setup("eio.img", 64 << 20);
+	snprintf(a, sizeof(a), "%s/a", mnt);
+	snprintf(b, sizeof(b), "%s/b", mnt);
+	snprintf(c, sizeof(c), "%s/c", mnt);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(fill_file(a, 0x11, 3 << 20, &err), 3 << 20);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	/* Fail every next write to the zones the data log will take next. */
+	for (int z = 0; z < 32; z++)
+		tu_sh("%s inject %s eio-write %d >/dev/null 2>&1", tu_bin(bin, sizeof(bin), "zlfs-emu"),
+		      img, z);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	fill_file(b, 0x22, 4 << 20, &err);
+	ck_assert_msg(err == EIO || err == EROFS, "the fsync that met the error said %s",
+		      strerror(err));
+	fd = open(c, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert(same_bytes(a, 0x11, 3 << 20)); /* reads go on */
+	tu_daemon_stop(mnt, pid);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert(same_bytes(a, 0x11, 3 << 20));
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s;
+	TCase *tc;
+
+	if (access("/dev/fuse", R_OK | W_OK)) {
+		printf("SKIP: /dev/fuse not available: this test mounts the real daemon\n");
+		return 77;
+	}
+	s = suite_create("faults");
+	tc = tcase_create("faults");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, t_full_device);
+	tcase_add_test(tc, t_write_error_goes_read_only);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
