@@ -694,6 +694,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 	if (!ret)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
+		fs->dev_bytes += (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE;
 		fs->cp = *c;
 		fs->cp_pos = pos;
 		fs->cp_ver++;

@@ -177,6 +177,10 @@ void node_destroy(struct zlfs_fs *fs);
 /* Re-point NID at ADDR (after writing or moving it). */
 void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
 
+/* ---- stats.c ---------------------------------------------------------------------------- */
+/* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */
+int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len);
+
 /* ---- recovery.c ------------------------------------------------------------------------- */
 /* Roll fsync'ed nodes written after the checkpoint forward into NAT, SIT and summaries. */
 int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);

@@ -11,6 +11,7 @@
 #include "fuse_ops.h"
 #include "files.h"
 #include "log.h"
+#include "zlfs_ioctl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1103,11 +1104,59 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 /* ---- session ------------------------------------------------------------------------------- */
 
+/* zlfs-ctl talks to the daemon through ioctls on the mount's root (zlfs_ioctl.h). */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_size,
+		     size_t out_size)
+{
+	struct zfuse *z = zf(req);
+	struct zlfs_ioc_stats *st;
+	int ret;
+
+	(void)arg;
+	(void)fi;
+	(void)in_buf;
+	(void)in_size;
+	if (ino != FUSE_ROOT_ID || (flags & FUSE_IOCTL_COMPAT)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (cmd == ZLFS_IOC_SYNC) {
+		lock(z);
+		ret = z->fs->readonly ? 0 : files_sync(z->fs);
+		unlock(z);
+		if (ret)
+			reply_err(req, ret);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+		return;
+	}
+	if (cmd != ZLFS_IOC_STATS || out_size < sizeof(*st)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	lock(z);
+	ret = zlfs_stats_json(z->fs, st->json, sizeof(st->json));
+	unlock(z);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_ioctl(req, 0, st, sizeof(*st));
+	free(st);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct zfuse *z = userdata;
 
 	conn->max_write = 1024 * 1024;
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want |= FUSE_CAP_SPLICE_READ;
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
@@ -1164,6 +1213,7 @@ static const struct fuse_lowlevel_ops zlfs_ll_ops = {
 	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.ioctl = op_ioctl,
 };
 
 const struct fuse_lowlevel_ops *zlfs_fuse_ops(void) { return &zlfs_ll_ops; }

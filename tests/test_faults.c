@@ -163,6 +163,44 @@ START_TEST(t_write_error_goes_read_only)
 }
 END_TEST
 
+/* zlfs-ctl: stats JSON from a live mount, a checkpoint on demand, key files. */
+START_TEST(t_ctl)
+{
+	char f[600], key[600], out[600], cmd[1600];
+	struct stat st;
+	pid_t pid;
+	int err;
+	FILE *p;
+	char line[256];
+	long uw = -1;
+
+	setup("ctl.img", 64 << 20);
+	snprintf(f, sizeof(f), "%s/f", mnt);
+	tu_path(key, sizeof(key), "k.key");
+	tu_path(out, sizeof(out), "stats.json");
+	unlink(key);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(fill_file(f, 1, 3 << 20, &err), 3 << 20);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	ck_assert_int_eq(tu_sh("%s stats %s > %s", bin, mnt, out), 0);
+	ck_assert_int_ne(tu_sh("%s stats /proc 2>/dev/null", bin), 0);
+	snprintf(cmd, sizeof(cmd), "%s", out);
+	p = fopen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		sscanf(line, " \"bytes_written_by_users\": %ld", &uw);
+	fclose(p);
+	ck_assert_int_eq(uw, 3 << 20);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s genkey %s", bin, key), 0);
+	ck_assert_int_eq(stat(key, &st), 0);
+	ck_assert_int_eq(st.st_size, 64);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_ne(tu_sh("%s genkey %s 2>/dev/null", bin, key), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -177,6 +215,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_full_device);
 	tcase_add_test(tc, t_write_error_goes_read_only);
+	tcase_add_test(tc, t_ctl);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -1,0 +1,116 @@
+/*
+ * stats.c - the filesystem's numbers as JSON, for zlfs-ctl stats and -o verbose unmounts.
+ *
+ * Owns: what is reported and under which names: storage mode and device identity, format
+ * revision and features, kernel build, zones (free, in use, held for GC), bytes written by
+ * users and to the device and the write amplification they give, checkpoint and write-buffer
+ * counters. Figures that need garbage collection (bytes migrated, phases) come with it.
+ * May call: core.h, wbuf.h, zdev.h.
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/utsname.h>
+
+struct jbuf {
+	char *p;
+	size_t len, used;
+};
+
+static void jprintf(struct jbuf *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jprintf(struct jbuf *j, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (j->used >= j->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(j->p + j->used, j->len - j->used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		j->used += (size_t)n;
+}
+
+/* Device strings come from sysfs: keep only what is safe inside a JSON string. */
+static void jstr(struct jbuf *j, const char *key, const char *val, int last)
+{
+	jprintf(j, "  \"%s\": \"", key);
+	for (; *val; val++)
+		if (*val >= 0x20 && *val != '"' && *val != '\\')
+			jprintf(j, "%c", *val);
+	jprintf(j, "\"%s\n", last ? "" : ",");
+}
+
+static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
+{
+	const struct zdev_info *di = zdev_info(fs->dev);
+	struct utsname u;
+
+	jstr(j, "storage_mode", di->kind == ZDEV_KIND_EMU ? "emulated" : "zoned-block-device", 0);
+	jstr(j, "device", di->path, 0);
+	jstr(j, "model", di->model, 0);
+	jstr(j, "vendor", di->vendor, 0);
+	jstr(j, "firmware", di->firmware, 0);
+	if (!uname(&u)) {
+		char kernel[600];
+
+		snprintf(kernel, sizeof(kernel), "%s %s", u.release, u.version);
+		jstr(j, "kernel", kernel, 0);
+	}
+	jprintf(j, "  \"format_revision\": %u,\n  \"feature_compat\": %u,\n"
+		   "  \"feature_ro_compat\": %u,\n  \"feature_incompat\": %u,\n",
+		fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, fs->sb.feat_incompat);
+	jprintf(j, "  \"last_consistency_scan\": %llu,\n",
+		(unsigned long long)fs->sb.last_fsck_time);
+}
+
+static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
+{
+	uint32_t mz, used = 0, open = 0;
+
+	for (mz = 0; mz < fs->sb.main_zones; mz++) {
+		used += fs->zone_state[mz] == ZONE_USED;
+		open += fs->zone_state[mz] == ZONE_OPEN;
+	}
+	jprintf(j, "  \"zones\": {\"main\": %u, \"free\": %u, \"open\": %u, \"in_use\": %u, "
+		   "\"reserved_for_gc\": %u},\n",
+		fs->sb.main_zones, fs->free_zones, open, used, fs->sb.reserved_zones);
+	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu},\n",
+		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs));
+	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
+		(unsigned long long)fs->valid_nodes, (unsigned long long)fs->valid_inodes,
+		fs->sb.max_nid);
+}
+
+static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
+{
+	struct wbuf_stats w = {0};
+	double waf = fs->user_bytes ? (double)fs->dev_bytes / (double)fs->user_bytes : 0.0;
+
+	if (fs->wb)
+		wbuf_stats(fs->wb, &w);
+	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
+		   "  \"write_amplification\": %.3f,\n",
+		(unsigned long long)fs->user_bytes, (unsigned long long)fs->dev_bytes, waf);
+	jprintf(j, "  \"checkpoint_version\": %llu,\n  \"read_only\": %s,\n",
+		(unsigned long long)fs->cp.version, fs->readonly ? "true" : "false");
+	jprintf(j, "  \"write_buffer\": {\"slots\": %u, \"slot_bytes\": %llu, "
+		   "\"bytes_written\": %llu, \"waits_for_a_slot\": %llu}\n",
+		w.nslots, (unsigned long long)w.slot_bytes, (unsigned long long)w.bytes_written,
+		(unsigned long long)w.waits);
+}
+
+int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
+{
+	struct jbuf j = {buf, len, 0};
+
+	jprintf(&j, "{\n");
+	stats_device(fs, &j);
+	stats_space(fs, &j);
+	stats_io(fs, &j);
+	jprintf(&j, "}\n");
+	return j.used < len ? (int)j.used : -ENOSPC;
+}
