@@ -392,6 +392,7 @@ int ckpt_load(struct zlfs_fs *fs)
 	fs->valid_inodes = fs->cp.valid_inodes;
 	fs->user_bytes = fs->cp.user_bytes;
 	fs->dev_bytes = fs->cp.dev_bytes;
+	fs->gc_bytes = fs->cp.gc_bytes;
 	return 0;
 }
 
@@ -609,6 +610,7 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->valid_inodes = fs->valid_inodes;
 	c->user_bytes = fs->user_bytes;
 	c->dev_bytes = fs->dev_bytes;
+	c->gc_bytes = fs->gc_bytes;
 	c->nr_orphans = fs->nr_orphans;
 	c->seq = fs->seq;
 	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));

@@ -105,6 +105,8 @@ struct zlfs_fs {
 
 	/* telemetry */
 	uint64_t user_bytes, dev_bytes;
+	uint64_t gc_bytes;          /* bytes migrated by garbage collection */
+	uint64_t gc_zones;          /* zones emptied by garbage collection (this mount) */
 
 	struct wbuf *wb;            /* staged blocks for the main-area logs */
 	uint8_t *iobuf;             /* one aligned block for metadata I/O under fs->lock */
@@ -176,6 +178,17 @@ int node_init(struct zlfs_fs *fs);
 void node_destroy(struct zlfs_fs *fs);
 /* Re-point NID at ADDR (after writing or moving it). */
 void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+
+/* ---- gc.c ------------------------------------------------------------------------------- */
+int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone);
+/* Move every valid block out of ZONE; it is then prefree until the next checkpoint. */
+int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
+/* Empty victims until free plus prefree zones reach WANT_FREE or MAX_ZONES were emptied:
+ * the number emptied, or -ENOENT when no zone has anything to reclaim. The caller writes the
+ * checkpoint that makes the emptied zones free. */
+int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones);
+/* Free zones are running short of what the logs and the reserve need. */
+int gc_urgent(const struct zlfs_fs *fs);
 
 /* ---- stats.c ---------------------------------------------------------------------------- */
 /* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */

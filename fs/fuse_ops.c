@@ -115,8 +115,21 @@ static void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
 
 static void lock(struct zfuse *z) { pthread_mutex_lock(&z->fs->lock); }
 
+/* Free zones down to what the logs need: empty the emptiest zones now, and checkpoint so
+ * they become free. */
+static int gc_foreground(struct zlfs_fs *fs)
+{
+	int ret = gc_reclaim(fs, fs->sb.reserved_zones + fs->sb.nr_logs + 2, 1, 4);
+
+	if (ret > 0)
+		ret = files_sync(fs);
+	return ret == -ENOENT ? -ENOSPC : ret;
+}
+
 static void unlock(struct zfuse *z)
 {
+	if (gc_urgent(z->fs))
+		gc_foreground(z->fs);
 	if (ckpt_due(z->fs))
 		files_sync(z->fs); /* on failure the FS is read-only and says why */
 	node_shrink(z->fs);
@@ -818,6 +831,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		if (fi->flags & O_APPEND)
 			off = (off_t)le64_get(inode_of(np)->size);
 		ret = data_write(z->fs, np, buf, size, (uint64_t)off);
+		if (ret == -ENOSPC && gc_foreground(z->fs) >= 0) /* space may be only dead blocks */
+			ret = data_write(z->fs, np, buf, size, (uint64_t)off);
 		if (ret > 0)
 			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
 		node_put(z->fs, np);

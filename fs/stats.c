@@ -95,6 +95,8 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
 		   "  \"write_amplification\": %.3f,\n",
 		(unsigned long long)fs->user_bytes, (unsigned long long)fs->dev_bytes, waf);
+	jprintf(j, "  \"gc\": {\"bytes_migrated\": %llu, \"zones_reclaimed\": %llu},\n",
+		(unsigned long long)fs->gc_bytes, (unsigned long long)fs->gc_zones);
 	jprintf(j, "  \"checkpoint_version\": %llu,\n  \"read_only\": %s,\n",
 		(unsigned long long)fs->cp.version, fs->readonly ? "true" : "false");
 	jprintf(j, "  \"write_buffer\": {\"slots\": %u, \"slot_bytes\": %llu, "

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define MAX_FILES 64
-#define MAX_STAGES 16
+#define MAX_STAGES 96
 
 struct file_exp {
 	char path[64];
@@ -90,8 +90,10 @@ static void fsync_path(const char *rel)
 /* Everything the fsyncs so far promised; stage files are copied forward and edited. */
 static struct stage *stage_next(void)
 {
-	struct stage *s = &stages[nstages];
+	struct stage *s;
 
+	ck_assert_int_lt(nstages, MAX_STAGES);
+	s = &stages[nstages];
 	if (nstages)
 		*s = stages[nstages - 1];
 	nstages++;
@@ -316,19 +318,65 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 	return NULL;
 }
 
-START_TEST(t_crash_points)
+/* GC under fsync: a small image churned until zones must be migrated, each put fsync'ed. */
+static void workload_gc(void)
 {
-	struct zemu_create_opts o = {.size = 256ULL << 20, .zone_size = 4 << 20, .max_open = 12,
+	unsigned rnd = 777;
+	int i, r;
+
+	for (i = 0; i < 20; i++) {
+		char rel[16];
+		struct stage *s;
+		struct file_exp *f;
+
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		write_file(rel, 200 + (uint32_t)i, (size_t)(900 + i * 13) * 1024, 0, 1);
+		s = stage_next();
+		f = stage_file(s, rel);
+		f->seed = 200 + (uint32_t)i;
+		f->size = (size_t)(900 + i * 13) * 1024;
+		stage_seal(s);
+	}
+	for (r = 0; r < 60; r++) {
+		char rel[16], p[600];
+		struct stage *s;
+		struct file_exp *f;
+		size_t size;
+
+		rnd = rnd * 1103515245 + 12345;
+		i = (int)((rnd >> 8) % 20);
+		size = (size_t)(500 + (rnd >> 20) % 500) * 1024;
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		snprintf(p, sizeof(p), "%s/%s", mnt, rel);
+		ck_assert_int_eq(truncate(p, 0), 0);
+		write_file(rel, 300 + (uint32_t)r, size, 0, 1);
+		s = stage_next();
+		f = stage_file(s, rel);
+		f->seed = 300 + (uint32_t)r;
+		f->size = size;
+		stage_seal(s);
+	}
+}
+
+/* Run WORKLOAD on a fresh logged image of SIZE, then try crash points: every flush boundary
+ * and a sample of writes (at most about MAX in all), or every operation with
+ * ZLFS_CRASH_ALL=1. */
+static long enumerate(const char *name, uint64_t size, void (*wl)(void), long max)
+{
+	struct zemu_create_opts o = {.size = size, .zone_size = 2 << 20, .max_open = 12,
 				     .max_active = 12};
-	char why[256], *kinds;
-	long total, n, tried = 0, failed = 0, writes = 0, first;
-	/* ZLFS_CRASH_ALL=1: every logged operation, not a sample of the writes */
+	char why[256], *kinds, file[64];
+	long total, n, tried = 0, failed = 0, points = 0, first, step, gc_zones;
+	/* ZLFS_CRASH_ALL=1: every logged operation, not a sample */
 	int all = getenv("ZLFS_CRASH_ALL") && atoi(getenv("ZLFS_CRASH_ALL"));
 	pid_t pid;
 	int torn;
 
-	tu_path(img, sizeof(img), "crash.img");
-	tu_path(logpath, sizeof(logpath), "crash.log");
+	nstages = 0;
+	snprintf(file, sizeof(file), "%s.img", name);
+	tu_path(img, sizeof(img), file);
+	snprintf(file, sizeof(file), "%s.log", name);
+	tu_path(logpath, sizeof(logpath), file);
 	tu_path(out, sizeof(out), "crash-out.img");
 	tu_path(mnt, sizeof(mnt), "mnt");
 	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt); /* a mount left by an earlier run */
@@ -342,33 +390,47 @@ START_TEST(t_crash_points)
 	first = zemu_log_count(logpath); /* before this the device holds no filesystem yet */
 	pid = daemon_start(img);
 	ck_assert_int_gt(pid, 0);
-	workload();
+	wl();
+	gc_zones = tu_ctl_stat(mnt, "zones_reclaimed");
 	ck_assert_int_eq(daemon_stop(pid), 0);
 
 	total = zemu_log_count(logpath);
 	kinds = malloc((size_t)total + 1);
 	ck_assert_int_eq(zemu_log_kinds(logpath, kinds, total), total);
-	for (n = 1; n <= total; n++)
-		writes += kinds[n - 1] == 'W';
-	for (n = first; n <= total; n++) {
-		int flush = kinds[n - 1] == 'F';
-		int sample = kinds[n - 1] == 'W' && ((n * 7919) % (writes / 12 + 1) == 0 || all);
-
-		if (!flush && !sample && n != total)
+	for (n = first; n <= total; n++)
+		points += kinds[n - 1] == 'F' || kinds[n - 1] == 'W';
+	step = all || points <= max ? 1 : points / max + 1;
+	for (n = first, points = 0; n <= total; n++) {
+		if (kinds[n - 1] != 'F' && kinds[n - 1] != 'W' && n != total)
+			continue;
+		if (n != total && points++ % step)
 			continue;
 		for (torn = 0; torn <= (kinds[n - 1] == 'W'); torn++) {
 			tried++;
 			if (try_point(n, torn, why, sizeof(why))) {
 				failed++;
-				printf("crash point %ld/%ld%s: %s\n", n, total, torn ? " (torn)" : "", why);
+				printf("%s: crash point %ld/%ld%s: %s\n", name, n, total,
+				       torn ? " (torn)" : "", why);
 			}
 		}
 	}
-	printf("crash points tried: %ld, failed: %ld (%ld logged operations, %d durable stages)\n",
-	       tried, failed, total, nstages);
+	printf("%s: crash points tried: %ld, failed: %ld (%ld logged operations, %d durable "
+	       "stages, %ld zones reclaimed by GC)\n", name, tried, failed, total, nstages, gc_zones);
 	free(kinds);
 	ck_assert_int_gt(tried, 10);
 	ck_assert_int_eq(failed, 0);
+	return gc_zones;
+}
+
+START_TEST(t_crash_files)
+{
+	enumerate("files", 256ULL << 20, workload, 60);
+}
+END_TEST
+
+START_TEST(t_crash_gc)
+{
+	ck_assert_int_gt(enumerate("gc", 64ULL << 20, workload_gc, 30), 0); /* GC did run */
 }
 END_TEST
 
@@ -385,7 +447,8 @@ int main(void)
 	tc = tcase_create("crash");
 
 	tcase_set_timeout(tc, 900);
-	tcase_add_test(tc, t_crash_points);
+	tcase_add_test(tc, t_crash_files);
+	tcase_add_test(tc, t_crash_gc);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +99,28 @@ int tu_daemon_stop(const char *mnt, pid_t pid)
 		kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+long tu_ctl_stat(const char *mnt, const char *key)
+{
+	char out[1024], line[512], bin[1024];
+	long v = -1;
+	FILE *f;
+
+	tu_path(out, sizeof(out), "ctl-stats.json");
+	if (tu_sh("%s stats %s > %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt, out))
+		return -1;
+	f = fopen(out, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, key);
+
+		if (at && at > line && at[-1] == '"' && at[strlen(key)] == '"' &&
+		    sscanf(at + strlen(key) + 1, " : %ld", &v) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return v;
 }
 
 int tu_run_suite(Suite *suite)

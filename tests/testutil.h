@@ -20,6 +20,8 @@ const char *tu_bin(char *buf, size_t len, const char *name);
 pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts);
 /* Unmount MNT, wait for PID, return its exit status (-1 if it did not exit normally). */
 int tu_daemon_stop(const char *mnt, pid_t pid);
+/* A number from `zlfs-ctl stats MNT` ("KEY": N anywhere in the JSON), or -1. */
+long tu_ctl_stat(const char *mnt, const char *key);
 /* Whether DIR is a FUSE mount. */
 int tu_mounted(const char *dir);
 /* Run SUITE and return the process exit status. */
