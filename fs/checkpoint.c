@@ -611,7 +611,6 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->user_bytes = fs->user_bytes;
 	c->dev_bytes = fs->dev_bytes;
 	c->gc_bytes = fs->gc_bytes;
-	c->nr_orphans = fs->nr_orphans;
 	c->seq = fs->seq;
 	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));
 	return nsum;
@@ -666,11 +665,35 @@ static int ckpt_drain(struct zlfs_fs *fs)
 	return ret;
 }
 
+/* The orphan list this checkpoint carries. A pack must fit in a checkpoint zone: past that
+ * (a burst of unlinks the kernel has not forgotten yet) the rest is left out with a warning;
+ * after a crash fsck finds those inodes unreachable. */
+static uint32_t *ckpt_orphans(struct zlfs_fs *fs, struct zlfs_cp_info *c, uint32_t nsum)
+{
+	uint32_t room = cap_blocks(fs) - 2 - nsum, max, n = 0, ino;
+	uint32_t *list;
+
+	if (room > ZLFS_CP_ORPHAN_BLOCKS_MAX)
+		room = ZLFS_CP_ORPHAN_BLOCKS_MAX;
+	max = room * ZLFS_ORPHANS_PER_BLOCK;
+	list = malloc(((fs->nr_orphans < max ? fs->nr_orphans : max) + 1) * sizeof(*list));
+	if (!list)
+		return NULL;
+	for (ino = orphan_next(fs, 0); ino && n < max; ino = orphan_next(fs, ino))
+		list[n++] = ino;
+	if (n < fs->nr_orphans)
+		zlog_warn("checkpoint %llu lists %u of %u unlinked-but-open inodes",
+			  (unsigned long long)c->version, n, fs->nr_orphans);
+	c->nr_orphans = n;
+	return list;
+}
+
 int ckpt_write(struct zlfs_fs *fs, int clean)
 {
 	struct zlfs_summary *sums = zdev_buf_alloc(ZLFS_NR_LOG_TYPES * sizeof(*sums));
 	struct zlfs_cp_info *c = malloc(sizeof(*c));
 	uint8_t sum_logs[ZLFS_NR_LOG_TYPES];
+	uint32_t *orphans = NULL;
 	struct zlfs_cp_pos pos;
 	uint32_t nsum;
 	int ret = sums && c ? 0 : -ENOMEM;
@@ -687,12 +710,14 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
 		nsum = ckpt_fill(fs, c, clean, sums, sum_logs);
-		ret = ckpt_place(fs, 2 + nsum + (fs->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) /
-						       ZLFS_ORPHANS_PER_BLOCK, &pos);
+		orphans = ckpt_orphans(fs, c, nsum);
+		ret = orphans ? ckpt_place(fs, 2 + nsum + (c->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) /
+							    ZLFS_ORPHANS_PER_BLOCK, &pos)
+			      : -ENOMEM;
 	}
 	if (!ret)
 		ret = ckpt_write_pack(fs->dev, &fs->sb, c, pos.slot, pos.blk, sums, sum_logs, nsum,
-				      fs->orphans);
+				      orphans);
 	if (!ret)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
@@ -707,6 +732,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 	} else if (ret != -EROFS) {
 		zlog_err("checkpoint %llu failed: %s", (unsigned long long)fs->cp_ver, strerror(-ret));
 	}
+	free(orphans);
 	zdev_buf_free(sums);
 	free(c);
 	return ret;

@@ -50,9 +50,19 @@ enum zone_state {
 };
 
 struct node_page;
+struct iattr_cache;
+
+/* The attributes stat needs, kept for many more inodes than there are node pages. */
+struct iattr {
+	uint32_t mode, nlink, uid, gid, rdev, generation;
+	uint64_t size, blocks, atime_ns, mtime_ns, ctime_ns;
+};
 
 struct zlfs_fs {
 	pthread_mutex_t lock;
+	/* Held shared by reads done without fs->lock, exclusive while a main-area zone is reset:
+	 * a block a reader mapped stays what it was until the read is done. */
+	pthread_rwlock_t io_lock;
 	struct zdev *dev;
 	struct zlfs_sb_info sb;
 	int sb_zone;
@@ -98,10 +108,11 @@ struct zlfs_fs {
 	struct node_page **ncache;
 	uint32_t ncache_buckets;
 	uint32_t nr_cached, nr_dirty_nodes;
+	struct iattr_cache *icache;
 
 	/* inodes unlinked while still open: carried in every checkpoint, freed at mount */
-	uint32_t *orphans;
-	uint32_t nr_orphans, cap_orphans;
+	uint8_t *orphans;           /* bit per nid */
+	uint32_t nr_orphans;
 
 	/* telemetry */
 	uint64_t user_bytes, dev_bytes;
@@ -125,6 +136,8 @@ int zlfs_unmount(struct zlfs_fs *fs);
 
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
+/* The first orphan after AFTER (0 to start), or 0 when there is none. */
+uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after);
 
 /* ---- segment.c -------------------------------------------------------------------------- */
 /* Append one block to log TYPE, owned by node NID at slot OFS (ZLFS_SUM_NODE for a node
@@ -137,6 +150,9 @@ void blk_seal(struct zlfs_fs *fs, void *buf);
 /* Mark a block valid or invalid in the SIT. ADDR 0 is ignored. */
 void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
+/* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. Safe
+ * without fs->lock while io_lock is held shared. */
+int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs);
 /* Whether a new file may still be created: names and inodes never eat into the reserve. */
@@ -176,6 +192,8 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino);
 void node_shrink(struct zlfs_fs *fs);
 int node_init(struct zlfs_fs *fs);
 void node_destroy(struct zlfs_fs *fs);
+/* Attributes of inode INO without reading its node: 0, or -ENOENT when not cached. */
+int iattr_get(struct zlfs_fs *fs, uint32_t ino, struct iattr *a);
 /* Re-point NID at ADDR (after writing or moving it). */
 void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
 

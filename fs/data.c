@@ -201,26 +201,87 @@ static int read_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
 	return seg_read(fs, addr, buf);
 }
 
-int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off)
+int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
+		   struct data_rplan *p)
 {
-	uint64_t fsize = le64_get(inode_of(inode)->size), pos = off, end;
-	uint8_t *blk = fs->iobuf;
-	int ret;
+	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, i;
+	int ret = 0;
 
-	if (off >= fsize)
+	memset(p, 0, sizeof(*p));
+	if (off >= fsize || !size)
 		return 0;
 	end = off + size < fsize ? off + size : fsize;
-	while (pos < end) {
-		uint64_t idx = pos / ZLFS_BLOCK_SIZE, in = pos % ZLFS_BLOCK_SIZE;
-		uint64_t n = ZLFS_BLOCK_SIZE - in < end - pos ? ZLFS_BLOCK_SIZE - in : end - pos;
-
-		ret = read_block(fs, inode, idx, blk);
-		if (ret)
-			return ret;
-		memcpy((uint8_t *)buf + (pos - off), blk + in, n);
-		pos += n;
+	first = off / ZLFS_BLOCK_SIZE;
+	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
+	p->len = (size_t)(end - off);
+	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
+	p->addr = malloc(p->nblocks * sizeof(*p->addr));
+	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
+	if (!p->addr || !p->buf)
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < p->nblocks; i++)
+		ret = data_addr(fs, inode, first + i, &p->addr[i]);
+	if (ret) {
+		data_read_free(p);
+		return ret;
 	}
-	return (int)(end - off);
+	pthread_rwlock_rdlock(&fs->io_lock);
+	p->locked = 1;
+	return 0;
+}
+
+/* Runs of consecutive addresses in one zone become one device read each. */
+static uint32_t run_length(const struct zlfs_fs *fs, const uint32_t *addr, uint32_t n)
+{
+	uint32_t zb = zlfs_zone_blocks(&fs->sb), k = 1;
+
+	while (k < n && k < 256 && addr[k] == addr[0] + k && addr[k] / zb == addr[0] / zb)
+		k++;
+	return k;
+}
+
+int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
+{
+	uint32_t i = 0, k;
+	int ret = 0;
+
+	while (!ret && i < p->nblocks) {
+		uint8_t *dst = p->buf + (size_t)i * ZLFS_BLOCK_SIZE;
+
+		if (p->addr[i] == ZLFS_ADDR_NULL) { /* a hole reads as zeros */
+			memset(dst, 0, ZLFS_BLOCK_SIZE);
+			i++;
+			continue;
+		}
+		k = run_length(fs, &p->addr[i], p->nblocks - i);
+		ret = seg_read_run(fs, p->addr[i], k, dst);
+		i += k;
+	}
+	if (p->locked)
+		pthread_rwlock_unlock(&fs->io_lock);
+	p->locked = 0;
+	return ret;
+}
+
+void data_read_free(struct data_rplan *p)
+{
+	free(p->addr);
+	zdev_buf_free(p->buf);
+	p->addr = NULL;
+	p->buf = NULL;
+}
+
+int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off)
+{
+	struct data_rplan p;
+	int ret = data_read_plan(fs, inode, size, off, &p);
+
+	if (!ret && p.len)
+		ret = data_read_do(fs, &p);
+	if (!ret && p.len)
+		memcpy(buf, p.buf + p.skip, p.len);
+	data_read_free(&p);
+	return ret ? ret : (int)p.len;
 }
 
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,

@@ -418,6 +418,12 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 
 			if (!bit_test(p->blk->bitmap, s) || !nl)
 				continue;
+			if (nl > ZLFS_NAME_MAX || s + name_slots(nl) > SLOTS) {
+				/* callers copy the name into a NAME_MAX buffer: never trust it */
+				zlog_err("directory %u block %u slot %u: bad name length %u: run "
+					 "fsck.zlfs", dir->nid, blk, s, nl);
+				return -EUCLEAN;
+			}
 			if (fill(arg, (const char *)p->blk->name[s], nl, le32_get(d->ino), d->type,
 				 3 + (uint64_t)blk * SLOTS + s + 1))
 				return 0;

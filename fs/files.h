@@ -29,6 +29,8 @@ int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np);
 int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
 	      uint32_t parent, struct node_page **np);
 void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st);
+/* Attributes of INO from the attribute cache, reading the inode only on a miss. */
+int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation);
 void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which);
 /* Release everything INO owns: data, nodes, xattrs, the inode itself. */
 int inode_free(struct zlfs_fs *fs, uint32_t ino);
@@ -41,6 +43,20 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
 		   enum zlfs_log_type type);
 int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off);
+/* A read in two halves so the device I/O runs without fs->lock: plan under the lock (maps
+ * the blocks, takes io_lock shared), do after dropping it, then free. The bytes are at
+ * buf + skip, len of them (0 at or past the end of file). */
+struct data_rplan {
+	uint32_t nblocks;
+	uint32_t *addr;   /* per block; ZLFS_ADDR_NULL for a hole */
+	uint8_t *buf;     /* nblocks aligned blocks */
+	size_t skip, len;
+	int locked;
+};
+int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
+		   struct data_rplan *p);
+int data_read_do(struct zlfs_fs *fs, struct data_rplan *p);
+void data_read_free(struct data_rplan *p);
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off);
 /* Drop file blocks from block FROM on (and the nodes that only mapped those). */

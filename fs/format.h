@@ -204,7 +204,7 @@ struct zlfs_cp_log {
 };
 
 #define ZLFS_CP_MAP_MAX 900u      /* map blocks addressed by one checkpoint */
-#define ZLFS_CP_ORPHAN_BLOCKS_MAX 16u
+#define ZLFS_CP_ORPHAN_BLOCKS_MAX 256u /* a pack must also fit in its zone */
 
 struct zlfs_cp_head {
 	struct zlfs_blkhdr hdr;

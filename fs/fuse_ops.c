@@ -157,6 +157,25 @@ static void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_
 	iref_get(z, np->nid);
 }
 
+/* An entry for INO from its cached attributes (no node read when they are cached). */
+static int fill_entry_ino(struct zfuse *z, uint32_t ino, struct fuse_entry_param *e)
+{
+	uint32_t gen;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	ret = inode_stat(z->fs, ino, &e->attr, &gen);
+	if (ret)
+		return ret;
+	e->attr.st_ino = kino(ino);
+	e->ino = kino(ino);
+	e->generation = gen;
+	e->attr_timeout = ATTR_TIMEOUT;
+	e->entry_timeout = ATTR_TIMEOUT;
+	iref_get(z, ino);
+	return 0;
+}
+
 static int get_dir(struct zfuse *z, fuse_ino_t ino, struct node_page **np)
 {
 	int ret = inode_get(z->fs, fino(ino), np);
@@ -174,7 +193,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zfuse *z = zf(req);
 	struct fuse_entry_param e;
-	struct node_page *dir, *np;
+	struct node_page *dir;
 	uint32_t ino;
 	int ret = check_name(name);
 
@@ -186,11 +205,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		node_put(z->fs, dir);
 	}
 	if (!ret)
-		ret = inode_get(z->fs, ino, &np);
-	if (!ret) {
-		fill_entry(z, np, &e);
-		node_put(z->fs, np);
-	}
+		ret = fill_entry_ino(z, ino, &e);
 	unlock(z);
 	if (ret)
 		reply_err(req, ret);
@@ -223,18 +238,14 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	struct node_page *np;
+	uint32_t gen;
 	struct stat st;
 	int ret;
 
 	(void)fi;
 	lock(z);
-	ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		inode_fill_stat(z->fs, np, &st);
-		st.st_ino = ino;
-		node_put(z->fs, np);
-	}
+	ret = inode_stat(z->fs, fino(ino), &st, &gen);
+	st.st_ino = ino;
 	unlock(z);
 	if (ret)
 		reply_err(req, ret);
@@ -796,24 +807,27 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
+	struct data_rplan p = {0};
 	struct node_page *np;
-	char *buf = malloc(size ? size : 1);
-	int ret = buf ? 0 : -ENOMEM;
+	int ret;
 
 	(void)fi;
 	lock(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
+	ret = inode_get(z->fs, fino(ino), &np);
 	if (!ret) {
-		ret = data_read(z->fs, np, buf, size, (uint64_t)off);
+		ret = data_read_plan(z->fs, np, size, (uint64_t)off, &p);
 		node_put(z->fs, np);
 	}
-	unlock(z);
-	if (ret < 0)
+	/* No GC or checkpoint on the way out: they may reset a zone, which waits for io_lock,
+	 * and the plan holds it until the read below is done. */
+	pthread_mutex_unlock(&z->fs->lock);
+	if (!ret && p.len) /* the device I/O, without the filesystem lock */
+		ret = data_read_do(z->fs, &p);
+	if (ret)
 		reply_err(req, ret);
 	else
-		fuse_reply_buf(req, buf, (size_t)ret);
-	free(buf);
+		fuse_reply_buf(req, (const char *)p.buf + p.skip, p.len);
+	data_read_free(&p);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -935,13 +949,9 @@ static int rd_fill(void *arg, const char *name, size_t len, uint32_t ino, uint8_
 	nm[len] = 0;
 	if (r->plus) {
 		struct fuse_entry_param e = {0};
-		struct node_page *np;
 		int dot = !strcmp(nm, ".") || !strcmp(nm, "..");
 
-		if (!dot && !inode_get(r->z->fs, ino, &np)) {
-			fill_entry(r->z, np, &e);
-			node_put(r->z->fs, np);
-		} else {
+		if (dot || fill_entry_ino(r->z, ino, &e)) {
 			e.attr.st_ino = kino(ino);
 			e.attr.st_mode = (mode_t)DTTOIF(type);
 		}
@@ -1271,9 +1281,8 @@ int zfuse_destroy(struct zfuse *z)
 		pthread_mutex_unlock(&z->fs->lock);
 		pthread_join(z->cp_thread, NULL);
 	}
-	while (z->fs->nr_orphans && !z->fs->readonly) {
-		uint32_t ino = z->fs->orphans[z->fs->nr_orphans - 1];
-
+	for (uint32_t ino = orphan_next(z->fs, 0); ino && !z->fs->readonly;
+	     ino = orphan_next(z->fs, ino)) {
 		orphan_del(z->fs, ino);
 		inode_free(z->fs, ino);
 	}

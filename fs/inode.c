@@ -81,24 +81,53 @@ static void ns_to_ts(uint64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)nsec;
 }
 
+static void iattr_to_stat(uint32_t ino, const struct iattr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = ZLFS_BLOCK_SIZE;
+	st->st_blocks = (blkcnt_t)(a->blocks * (ZLFS_BLOCK_SIZE / 512));
+	ns_to_ts(a->atime_ns, &st->st_atim);
+	ns_to_ts(a->mtime_ns, &st->st_mtim);
+	ns_to_ts(a->ctime_ns, &st->st_ctim);
+}
+
 void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st)
 {
 	const struct zlfs_inode *in = inode_of(np);
+	struct iattr a = {le32_get(in->mode),	le32_get(in->nlink),	le32_get(in->uid),
+			  le32_get(in->gid),	le32_get(in->rdev),	le32_get(in->generation),
+			  le64_get(in->size),	le64_get(in->blocks),	le64_get(in->atime_ns),
+			  le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
 
 	(void)fs;
-	memset(st, 0, sizeof(*st));
-	st->st_ino = np->nid;
-	st->st_mode = le32_get(in->mode);
-	st->st_nlink = le32_get(in->nlink);
-	st->st_uid = le32_get(in->uid);
-	st->st_gid = le32_get(in->gid);
-	st->st_rdev = le32_get(in->rdev);
-	st->st_size = (off_t)le64_get(in->size);
-	st->st_blksize = ZLFS_BLOCK_SIZE;
-	st->st_blocks = (blkcnt_t)(le64_get(in->blocks) * (ZLFS_BLOCK_SIZE / 512));
-	ns_to_ts(le64_get(in->atime_ns), &st->st_atim);
-	ns_to_ts(le64_get(in->mtime_ns), &st->st_mtim);
-	ns_to_ts(le64_get(in->ctime_ns), &st->st_ctim);
+	iattr_to_stat(np->nid, &a, st);
+}
+
+int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation)
+{
+	struct node_page *np;
+	struct iattr a;
+	int ret;
+
+	if (!iattr_get(fs, ino, &a)) { /* the common case for stat of many files: no node read */
+		iattr_to_stat(ino, &a, st);
+		*generation = a.generation;
+		return 0;
+	}
+	ret = inode_get(fs, ino, &np);
+	if (ret)
+		return ret;
+	inode_fill_stat(fs, np, st);
+	*generation = le32_get(inode_of(np)->generation);
+	node_put(fs, np);
+	return 0;
 }
 
 void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which)
@@ -164,9 +193,7 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 
 	if (ret)
 		return ret;
-	while (fs->nr_orphans && !fs->readonly) {
-		uint32_t ino = fs->orphans[fs->nr_orphans - 1];
-
+	for (uint32_t ino = orphan_next(fs, 0); ino && !fs->readonly; ino = orphan_next(fs, ino)) {
 		orphan_del(fs, ino);
 		ret = inode_orphan_free(fs, ino);
 		if (ret && ret != -ESTALE)

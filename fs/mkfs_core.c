@@ -23,7 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CP_PACK_MAX (2 + ZLFS_NR_LOG_TYPES + ZLFS_CP_ORPHAN_BLOCKS_MAX)
+/* Smallest pack mkfs guarantees room for: 16 orphan blocks (16k unlinked-but-open files). */
+#define CP_PACK_MAX (2 + ZLFS_NR_LOG_TYPES + 16)
 #define MIN_FREE_ZONES 1 /* at least one zone of room for user data beyond logs and reserve */
 
 static int why_fail(char *why, size_t len, const char *fmt, ...)

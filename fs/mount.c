@@ -105,34 +105,53 @@ static int mount_meta_position(struct zlfs_fs *fs)
 	return 0;
 }
 
+static int orphans_alloc(struct zlfs_fs *fs)
+{
+	if (!fs->orphans)
+		fs->orphans = calloc(fs->sb.max_nid / 8 + 1, 1);
+	return fs->orphans ? 0 : -ENOMEM;
+}
+
 int orphan_add(struct zlfs_fs *fs, uint32_t ino)
 {
-	if (fs->nr_orphans == fs->cap_orphans) {
-		uint32_t cap = fs->cap_orphans ? fs->cap_orphans * 2 : 64;
-		uint32_t *n = realloc(fs->orphans, cap * sizeof(*n));
+	int ret = orphans_alloc(fs);
 
-		if (!n)
-			return -ENOMEM;
-		fs->orphans = n;
-		fs->cap_orphans = cap;
+	if (ret)
+		return ret;
+	if (ino >= fs->sb.max_nid)
+		return -EUCLEAN;
+	if (!(fs->orphans[ino / 8] & (1u << (ino % 8)))) {
+		fs->orphans[ino / 8] |= (uint8_t)(1u << (ino % 8));
+		fs->nr_orphans++;
+		fs->dirty = 1;
 	}
-	if (fs->nr_orphans >= ZLFS_CP_ORPHAN_BLOCKS_MAX * ZLFS_ORPHANS_PER_BLOCK)
-		return -ENOSPC;
-	fs->orphans[fs->nr_orphans++] = ino;
-	fs->dirty = 1;
 	return 0;
 }
 
 void orphan_del(struct zlfs_fs *fs, uint32_t ino)
 {
+	if (!fs->orphans || ino >= fs->sb.max_nid || !(fs->orphans[ino / 8] & (1u << (ino % 8))))
+		return;
+	fs->orphans[ino / 8] &= (uint8_t)~(1u << (ino % 8));
+	fs->nr_orphans--;
+	fs->dirty = 1;
+}
+
+uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after)
+{
 	uint32_t i;
 
-	for (i = 0; i < fs->nr_orphans; i++)
-		if (fs->orphans[i] == ino) {
-			fs->orphans[i] = fs->orphans[--fs->nr_orphans];
-			fs->dirty = 1;
-			return;
+	if (!fs->orphans || !fs->nr_orphans)
+		return 0;
+	for (i = after + 1; i < fs->sb.max_nid; i++) {
+		if (!fs->orphans[i / 8]) { /* skip empty bytes */
+			i |= 7;
+			continue;
 		}
+		if (fs->orphans[i / 8] & (1u << (i % 8)))
+			return i;
+	}
+	return 0;
 }
 
 static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
@@ -176,6 +195,7 @@ static void fs_free(struct zlfs_fs *fs)
 	zdev_buf_free(fs->iobuf);
 	zdev_close(fs->dev);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->io_lock);
 	free(fs);
 }
 
@@ -189,6 +209,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!fs)
 		return -ENOMEM;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->io_lock, NULL);
 	fs->iobuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;
 	if (!ret)

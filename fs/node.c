@@ -14,6 +14,76 @@
 #include <string.h>
 
 #define NCACHE_MAX 8192   /* cached node pages (32 MiB) before clean ones are dropped */
+#define ICACHE_MAX (256u * 1024) /* inodes whose attributes are kept (about 20 MiB) */
+#define ICACHE_BUCKETS 65536
+
+struct iattr_ent {
+	struct iattr_ent *next;
+	uint32_t ino;
+	struct iattr a;
+};
+
+struct iattr_cache {
+	struct iattr_ent *bucket[ICACHE_BUCKETS];
+	uint32_t count;
+};
+
+static struct iattr_ent **iattr_slot(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct iattr_ent **pp = &fs->icache->bucket[ino % ICACHE_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Keep the cached attributes of an inode page in step with the page. */
+static void iattr_update(struct zlfs_fs *fs, struct node_page *np)
+{
+	const struct zlfs_inode *in = np->buf;
+	struct iattr_ent **pp, *e;
+
+	if (!fs->icache || le16_get(in->hdr.kind) != ZLFS_KIND_INODE)
+		return;
+	pp = iattr_slot(fs, np->nid);
+	e = *pp;
+	if (!e) {
+		if (fs->icache->count >= ICACHE_MAX || !(e = calloc(1, sizeof(*e))))
+			return;
+		e->ino = np->nid;
+		*pp = e;
+		fs->icache->count++;
+	}
+	e->a = (struct iattr){le32_get(in->mode),	  le32_get(in->nlink),	le32_get(in->uid),
+			      le32_get(in->gid),	  le32_get(in->rdev),	le32_get(in->generation),
+			      le64_get(in->size),	  le64_get(in->blocks), le64_get(in->atime_ns),
+			      le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
+}
+
+static void iattr_drop(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct iattr_ent **pp, *e;
+
+	if (!fs->icache)
+		return;
+	pp = iattr_slot(fs, ino);
+	e = *pp;
+	if (e) {
+		*pp = e->next;
+		free(e);
+		fs->icache->count--;
+	}
+}
+
+int iattr_get(struct zlfs_fs *fs, uint32_t ino, struct iattr *a)
+{
+	struct iattr_ent *e = fs->icache ? *iattr_slot(fs, ino) : NULL;
+
+	if (!e)
+		return -ENOENT;
+	*a = e->a;
+	return 0;
+}
 #define NDIRTY_MAX 2048   /* dirty node pages before they are written out */
 
 static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
@@ -146,6 +216,7 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 		ncache_remove(fs, np);
 		return ret;
 	}
+	iattr_update(fs, np);
 	*out = np;
 	return 0;
 }
@@ -165,15 +236,19 @@ int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind 
 	return 0;
 }
 
+/* Whoever changed a page holds it until here: the last chance to refresh its attributes. */
 void node_put(struct zlfs_fs *fs, struct node_page *np)
 {
-	(void)fs;
-	if (np)
-		np->refs--;
+	if (!np)
+		return;
+	if (np->dirty)
+		iattr_update(fs, np);
+	np->refs--;
 }
 
 void node_dirty(struct zlfs_fs *fs, struct node_page *np)
 {
+	iattr_update(fs, np);
 	if (!np->dirty) {
 		np->dirty = 1;
 		fs->nr_dirty_nodes++;
@@ -188,6 +263,7 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 
 	if (np)
 		ncache_remove(fs, np);
+	iattr_drop(fs, nid);
 	if (addr == ZLFS_ADDR_NULL)
 		return;
 	/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
@@ -320,7 +396,8 @@ int node_init(struct zlfs_fs *fs)
 	fs->ncache_buckets = 4096;
 	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
 	fs->nofast = calloc(fs->sb.max_nid / 8 + 1, 1);
-	return fs->ncache && fs->nofast ? 0 : -ENOMEM;
+	fs->icache = calloc(1, sizeof(*fs->icache));
+	return fs->ncache && fs->nofast && fs->icache ? 0 : -ENOMEM;
 }
 
 void node_destroy(struct zlfs_fs *fs)
@@ -336,4 +413,13 @@ void node_destroy(struct zlfs_fs *fs)
 	fs->ncache = NULL;
 	free(fs->nofast);
 	fs->nofast = NULL;
+	for (b = 0; fs->icache && b < ICACHE_BUCKETS; b++)
+		while (fs->icache->bucket[b]) {
+			struct iattr_ent *e = fs->icache->bucket[b];
+
+			fs->icache->bucket[b] = e->next;
+			free(e);
+		}
+	free(fs->icache);
+	fs->icache = NULL;
 }

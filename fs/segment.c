@@ -121,6 +121,31 @@ int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
 	return zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
 }
 
+int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
+{
+	uint32_t zb = zone_blocks(fs), i = 0, j;
+	uint8_t got[256];
+	int ret = 0;
+
+	if (n > sizeof(got) || addr / zb != (addr + n - 1) / zb)
+		return -EINVAL;
+	memset(got, 0, n);
+	if (fs->wb)
+		wbuf_read_run(fs->wb, addr / zb, addr % zb, n, buf, got);
+	while (!ret && i < n) { /* the rest comes from the device, a run at a time */
+		for (; i < n && got[i]; i++)
+			;
+		for (j = i; j < n && !got[j]; j++)
+			;
+		if (j > i)
+			ret = zdev_read(fs->dev, (uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE,
+					(size_t)(j - i) * ZLFS_BLOCK_SIZE,
+					(uint64_t)(addr + i) * ZLFS_BLOCK_SIZE);
+		i = j;
+	}
+	return ret;
+}
+
 /* A write that failed may have moved the write pointer: never retry blind. Stop writing
  * (errors=remount-ro) so nothing acknowledged is put at risk. */
 static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
@@ -212,8 +237,12 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 			continue;
 		*zone = fs->sb.main_zone_first + mz;
 		ret = zdev_report_one(fs->dev, *zone, &z);
-		if (!ret && z.cond != ZDEV_COND_EMPTY)
+		if (!ret && z.cond != ZDEV_COND_EMPTY) {
+			/* Readers working without fs->lock may still be reading old blocks here. */
+			pthread_rwlock_wrlock(&fs->io_lock);
 			ret = zdev_zone_reset(fs->dev, *zone);
+			pthread_rwlock_unlock(&fs->io_lock);
+		}
 		if (ret) {
 			zlog_err("cannot reset zone %u: %s", *zone, strerror(-ret));
 			return ret;

@@ -245,13 +245,12 @@ static void check_links(struct chk *c)
 /* Inodes in the NAT that no directory reaches: orphans if listed, else lost. */
 static void check_unreachable(struct chk *c)
 {
-	uint32_t nid, i;
+	uint32_t nid, ino;
 
-	for (i = 0; i < c->fs->nr_orphans; i++) {
-		uint32_t ino = c->fs->orphans[i];
+	for (ino = orphan_next(c->fs, 0); ino; ino = orphan_next(c->fs, ino)) {
 		struct node_page *np;
 
-		if (ino >= c->fs->sb.max_nid || c->seen[ino] || inode_get(c->fs, ino, &np)) {
+		if (c->seen[ino] || inode_get(c->fs, ino, &np)) {
 			finding(c, ZLFS_FIND_ERROR, "orphan list names inode %u, which is not an "
 				"unlinked inode", ino);
 			continue;

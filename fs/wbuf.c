@@ -282,6 +282,30 @@ int wbuf_read(struct wbuf *wb, uint32_t zone, uint32_t blk, void *buf)
 	return found;
 }
 
+int wbuf_read_run(struct wbuf *wb, uint32_t zone, uint32_t blk, uint32_t n, void *buf,
+		  uint8_t *got)
+{
+	uint32_t i, b, found = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	for (i = 0; i < wb->nslots; i++) {
+		struct wslot *s = &wb->slots[i];
+
+		if (!(s->queued || s->owner >= 0) || !s->nblocks || s->zone != zone)
+			continue;
+		for (b = 0; b < n; b++) {
+			if (got[b] || !slot_holds(s, zone, blk + b))
+				continue;
+			memcpy((uint8_t *)buf + (size_t)b * WBUF_BLOCK,
+			       s->data + (size_t)(blk + b - s->start) * WBUF_BLOCK, WBUF_BLOCK);
+			got[b] = 1;
+			found++;
+		}
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return (int)found;
+}
+
 /* Queue every open slot (of ZONE, or all when ALL) and wait until the queue is empty. */
 static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 {

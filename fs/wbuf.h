@@ -46,6 +46,10 @@ void wbuf_destroy(struct wbuf *wb);
 int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf);
 /* 1 and the block copied to BUF when it is still staged, 0 when it is on the device. */
 int wbuf_read(struct wbuf *wb, uint32_t zone, uint32_t blk, void *buf);
+/* Copy the blocks of [BLK, BLK+N) of ZONE that are still staged into BUF, setting GOT[i]
+ * for each; returns how many. A block not found is on the device. */
+int wbuf_read_run(struct wbuf *wb, uint32_t zone, uint32_t blk, uint32_t n, void *buf,
+		  uint8_t *got);
 /* Write everything staged (for one zone, or all) and wait for it. */
 int wbuf_flush_zone(struct wbuf *wb, uint32_t zone);
 int wbuf_flush_all(struct wbuf *wb);
