@@ -136,6 +136,7 @@ int zlfs_unmount(struct zlfs_fs *fs);
 
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
+int orphan_is(const struct zlfs_fs *fs, uint32_t ino);
 /* The first orphan after AFTER (0 to start), or 0 when there is none. */
 uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after);
 

@@ -88,10 +88,11 @@ static int inode_unlinked(struct zfuse *z, uint32_t ino)
 	return 0;
 }
 
+/* The kernel dropped its last reference: an inode whose last name went meanwhile (it is on
+ * the orphan list, and only such inodes are) can go now. No inode read for the others. */
 static void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
 {
 	struct iref **pp = iref_slot(z, ino), *r = *pp;
-	struct node_page *np;
 
 	if (!r)
 		return;
@@ -100,15 +101,10 @@ static void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
 		return;
 	*pp = r->next;
 	free(r);
-	if (inode_get(z->fs, ino, &np))
-		return;
-	if (!le32_get(inode_of(np)->nlink)) {
-		node_put(z->fs, np);
+	if (orphan_is(z->fs, ino)) {
 		orphan_del(z->fs, ino);
 		inode_free(z->fs, ino);
-		return;
 	}
-	node_put(z->fs, np);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */

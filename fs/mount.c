@@ -137,6 +137,11 @@ void orphan_del(struct zlfs_fs *fs, uint32_t ino)
 	fs->dirty = 1;
 }
 
+int orphan_is(const struct zlfs_fs *fs, uint32_t ino)
+{
+	return fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)));
+}
+
 uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after)
 {
 	uint32_t i;
