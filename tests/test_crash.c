@@ -444,10 +444,12 @@ int main(void)
 		return 77;
 	}
 	s = suite_create("crash");
-	tc = tcase_create("crash");
-
+	tc = tcase_create("files"); /* CK_RUN_CASE=files or gc runs one of them */
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, t_crash_files);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("gc");
+	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, t_crash_gc);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
