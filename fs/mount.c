@@ -247,7 +247,8 @@ int zlfs_unmount(struct zlfs_fs *fs)
 {
 	int ret = 0;
 
-	if (!fs->readonly)
+	/* Nothing changed since a clean checkpoint: the device is already as it should be. */
+	if (!fs->readonly && (fs->dirty || !(fs->cp.flags & ZLFS_CP_CLEAN)))
 		ret = ckpt_write(fs, 1);
 	fs_free(fs);
 	return ret;

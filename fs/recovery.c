@@ -338,7 +338,9 @@ static int seal_zone(struct rec *r, uint32_t zone, struct zlfs_summary *sum)
 }
 
 /* Zones written after the checkpoint: keep and seal those holding recovered blocks, reset
- * the rest (nothing durable references them) so they stop counting as active zones. */
+ * the open or closed rest (nothing durable references them) so they stop counting as active
+ * zones. Full ones wait to be reset when a log takes them: after a clean unmount that is every
+ * such zone, and the mount writes nothing. */
 static int settle_post_cp_zones(struct rec *r)
 {
 	struct zlfs_fs *fs = r->fs;
@@ -351,7 +353,7 @@ static int settle_post_cp_zones(struct rec *r)
 			continue;
 		if (zone_valid_blocks(fs, zone))
 			ret = seal_zone(r, zone, sum);
-		else
+		else if (r->zones[zone].cond != ZDEV_COND_FULL) /* open or closed: still active */
 			ret = zdev_zone_reset(fs->dev, zone);
 	}
 	zdev_buf_free(sum);

@@ -201,6 +201,42 @@ START_TEST(t_ctl)
 }
 END_TEST
 
+/* A mount after a clean unmount has nothing to recover: mounting and unmounting again
+ * writes nothing at all to the device. */
+START_TEST(t_clean_remount_writes_nothing)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+	char f[600], log[600];
+	long before, after;
+	pid_t pid;
+	int err;
+
+	tu_path(img, sizeof(img), "clean.img");
+	tu_path(log, sizeof(log), "clean.log");
+	tu_path(mnt, sizeof(mnt), "mnt");
+	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
+	mkdir(mnt, 0755);
+	unlink(img);
+	unlink(log);
+	o.log_path = log;
+	ck_assert_int_eq(zemu_create(img, &o), 0);
+	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	snprintf(f, sizeof(f), "%s/f", mnt);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(fill_file(f, 7, 5 << 20, &err), 5 << 20);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	before = zemu_log_count(log);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert(same_bytes(f, 7, 5 << 20));
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	after = zemu_log_count(log);
+	ck_assert_int_gt(before, 10);
+	ck_assert_int_eq(after, before);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -216,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, t_full_device);
 	tcase_add_test(tc, t_write_error_goes_read_only);
 	tcase_add_test(tc, t_ctl);
+	tcase_add_test(tc, t_clean_remount_writes_nothing);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
