@@ -52,6 +52,36 @@ enum zone_state {
 struct node_page;
 struct iattr_cache;
 
+enum gc_phase { GC_NONE = 0, GC_NORMAL, GC_BOOSTED, GC_FOREGROUND };
+
+/* Garbage-collection policy (docs/design.md) and its counters. */
+struct gc_opts {
+	unsigned high_pct;     /* free zones (% of main) below which normal GC runs; 60 */
+	unsigned low_pct;      /* below which GC is boosted; 25 */
+	unsigned idle_ms;      /* normal GC waits for this much user idleness; 500 */
+	unsigned boost_zones;  /* zones a boosted pass empties; 4 */
+	unsigned pe_cycles;    /* program/erase rating for the lifetime estimate; 3000 */
+	double read_nj_per_byte, write_nj_per_byte; /* energy model */
+};
+
+#define GC_LOG_MAX 32
+struct gc_state {
+	struct gc_opts o;
+	enum gc_phase phase;
+	struct {
+		uint64_t time_ns;
+		uint8_t from, to;
+		uint32_t free_zones;
+	} log[GC_LOG_MAX];
+	uint32_t nlog;              /* transitions so far; the last GC_LOG_MAX are kept */
+	uint32_t victim, cursor;    /* zone being emptied by background steps, next block */
+	int has_victim;
+	struct zlfs_summary *sum;   /* summary of segment sum_segno, read once per segment */
+	uint32_t sum_segno;
+	uint8_t *buf;
+	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
+};
+
 /* The attributes stat needs, kept for many more inodes than there are node pages. */
 struct iattr {
 	uint32_t mode, nlink, uid, gid, rdev, generation;
@@ -118,6 +148,10 @@ struct zlfs_fs {
 	uint64_t user_bytes, dev_bytes;
 	uint64_t gc_bytes;          /* bytes migrated by garbage collection */
 	uint64_t gc_zones;          /* zones emptied by garbage collection (this mount) */
+	struct gc_state gc;
+	/* user activity, kept by the FUSE layer so background work can stand aside */
+	int users_active;           /* requests inside the filesystem (atomic) */
+	uint64_t last_user_ns;      /* when the last one left (CLOCK_MONOTONIC) */
 
 	struct wbuf *wb;            /* staged blocks for the main-area logs */
 	uint8_t *iobuf;             /* one aligned block for metadata I/O under fs->lock */
@@ -129,6 +163,7 @@ struct zlfs_mount_opts {
 	int readonly;
 	int direct;
 	struct wbuf_opts wb;        /* zeros: the defaults (dynamic, 4 MiB, 192 KiB slots) */
+	const struct gc_opts *gc;   /* NULL: gc_defaults() */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* Write a clean checkpoint (unless read-only) and release everything. */
@@ -208,6 +243,14 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
 int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones);
 /* Free zones are running short of what the logs and the reserve need. */
 int gc_urgent(const struct zlfs_fs *fs);
+void gc_defaults(struct gc_opts *o);
+/* The phase the free space calls for now; a change is logged with its time. */
+enum gc_phase gc_phase_update(struct zlfs_fs *fs);
+const char *gc_phase_name(enum gc_phase p);
+/* Move up to BUDGET valid blocks out of the current background victim (choosing one first:
+ * greedy or cost-benefit). Returns blocks moved, 0 when the victim just became empty (its
+ * moved nodes are written), -ENOENT when no zone is worth collecting. */
+int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget);
 
 /* ---- stats.c ---------------------------------------------------------------------------- */
 /* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */

@@ -9,6 +9,7 @@
  */
 #define FUSE_USE_VERSION 314
 #include "fuse_ops.h"
+#include "background.h"
 #include "files.h"
 #include "log.h"
 #include "zlfs_ioctl.h"
@@ -37,6 +38,7 @@ struct zfuse {
 	} **irefs;
 	uint32_t nbuckets;
 	pthread_t cp_thread;
+	struct bg *bg;
 	pthread_cond_t cp_cond;
 	int cp_stop;
 };
@@ -109,7 +111,22 @@ static void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static void lock(struct zfuse *z) { pthread_mutex_lock(&z->fs->lock); }
+/* Users are counted in and out so background GC can stand aside while they wait. */
+static void lock(struct zfuse *z)
+{
+	__atomic_add_fetch(&z->fs->users_active, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&z->fs->lock);
+}
+
+static void user_left(struct zlfs_fs *fs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_store_n(&fs->last_user_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
+			 __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&fs->users_active, 1, __ATOMIC_RELAXED);
+}
 
 /* Free zones down to what the logs need: empty the emptiest zones now, and checkpoint so
  * they become free. */
@@ -124,11 +141,13 @@ static int gc_foreground(struct zlfs_fs *fs)
 
 static void unlock(struct zfuse *z)
 {
+	gc_phase_update(z->fs); /* transitions are logged when they happen, not when GC wakes */
 	if (gc_urgent(z->fs))
 		gc_foreground(z->fs);
 	if (ckpt_due(z->fs))
 		files_sync(z->fs); /* on failure the FS is read-only and says why */
 	node_shrink(z->fs);
+	user_left(z->fs);
 	pthread_mutex_unlock(&z->fs->lock);
 }
 
@@ -816,6 +835,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* No GC or checkpoint on the way out: they may reset a zone, which waits for io_lock,
 	 * and the plan holds it until the read below is done. */
+	user_left(z->fs);
 	pthread_mutex_unlock(&z->fs->lock);
 	if (!ret && p.len) /* the device I/O, without the filesystem lock */
 		ret = data_read_do(z->fs, &p);
@@ -1259,6 +1279,8 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o)
 
 int zfuse_start(struct zfuse *z)
 {
+	if (!z->fs->readonly && z->opts.background_gc && bg_start(z->fs, &z->bg))
+		zlog_warn("background GC could not start: collection runs in the foreground only");
 	if (z->fs->readonly || !z->opts.cp_interval)
 		return 0;
 	return -pthread_create(&z->cp_thread, NULL, cp_thread, z);
@@ -1270,6 +1292,7 @@ int zfuse_destroy(struct zfuse *z)
 	uint32_t b;
 	int ret;
 
+	bg_stop(z->bg);
 	if (z->cp_thread) {
 		pthread_mutex_lock(&z->fs->lock);
 		z->cp_stop = 1;

@@ -13,6 +13,7 @@ struct zlfs_ops_opts {
 	int direct_io;        /* bypass the kernel page cache for file data */
 	int writeback_cache;  /* let the kernel cache writes (fsync stays correct) */
 	unsigned cp_interval; /* seconds between checkpoints while dirty; 0 = only on sync */
+	int background_gc;    /* run the background GC worker (phases) */
 };
 
 struct zfuse;

@@ -22,6 +22,8 @@
 struct zlfs_cli {
 	char *device;
 	char *wb_policy, *wb_budget, *wb_slot, *wb_superpage;
+	int no_gc;
+	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval;
 	int show_help, show_version;
@@ -36,6 +38,12 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("cp_interval=%u", cp_interval, 0),
 	OPT("verbose", verbose, 1),
 	OPT("wb_policy=%s", wb_policy, 0),
+	OPT("nogc", no_gc, 1),
+	OPT("gc_high=%u", gc_high, 0),
+	OPT("gc_low=%u", gc_low, 0),
+	OPT("gc_idle_ms=%u", gc_idle_ms, 0),
+	OPT("gc_boost_zones=%u", gc_boost_zones, 0),
+	OPT("pe_cycles=%u", pe_cycles, 0),
 	OPT("wb_budget=%s", wb_budget, 0),
 	OPT("wb_slot=%s", wb_slot, 0),
 	OPT("wb_superpage=%s", wb_superpage, 0),
@@ -74,6 +82,13 @@ static void usage(const char *prog)
 	       "    wb_budget=SIZE       write buffer memory (default 4M)\n"
 	       "    wb_slot=SIZE         dynamic slot size, one program unit (default 192K)\n"
 	       "    wb_superpage=SIZE    static buffer size per zone (default 768K)\n"
+	       "    gc_high=PCT          background GC starts below PCT%% free zones (default 60)\n"
+	       "    gc_low=PCT           boosted GC below PCT%% free zones (default 25)\n"
+	       "    gc_idle_ms=MS        normal GC waits for MS of user idleness (default 500)\n"
+	       "    gc_boost_zones=N     zones a boosted GC pass empties (default 4)\n"
+	       "    nogc                 no background GC (foreground GC still frees space)\n"
+	       "    pe_cycles=N          P/E rating for the lifetime estimate (default 3000;\n"
+	       "                         30000 for pSLC)\n"
 	       "    verbose              log more\n\n"
 	       "FUSE options:\n",
 	       prog);
@@ -111,19 +126,41 @@ static int wb_options(const struct zlfs_cli *c, struct wbuf_opts *w)
 	return 0;
 }
 
+static int gc_options(const struct zlfs_cli *c, struct gc_opts *g)
+{
+	gc_defaults(g);
+	if (c->gc_high)
+		g->high_pct = c->gc_high;
+	if (c->gc_low)
+		g->low_pct = c->gc_low;
+	if (c->gc_idle_ms)
+		g->idle_ms = c->gc_idle_ms;
+	if (c->gc_boost_zones)
+		g->boost_zones = c->gc_boost_zones;
+	if (c->pe_cycles)
+		g->pe_cycles = c->pe_cycles;
+	if (g->low_pct > g->high_pct || g->high_pct > 100) {
+		fprintf(stderr, "zlfs: need gc_low <= gc_high <= 100\n");
+		return -1;
+	}
+	return 0;
+}
+
 static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
 {
 	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev};
+	struct gc_opts gco;
 	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
-				   .cp_interval = c->cp_interval};
+				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;
 	struct zfuse *z;
 	int ret;
 
-	if (wb_options(c, &mo.wb))
+	if (wb_options(c, &mo.wb) || gc_options(c, &gco))
 		return 2;
+	mo.gc = &gco;
 	ret = files_mount(c->device, &mo, &fs);
 	if (ret)
 		return 1;

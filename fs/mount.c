@@ -193,6 +193,8 @@ static int mount_recover(struct zlfs_fs *fs)
 
 static void fs_free(struct zlfs_fs *fs)
 {
+	zdev_buf_free(fs->gc.sum);
+	zdev_buf_free(fs->gc.buf);
 	wbuf_destroy(fs->wb);
 	free(fs->orphans);
 	node_destroy(fs);
@@ -214,6 +216,9 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!fs)
 		return -ENOMEM;
 	pthread_mutex_init(&fs->lock, NULL);
+	gc_defaults(&fs->gc.o);
+	if (o->gc)
+		fs->gc.o = *o->gc;
 	pthread_rwlock_init(&fs->io_lock, NULL);
 	fs->iobuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;

@@ -85,6 +85,38 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		fs->sb.max_nid);
 }
 
+/* Energy per reclaimed GiB from the per-byte model: what GC read and wrote, over what it
+ * freed. Lifetime: TBW = capacity x P/E cycles / WAF. */
+static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
+{
+	const struct gc_state *g = &fs->gc;
+	double freed_gib = (double)fs->gc_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE /
+			   (1024.0 * 1024 * 1024);
+	double joules = ((double)g->bytes_read * g->o.read_nj_per_byte +
+			 (double)fs->gc_bytes * g->o.write_nj_per_byte) * 1e-9;
+	double waf = fs->user_bytes ? (double)fs->dev_bytes / (double)fs->user_bytes : 1.0;
+	double cap = (double)fs->sb.main_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE;
+	uint32_t i, n = g->nlog < GC_LOG_MAX ? g->nlog : GC_LOG_MAX;
+
+	jprintf(j, "  \"gc\": {\"phase\": \"%s\", \"bytes_migrated\": %llu, "
+		   "\"zones_reclaimed\": %llu, \"wakes\": %llu, \"busy_ms\": %.1f, "
+		   "\"overlap_with_users\": %.3f, \"energy_j_per_reclaimed_gib\": %.1f,\n"
+		   "    \"watermarks_pct\": {\"high\": %u, \"low\": %u}, \"transitions\": [",
+		gc_phase_name(g->phase), (unsigned long long)fs->gc_bytes,
+		(unsigned long long)fs->gc_zones, (unsigned long long)g->wakes, g->busy_ns / 1e6,
+		g->busy_ns ? (double)g->overlap_ns / (double)g->busy_ns : 0.0,
+		freed_gib > 0 ? joules / freed_gib : 0.0, g->o.high_pct, g->o.low_pct);
+	for (i = 0; i < n; i++) {
+		uint32_t k = (g->nlog - n + i) % GC_LOG_MAX;
+
+		jprintf(j, "%s{\"time_ns\": %llu, \"from\": \"%s\", \"to\": \"%s\", "
+			   "\"free_zones\": %u}", i ? ", " : "", (unsigned long long)g->log[k].time_ns,
+			gc_phase_name(g->log[k].from), gc_phase_name(g->log[k].to), g->log[k].free_zones);
+	}
+	jprintf(j, "]},\n  \"lifetime\": {\"pe_cycles\": %u, \"tbw_bytes\": %.0f},\n",
+		g->o.pe_cycles, cap * g->o.pe_cycles / (waf > 0 ? waf : 1.0));
+}
+
 static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 {
 	struct wbuf_stats w = {0};
@@ -95,8 +127,7 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
 		   "  \"write_amplification\": %.3f,\n",
 		(unsigned long long)fs->user_bytes, (unsigned long long)fs->dev_bytes, waf);
-	jprintf(j, "  \"gc\": {\"bytes_migrated\": %llu, \"zones_reclaimed\": %llu},\n",
-		(unsigned long long)fs->gc_bytes, (unsigned long long)fs->gc_zones);
+	stats_gc(fs, j);
 	jprintf(j, "  \"checkpoint_version\": %llu,\n  \"read_only\": %s,\n",
 		(unsigned long long)fs->cp.version, fs->readonly ? "true" : "false");
 	jprintf(j, "  \"write_buffer\": {\"slots\": %u, \"slot_bytes\": %llu, "

@@ -111,6 +111,66 @@ START_TEST(t_churn)
 }
 END_TEST
 
+static int stats_has(const char *needle)
+{
+	char out[512];
+
+	tu_path(out, sizeof(out), "phase.json");
+	if (tu_sh("%s stats %s > %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt, out))
+		return 0;
+	return tu_sh("grep -q '%s' %s", needle, out) == 0;
+}
+
+/* Phases follow the free zones at the configured watermarks, transitions are logged, and
+ * background GC (not a write that ran out of room) empties half-dead zones while idle. */
+START_TEST(t_phases)
+{
+	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20};
+	char a[600], b[600];
+	static uint8_t buf[64 * 1024];
+	int fa, fb, i, waited;
+	pid_t pid;
+
+	tu_path(img, sizeof(img), "phases.img");
+	tu_path(mnt, sizeof(mnt), "mnt");
+	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
+	mkdir(mnt, 0755);
+	unlink(img);
+	ck_assert_int_eq(zemu_create(img, &o), 0);
+	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,gc_high=85,gc_low=45,gc_idle_ms=100");
+	ck_assert_int_gt(pid, 0);
+	ck_assert(stats_has("\"phase\": \"no-gc\""));
+	snprintf(a, sizeof(a), "%s/a", mnt);
+	snprintf(b, sizeof(b), "%s/b", mnt);
+	fa = open(a, O_CREAT | O_WRONLY, 0644);
+	fb = open(b, O_CREAT | O_WRONLY, 0644);
+	/* Interleaved, so every zone holds both files: deleting one leaves zones half dead. */
+	for (i = 0; i < 400; i++) {
+		memset(buf, i, sizeof(buf));
+		ck_assert_int_eq(write(fa, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		ck_assert_int_eq(write(fb, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	}
+	ck_assert_int_eq(fsync(fa), 0);
+	close(fa);
+	close(fb);
+	for (waited = 0; waited < 50 && !stats_has("\"to\": \"boosted\""); waited++)
+		usleep(100000);
+	ck_assert(stats_has("\"to\": \"normal\""));
+	ck_assert(stats_has("\"to\": \"boosted\""));
+	ck_assert_int_eq(unlink(b), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", bin, mnt), 0);
+	for (waited = 0; waited < 100 && tu_ctl_stat(mnt, "zones_reclaimed") <= 0; waited++)
+		usleep(100000); /* idle: the background worker collects */
+	printf("phases: %ld zones reclaimed in the background, %ld wakes\n",
+	       tu_ctl_stat(mnt, "zones_reclaimed"), tu_ctl_stat(mnt, "wakes"));
+	ck_assert_int_gt(tu_ctl_stat(mnt, "zones_reclaimed"), 0);
+	ck_assert_int_gt(tu_ctl_stat(mnt, "wakes"), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -124,6 +184,7 @@ int main(void)
 	tc = tcase_create("gc");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, t_churn);
+	tcase_add_test(tc, t_phases);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
