@@ -74,7 +74,7 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 				break;
 		}
 	}
-	if (fs->gc_zones > zones0 && !fs->readonly)
+	if (seg_prefree_zones(fs) && !fs->readonly)
 		files_sync(fs); /* the emptied zones become free */
 	fs->gc.busy_ns += mono_ns() - t0;
 	if (ret < 0 && ret != -ENOENT)

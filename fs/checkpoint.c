@@ -124,7 +124,7 @@ static int ckpt_scan_zone(struct zdev *dev, const struct zlfs_sb_info *sbi, int 
 			break; /* a torn or foreign tail ends this zone's log */
 		if (ret)
 			return ret;
-		if (tmp->version > best->version) {
+		if (tmp->version >= best->version) { /* a later pack of one version wins */
 			*best = *tmp;
 			pos->slot = slot;
 			pos->blk = blk;
@@ -408,6 +408,16 @@ static int meta_zone_close(struct zlfs_fs *fs, uint32_t zone)
 	return ret;
 }
 
+static int meta_zone_clear(struct zlfs_fs *fs, uint32_t zone)
+{
+	struct zdev_zone z;
+	int ret = zdev_report_one(fs->dev, zone, &z);
+
+	if (!ret && z.cond != ZDEV_COND_EMPTY)
+		ret = zdev_zone_reset(fs->dev, zone);
+	return ret;
+}
+
 static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
 {
 	int ret;
@@ -419,6 +429,8 @@ static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
 		if (fs->meta_zone + 1 >= end)
 			return -ENOSPC; /* sized away by mkfs; never expected */
 		ret = meta_zone_close(fs, fs->meta_zone);
+		if (!ret) /* a crashed checkpoint may have left blocks there; none is referenced */
+			ret = meta_zone_clear(fs, fs->meta_zone + 1);
 		if (ret)
 			return ret;
 		fs->meta_zone++;
@@ -616,17 +628,21 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	return nsum;
 }
 
-/* Where the next pack goes: after the newest one, or at the start of the other zone. */
+/* Where the next pack goes: right after the newest one, or at the start of the other zone.
+ * Anything between the newest valid pack and the write pointer (a pack torn by a power cut,
+ * or one whose write failed) would hide every pack written after it from the next mount, so
+ * then the other zone is used: it holds only older packs. */
 static int ckpt_place(struct zlfs_fs *fs, uint32_t blocks, struct zlfs_cp_pos *pos)
 {
 	struct zdev_zone z;
+	uint32_t after = fs->cp_pos.blk + fs->cp.pack_blocks;
 	int ret = zdev_report_one(fs->dev, fs->sb.cp_zone[fs->cp_pos.slot], &z);
 
 	if (ret)
 		return ret;
 	pos->slot = fs->cp_pos.slot;
 	pos->blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
-	if (z.cond != ZDEV_COND_FULL && pos->blk + blocks <= cap_blocks(fs))
+	if (z.cond != ZDEV_COND_FULL && pos->blk == after && pos->blk + blocks <= cap_blocks(fs))
 		return 0;
 	pos->slot = !fs->cp_pos.slot;
 	pos->blk = 0;
@@ -728,9 +744,13 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		fs->dirty = 0;
 		fs->dirty_meta = 0;
 		memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
+		memset(fs->nid_freed, 0, fs->sb.max_nid / 8 + 1);
 		seg_ckpt_done(fs);
 	} else if (ret != -EROFS) {
-		zlog_err("checkpoint %llu failed: %s", (unsigned long long)fs->cp_ver, strerror(-ret));
+		/* Never write another pack behind one that may be half there. */
+		zlog_err("checkpoint %llu failed: %s; filesystem switched to read-only",
+			 (unsigned long long)fs->cp_ver, strerror(-ret));
+		fs->readonly = 1;
 	}
 	free(orphans);
 	zdev_buf_free(sums);

@@ -112,6 +112,8 @@ struct zlfs_fs {
 	uint32_t nid_hint;
 	uint8_t *nofast;            /* per nid bit: inode needs a checkpoint to fsync (new, or lost
 				     * a node) until the next checkpoint */
+	uint8_t *nid_freed;         /* per nid bit: freed since the last checkpoint, so not reused:
+				     * roll-forward must never meet two owners of one nid */
 	uint64_t valid_nodes, valid_inodes;
 
 	/* SIT and zones */
@@ -189,6 +191,8 @@ int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 /* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. Safe
  * without fs->lock while io_lock is held shared. */
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
+/* Zones emptied since the last checkpoint, waiting for the next one to become free. */
+uint32_t seg_prefree_zones(const struct zlfs_fs *fs);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs);
 /* Whether a new file may still be created: names and inodes never eat into the reserve. */
@@ -208,7 +212,8 @@ struct node_page {
 	void *buf;                  /* 4 KiB, aligned */
 };
 
-/* Allocate a free nid for inode INO (or a new inode when INO is 0: nid == ino). */
+/* Allocate a free nid for inode INO (or a new inode when INO is 0: nid == ino). -EAGAIN when
+ * the only free nids were freed since the last checkpoint (write one, then retry). */
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
 /* Get the node page of NID (read and verified on a miss); put it back with node_put. */
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);

@@ -100,7 +100,7 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	}
 	if (!create)
 		return -ENOENT;
-	ret = node_alloc_nid(fs, ino, &nid);
+	ret = files_alloc_nid(fs, ino, &nid);
 	if (ret)
 		return ret;
 	ret = node_new(fs, nid, ino, last ? ZLFS_KIND_DNODE : ZLFS_KIND_INDNODE, out);

@@ -23,6 +23,9 @@
 
 static inline struct zlfs_inode *inode_of(struct node_page *np) { return np->buf; }
 
+/* A node id for inode INO (0: a new inode), writing a checkpoint first if only nids freed
+ * since the last one are left. */
+int files_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
 /* Get the inode page of INO (checked to be an inode). */
 int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np);
 /* Create an inode of MODE owned by UID/GID under directory PARENT. */

@@ -134,7 +134,8 @@ static int gc_foreground(struct zlfs_fs *fs)
 {
 	int ret = gc_reclaim(fs, fs->sb.reserved_zones + fs->sb.nr_logs + 2, 1, 4);
 
-	if (ret > 0)
+	/* Emptied zones (by GC or by deletes) only become free with a checkpoint. */
+	if (ret >= 0 && seg_prefree_zones(fs))
 		ret = files_sync(fs);
 	return ret == -ENOENT ? -ENOSPC : ret;
 }

@@ -37,13 +37,25 @@ int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np)
 	return 0;
 }
 
+int files_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
+{
+	int ret = node_alloc_nid(fs, ino, nid);
+
+	if (ret == -EAGAIN) { /* nids freed since the checkpoint come back with the next one */
+		ret = files_sync(fs);
+		if (!ret)
+			ret = node_alloc_nid(fs, ino, nid);
+	}
+	return ret == -EAGAIN ? -ENOSPC : ret;
+}
+
 int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
 	      uint32_t parent, struct node_page **out)
 {
 	struct zlfs_inode *in;
 	uint64_t now = inode_now_ns();
 	uint32_t ino, gen;
-	int ret = seg_room_for_user(fs) ? node_alloc_nid(fs, 0, &ino) : -ENOSPC;
+	int ret = seg_room_for_user(fs) ? files_alloc_nid(fs, 0, &ino) : -ENOSPC;
 
 	if (ret)
 		return ret;

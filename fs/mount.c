@@ -233,10 +233,12 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!ret)
 		ret = mount_meta_position(fs);
 	fs->readonly = readonly;
-	if (!ret) /* a clean checkpoint says nothing of a later session that crashed: always look */
-		ret = mount_recover(fs);
+	/* Zone states first: a zone recovery empties is prefree (the durable checkpoint still
+	 * points into it), one it fills becomes used. */
 	if (!ret)
 		ret = seg_init(fs);
+	if (!ret) /* a clean checkpoint says nothing of a later session that crashed: always look */
+		ret = mount_recover(fs);
 	if (!ret)
 		ret = mount_wbuf(fs, o);
 	if (ret) {

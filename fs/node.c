@@ -104,12 +104,16 @@ void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 {
-	uint32_t n = fs->sb.max_nid, i, cand;
+	uint32_t n = fs->sb.max_nid, i, cand, held = 0;
 
 	for (i = 0; i < n; i++) {
 		cand = (fs->nid_hint + i) % n;
 		if (cand == ZLFS_NID_NULL || fs->nat[cand].blkaddr != ZLFS_ADDR_NULL)
 			continue;
+		if (fs->nid_freed[cand / 8] & (1u << (cand % 8))) {
+			held++;
+			continue;
+		}
 		fs->nid_hint = cand + 1;
 		nat_set(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
 		if (!ino) /* its name is not durable until a checkpoint */
@@ -120,7 +124,7 @@ int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 		*nid = cand;
 		return 0;
 	}
-	return -ENOSPC;
+	return held ? -EAGAIN : -ENOSPC; /* -EAGAIN: a checkpoint releases freed nids */
 }
 
 static struct node_page *ncache_find(struct zlfs_fs *fs, uint32_t nid)
@@ -266,6 +270,7 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 	iattr_drop(fs, nid);
 	if (addr == ZLFS_ADDR_NULL)
 		return;
+	fs->nid_freed[nid / 8] |= (uint8_t)(1u << (nid % 8));
 	/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
 	fs->nofast[fs->nat[nid].ino / 8] |= (uint8_t)(1u << (fs->nat[nid].ino % 8));
 	seg_mark(fs, addr, 0);
@@ -396,8 +401,9 @@ int node_init(struct zlfs_fs *fs)
 	fs->ncache_buckets = 4096;
 	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
 	fs->nofast = calloc(fs->sb.max_nid / 8 + 1, 1);
+	fs->nid_freed = calloc(fs->sb.max_nid / 8 + 1, 1);
 	fs->icache = calloc(1, sizeof(*fs->icache));
-	return fs->ncache && fs->nofast && fs->icache ? 0 : -ENOMEM;
+	return fs->ncache && fs->nofast && fs->nid_freed && fs->icache ? 0 : -ENOMEM;
 }
 
 void node_destroy(struct zlfs_fs *fs)
@@ -413,6 +419,8 @@ void node_destroy(struct zlfs_fs *fs)
 	fs->ncache = NULL;
 	free(fs->nofast);
 	fs->nofast = NULL;
+	free(fs->nid_freed);
+	fs->nid_freed = NULL;
 	for (b = 0; fs->icache && b < ICACHE_BUCKETS; b++)
 		while (fs->icache->bucket[b]) {
 			struct iattr_ent *e = fs->icache->bucket[b];

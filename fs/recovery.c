@@ -45,7 +45,7 @@ struct rec {
 	struct zlfs_fs *fs;
 	struct zdev_zone *zones;   /* all zones, reported once */
 	struct rnode *nodes;
-	size_t nnodes, cap_nodes;
+	size_t nnodes, cap_nodes, nnodes_seen;
 	struct rsum *sums;         /* owners of blocks made valid by recovery */
 	size_t nsums, cap_sums;
 	uint8_t *buf;              /* SCAN_BATCH blocks */
@@ -396,6 +396,7 @@ static int apply_all(struct rec *r)
 	size_t i;
 	int ret = 0;
 
+	r->nnodes_seen = r->nnodes;
 	if (!r->nnodes)
 		return 0;
 	keep_fsynced(r);
@@ -426,6 +427,10 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered)
 	if (!ret)
 		ret = apply_all(&r);
 	if (!ret) {
+		/* Any node of the coming version on the device, fsync'ed or not: the next
+		 * checkpoint must move the version past it before anything new is written. */
+		if (r.nnodes_seen)
+			fs->dirty = 1;
 		if (r.max_seq > fs->seq)
 			fs->seq = r.max_seq;
 		fix_log_summaries(&r);

@@ -73,6 +73,10 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 		se->valid++;
 		fs->zone_valid[mz]++;
 		fs->valid_blocks++;
+		if (fs->zone_state[mz] == ZONE_FREE) { /* only recovery adds blocks to such a zone */
+			fs->zone_state[mz] = ZONE_USED;
+			fs->free_zones--;
+		}
 	} else {
 		se->valid--;
 		fs->valid_blocks--;
@@ -83,6 +87,15 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 }
 
 int seg_room_for_user(const struct zlfs_fs *fs) { return seg_free_blocks(fs) > 0; }
+
+uint32_t seg_prefree_zones(const struct zlfs_fs *fs)
+{
+	uint32_t mz, n = 0;
+
+	for (mz = 0; mz < fs->sb.main_zones; mz++)
+		n += fs->zone_prefree[mz];
+	return n;
+}
 
 /* What user data can still take: the rest of the data log's zone and the free zones above
  * the reserve. Room left in node and directory logs is not data space. */
@@ -249,6 +262,8 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 		}
 		fs->zone_state[mz] = ZONE_OPEN;
 		fs->free_zones--;
+		if (fs->gc.has_victim && fs->gc.victim == *zone)
+			fs->gc.has_victim = 0;
 		return 0;
 	}
 	return -ENOSPC;
@@ -266,6 +281,7 @@ static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log
 		fs->zone_state[l->zone - fs->sb.main_zone_first] = ZONE_USED;
 		if (!fs->zone_valid[l->zone - fs->sb.main_zone_first])
 			fs->zone_prefree[l->zone - fs->sb.main_zone_first] = 1;
+		l->zone = ZLFS_ZONE_NONE; /* done with it, even if no new zone can be had */
 	}
 	ret = seg_take_zone(fs, type, &zone);
 	if (ret)

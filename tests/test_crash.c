@@ -279,7 +279,29 @@ static const char *verify_any(int si, int fi, char *why, size_t wl)
 	return why;
 }
 
-/* Rebuild, mount, compare, unmount, fsck. NULL when the crash point passes. */
+static int file_there(const char *rel)
+{
+	char p[600];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", mnt, rel);
+	return !stat(p, &st) && st.st_size == 4096;
+}
+
+/* After recovery the filesystem must take new work and make it durable: a new file and a
+ * directory fsync (a checkpoint). NULL on success. */
+static const char *life_after(char *why, size_t wl)
+{
+	write_file("after-recovery", 77, 4096, 0, 1);
+	fsync_path(".");
+	if (!file_there("after-recovery")) {
+		snprintf(why, wl, "cannot write after recovery");
+		return why;
+	}
+	return NULL;
+}
+
+/* Rebuild, mount, compare, write more, unmount, remount, fsck. NULL when the point passes. */
 static const char *try_point(long n, int torn, char *why, size_t wl)
 {
 	const struct stage *s = NULL;
@@ -303,13 +325,23 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 	for (i = 0; s && i < s->nfiles; i++)
 		if (verify_any(si, i, why, wl))
 			break;
+	if (!(s && i < s->nfiles) && life_after(why, wl)) /* recovered: can it go on? */
+		i = -1;
 	rc = daemon_stop(pid);
-	if (s && i < s->nfiles)
+	if ((s && i < s->nfiles) || i < 0)
 		return why;
 	if (rc) {
 		snprintf(why, wl, "daemon exited with %d", rc);
 		return why;
 	}
+	pid = daemon_start(out); /* what it wrote after recovery is there after a remount */
+	if (pid < 0 || !file_there("after-recovery")) {
+		if (pid > 0)
+			daemon_stop(pid);
+		snprintf(why, wl, "a file made durable after recovery is lost at the next mount");
+		return why;
+	}
+	daemon_stop(pid);
 	rc = tu_sh("%s -n %s >/dev/null 2>&1", tu_bin(bin, sizeof(bin), "fsck.zlfs"), out);
 	if (rc) {
 		snprintf(why, wl, "fsck.zlfs -n exits %d", rc);
@@ -358,10 +390,10 @@ static void workload_gc(void)
 	}
 }
 
-/* Run WORKLOAD on a fresh logged image of SIZE, then try crash points: every flush boundary
- * and a sample of writes (at most about MAX in all), or every operation with
- * ZLFS_CRASH_ALL=1. */
-static long enumerate(const char *name, uint64_t size, void (*wl)(void), long max)
+/* Run WORKLOAD on a fresh logged image of SIZE, then try crash points (see below), or every
+ * operation, whole and torn, with ZLFS_CRASH_ALL=1. */
+static long enumerate(const char *name, uint64_t size, void (*wl)(void), long max,
+		      int every_flush)
 {
 	struct zemu_create_opts o = {.size = size, .zone_size = 2 << 20, .max_open = 12,
 				     .max_active = 12};
@@ -397,15 +429,20 @@ static long enumerate(const char *name, uint64_t size, void (*wl)(void), long ma
 	total = zemu_log_count(logpath);
 	kinds = malloc((size_t)total + 1);
 	ck_assert_int_eq(zemu_log_kinds(logpath, kinds, total), total);
+	/* With EVERY_FLUSH: every flush boundary and the write just before each flush, torn (a
+	 * checkpoint pack, the last slot of an fsync), plus a sample of about MAX other writes.
+	 * Without: a sample of about MAX of all of them. */
 	for (n = first; n <= total; n++)
-		points += kinds[n - 1] == 'F' || kinds[n - 1] == 'W';
+		points += kinds[n - 1] == 'W' || (!every_flush && kinds[n - 1] == 'F');
 	step = all || points <= max ? 1 : points / max + 1;
 	for (n = first, points = 0; n <= total; n++) {
-		if (kinds[n - 1] != 'F' && kinds[n - 1] != 'W' && n != total)
+		int w = kinds[n - 1] == 'W', f = kinds[n - 1] == 'F';
+		int before_flush = every_flush && w && n < total && kinds[n] == 'F';
+		int sampled = (w || (f && !every_flush)) && (points++ % step == 0);
+
+		if (!(f && every_flush) && !before_flush && !sampled && n != total)
 			continue;
-		if (n != total && points++ % step)
-			continue;
-		for (torn = 0; torn <= (kinds[n - 1] == 'W'); torn++) {
+		for (torn = before_flush && !sampled; torn <= w; torn++) {
 			tried++;
 			if (try_point(n, torn, why, sizeof(why))) {
 				failed++;
@@ -424,13 +461,13 @@ static long enumerate(const char *name, uint64_t size, void (*wl)(void), long ma
 
 START_TEST(t_crash_files)
 {
-	enumerate("files", 256ULL << 20, workload, 60);
+	enumerate("files", 256ULL << 20, workload, 40, 1);
 }
 END_TEST
 
 START_TEST(t_crash_gc)
 {
-	ck_assert_int_gt(enumerate("gc", 64ULL << 20, workload_gc, 30), 0); /* GC did run */
+	ck_assert_int_gt(enumerate("gc", 64ULL << 20, workload_gc, 40, 0), 0); /* GC did run */
 }
 END_TEST
 
