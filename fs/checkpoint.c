@@ -448,6 +448,7 @@ static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
 	}
 	*addr = zlfs_zone_start_blk(&fs->sb, fs->meta_zone) + fs->meta_next++;
 	fs->dev_bytes += ZLFS_BLOCK_SIZE;
+	fs->dev_bytes_meta += ZLFS_BLOCK_SIZE;
 	return 0;
 }
 
@@ -738,6 +739,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
 		fs->dev_bytes += (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE;
+		fs->dev_bytes_meta += (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE;
 		fs->cp = *c;
 		fs->cp_pos = pos;
 		fs->cp_ver++;

@@ -1294,6 +1294,13 @@ int zfuse_destroy(struct zfuse *z)
 	int ret;
 
 	bg_stop(z->bg);
+	if (z->opts.verbose) {
+		char *json = malloc(ZLFS_STATS_MAX);
+
+		if (json && zlfs_stats_json(z->fs, json, ZLFS_STATS_MAX) > 0)
+			zlog(ZLOG_ERR, "statistics at unmount:\n%s", json); /* shown at any level */
+		free(json);
+	}
 	if (z->cp_thread) {
 		pthread_mutex_lock(&z->fs->lock);
 		z->cp_stop = 1;

@@ -14,6 +14,7 @@ struct zlfs_ops_opts {
 	int writeback_cache;  /* let the kernel cache writes (fsync stays correct) */
 	unsigned cp_interval; /* seconds between checkpoints while dirty; 0 = only on sync */
 	int background_gc;    /* run the background GC worker (phases) */
+	int verbose;          /* log the statistics (zlfs-ctl stats) at unmount */
 };
 
 struct zfuse;

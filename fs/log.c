@@ -32,7 +32,7 @@ void zlog(enum zlog_level level, const char *fmt, ...)
 	if (zlog_to_syslog) {
 		vsyslog(prio[level], fmt, ap);
 	} else {
-		char line[1024];
+		char line[12288]; /* room for the statistics JSON at unmount */
 		vsnprintf(line, sizeof(line), fmt, ap);
 		fprintf(stderr, "%s: %s\n", zlog_ident, line);
 	}

@@ -89,7 +89,7 @@ static void usage(const char *prog)
 	       "    nogc                 no background GC (foreground GC still frees space)\n"
 	       "    pe_cycles=N          P/E rating for the lifetime estimate (default 3000;\n"
 	       "                         30000 for pSLC)\n"
-	       "    verbose              log more\n\n"
+	       "    verbose              log more, and the statistics at unmount\n\n"
 	       "FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
@@ -151,7 +151,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev};
 	struct gc_opts gco;
 	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
-				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc};
+				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
+				   .verbose = c->verbose};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;

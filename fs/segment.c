@@ -185,6 +185,9 @@ static int seg_write_at(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk
 	if (ret)
 		return seg_write_failed(fs, zone, ret);
 	fs->dev_bytes += ZLFS_BLOCK_SIZE;
+	fs->dev_bytes_main += ZLFS_BLOCK_SIZE;
+	if (log <= ZLFS_LOG_COLD_NODE)
+		fs->dev_bytes_node += ZLFS_BLOCK_SIZE;
 	return 0;
 }
 

@@ -69,15 +69,17 @@ static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
 
 static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 {
-	uint32_t mz, used = 0, open = 0;
+	uint32_t mz, used = 0, open = 0, dirty = 0;
 
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		used += fs->zone_state[mz] == ZONE_USED;
 		open += fs->zone_state[mz] == ZONE_OPEN;
+		dirty += fs->zone_state[mz] == ZONE_USED && fs->zone_valid[mz] < seg_usable_per_zone(fs);
 	}
 	jprintf(j, "  \"zones\": {\"main\": %u, \"free\": %u, \"open\": %u, \"in_use\": %u, "
-		   "\"reserved_for_gc\": %u},\n",
-		fs->sb.main_zones, fs->free_zones, open, used, fs->sb.reserved_zones);
+		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u},\n",
+		fs->sb.main_zones, fs->free_zones, open, used, dirty, seg_prefree_zones(fs),
+		fs->sb.reserved_zones);
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu},\n",
 		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
@@ -127,6 +129,12 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
 		   "  \"write_amplification\": %.3f,\n",
 		(unsigned long long)fs->user_bytes, (unsigned long long)fs->dev_bytes, waf);
+	/* This mount's device writes by kind (the total above runs across mounts): data and
+	 * node logs (GC's moves included, see "gc"), and the meta log with checkpoint packs. */
+	jprintf(j, "  \"device_bytes_this_mount\": {\"data_logs\": %llu, \"node_logs\": %llu, "
+		   "\"metadata\": %llu},\n",
+		(unsigned long long)(fs->dev_bytes_main - fs->dev_bytes_node),
+		(unsigned long long)fs->dev_bytes_node, (unsigned long long)fs->dev_bytes_meta);
 	stats_gc(fs, j);
 	jprintf(j, "  \"checkpoint_version\": %llu,\n  \"read_only\": %s,\n",
 		(unsigned long long)fs->cp.version, fs->readonly ? "true" : "false");
