@@ -235,17 +235,25 @@ const char *gc_phase_name(enum gc_phase p)
 	return p <= GC_FOREGROUND ? names[p] : "unknown";
 }
 
+/* A phase is left only with some margin past its threshold, so that a filesystem hovering at
+ * a watermark does not flap (and flood the transition log). */
+#define GC_HYST_ZONES 2
+#define GC_HYST_PCT 5
+
 enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 {
 	uint64_t pct = fs->sb.main_zones ? (uint64_t)fs->free_zones * 100 / fs->sb.main_zones : 0;
-	enum gc_phase p = GC_NONE;
+	uint32_t fg = fs->sb.reserved_zones + fs->sb.nr_logs;
+	enum gc_phase cur = fs->gc.phase, p = GC_NONE;
 	struct timespec ts;
 
-	if (gc_urgent(fs))
+	if (gc_urgent(fs) || (cur == GC_FOREGROUND && fs->free_zones <= fg + GC_HYST_ZONES))
 		p = GC_FOREGROUND;
-	else if (pct < fs->gc.o.low_pct)
+	else if (pct < fs->gc.o.low_pct ||
+		 (cur >= GC_BOOSTED && pct < fs->gc.o.low_pct + GC_HYST_PCT))
 		p = GC_BOOSTED;
-	else if (pct < fs->gc.o.high_pct)
+	else if (pct < fs->gc.o.high_pct ||
+		 (cur >= GC_NORMAL && pct < fs->gc.o.high_pct + GC_HYST_PCT))
 		p = GC_NORMAL;
 	if (p != fs->gc.phase) {
 		uint32_t i = fs->gc.nlog++ % GC_LOG_MAX;
