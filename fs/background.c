@@ -53,16 +53,18 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 {
 	struct zlfs_fs *fs = b->fs;
 	unsigned zones = phase == GC_NORMAL ? 1 : fs->gc.o.boost_zones, done = 0;
-	uint64_t t0 = mono_ns(), zones0 = fs->gc_zones;
+	uint64_t zones0 = fs->gc_zones, t0;
 	int ret = 0;
 
 	fs->gc.wakes++;
 	while (!b->stop && !fs->readonly && done < zones) {
-		uint64_t s0 = mono_ns();
+		uint64_t s0 = mono_ns(), d;
 
 		ret = gc_step(fs, phase != GC_NORMAL, STEP_BLOCKS);
+		d = mono_ns() - s0; /* busy and overlap counted per step: overlap <= busy */
+		fs->gc.busy_ns += d;
 		if (users_waiting(fs))
-			fs->gc.overlap_ns += mono_ns() - s0;
+			fs->gc.overlap_ns += d;
 		if (ret < 0)
 			break;
 		done += fs->gc_zones > zones0 + done;
@@ -74,6 +76,7 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 				break;
 		}
 	}
+	t0 = mono_ns();
 	if (seg_prefree_zones(fs) && !fs->readonly)
 		files_sync(fs); /* the emptied zones become free */
 	fs->gc.busy_ns += mono_ns() - t0;

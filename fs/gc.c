@@ -177,6 +177,8 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone)
 	uint32_t seg;
 	int ret = sum && buf ? 0 : -ENOMEM;
 
+	if (fs->gc.has_victim && fs->gc.victim == zone) /* the background worker's position dies */
+		fs->gc.has_victim = 0;
 	for (seg = 0; !ret && seg < fs->sb.segs_per_zone; seg++)
 		ret = gc_migrate_segment(fs, zone, seg, buf, sum);
 	if (!ret)
