@@ -405,20 +405,13 @@ static long enumerate(const char *name, uint64_t size, void (*wl)(void), long ma
 	int torn;
 
 	nstages = 0;
-	snprintf(file, sizeof(file), "%s.img", name);
-	tu_path(img, sizeof(img), file);
 	snprintf(file, sizeof(file), "%s.log", name);
 	tu_path(logpath, sizeof(logpath), file);
 	tu_path(out, sizeof(out), "crash-out.img");
-	tu_path(mnt, sizeof(mnt), "mnt");
-	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt); /* a mount left by an earlier run */
-	mkdir(mnt, 0755);
-	unlink(img);
-	unlink(logpath);
 	unlink(out);
 	o.log_path = logpath;
-	ck_assert_int_eq(zemu_create(img, &o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	snprintf(file, sizeof(file), "%s.img", name);
+	tu_fresh_fs(file, &o, img, sizeof(img), mnt, sizeof(mnt));
 	first = zemu_log_count(logpath); /* before this the device holds no filesystem yet */
 	pid = daemon_start(img);
 	ck_assert_int_gt(pid, 0);
@@ -476,10 +469,8 @@ int main(void)
 	Suite *s;
 	TCase *tc;
 
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		printf("SKIP: /dev/fuse not available: the crash test mounts the real daemon\n");
+	if (tu_fuse_missing())
 		return 77;
-	}
 	s = suite_create("crash");
 	tc = tcase_create("files"); /* CK_RUN_CASE=files or gc runs one of them */
 	tcase_set_timeout(tc, 900);

@@ -28,13 +28,7 @@ static void setup(const char *name, uint64_t size)
 {
 	struct zemu_create_opts o = {.size = size, .zone_size = 2 << 20};
 
-	tu_path(img, sizeof(img), name);
-	tu_path(mnt, sizeof(mnt), "mnt");
-	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
-	mkdir(mnt, 0755);
-	unlink(img);
-	ck_assert_int_eq(zemu_create(img, &o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 }
 
 static int fsck_rc(void)
@@ -210,16 +204,9 @@ START_TEST(t_clean_remount_writes_nothing)
 	pid_t pid;
 	int err;
 
-	tu_path(img, sizeof(img), "clean.img");
 	tu_path(log, sizeof(log), "clean.log");
-	tu_path(mnt, sizeof(mnt), "mnt");
-	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
-	mkdir(mnt, 0755);
-	unlink(img);
-	unlink(log);
 	o.log_path = log;
-	ck_assert_int_eq(zemu_create(img, &o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	tu_fresh_fs("clean.img", &o, img, sizeof(img), mnt, sizeof(mnt));
 	snprintf(f, sizeof(f), "%s/f", mnt);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
@@ -303,10 +290,8 @@ int main(void)
 	Suite *s;
 	TCase *tc;
 
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		printf("SKIP: /dev/fuse not available: this test mounts the real daemon\n");
+	if (tu_fuse_missing())
 		return 77;
-	}
 	s = suite_create("faults");
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 300);

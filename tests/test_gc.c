@@ -78,13 +78,7 @@ START_TEST(t_churn)
 	pid_t pid;
 	int i, r;
 
-	tu_path(img, sizeof(img), "gc.img");
-	tu_path(mnt, sizeof(mnt), "mnt");
-	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
-	mkdir(mnt, 0755);
-	unlink(img);
-	ck_assert_int_eq(zemu_create(img, &o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	tu_fresh_fs("gc.img", &o, img, sizeof(img), mnt, sizeof(mnt));
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
 	for (i = 0; i < NFILES; i++) /* about 75% of what the image can hold */
@@ -131,13 +125,7 @@ START_TEST(t_phases)
 	int fa, fb, i, waited;
 	pid_t pid;
 
-	tu_path(img, sizeof(img), "phases.img");
-	tu_path(mnt, sizeof(mnt), "mnt");
-	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
-	mkdir(mnt, 0755);
-	unlink(img);
-	ck_assert_int_eq(zemu_create(img, &o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	tu_fresh_fs("phases.img", &o, img, sizeof(img), mnt, sizeof(mnt));
 	pid = tu_daemon_start(img, mnt, "cp_interval=0,gc_high=85,gc_low=45,gc_idle_ms=100");
 	ck_assert_int_gt(pid, 0);
 	ck_assert(stats_has("\"phase\": \"no-gc\""));
@@ -176,10 +164,8 @@ int main(void)
 	Suite *s;
 	TCase *tc;
 
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		printf("SKIP: /dev/fuse not available: this test mounts the real daemon\n");
+	if (tu_fuse_missing())
 		return 77;
-	}
 	s = suite_create("gc");
 	tc = tcase_create("gc");
 	tcase_set_timeout(tc, 600);

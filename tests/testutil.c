@@ -3,6 +3,8 @@
  */
 #include "testutil.h"
 
+#include "zdev_emu.h"
+
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,6 +124,30 @@ long tu_ctl_stat(const char *mnt, const char *key)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+void tu_fresh_fs(const char *name, const struct zemu_create_opts *o, char *img, size_t il,
+		 char *mnt, size_t ml)
+{
+	char bin[1024];
+
+	tu_path(img, il, name);
+	tu_path(mnt, ml, "mnt");
+	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt); /* a mount left by an earlier run */
+	mkdir(mnt, 0755);
+	unlink(img);
+	if (o->log_path)
+		unlink(o->log_path);
+	ck_assert_int_eq(zemu_create(img, o), 0);
+	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+}
+
+int tu_fuse_missing(void)
+{
+	if (!access("/dev/fuse", R_OK | W_OK))
+		return 0;
+	printf("SKIP: /dev/fuse not available: this test mounts the real daemon\n");
+	return 1;
 }
 
 int tu_run_suite(Suite *suite)

@@ -24,6 +24,14 @@ int tu_daemon_stop(const char *mnt, pid_t pid);
 long tu_ctl_stat(const char *mnt, const char *key);
 /* Whether DIR is a FUSE mount. */
 int tu_mounted(const char *dir);
+struct zemu_create_opts;
+/* A fresh emulated image NAME (its write log removed too, if O names one) formatted with
+ * mkfs.zlfs, and an empty mount point "mnt" with nothing left mounted on it. The paths go to
+ * IMG and MNT. Fails the test on error. */
+void tu_fresh_fs(const char *name, const struct zemu_create_opts *o, char *img, size_t il,
+		 char *mnt, size_t ml);
+/* 1 (with a message) when /dev/fuse is missing: main() then returns 77 (skipped). */
+int tu_fuse_missing(void);
 /* Run SUITE and return the process exit status. */
 int tu_run_suite(Suite *suite);
 
