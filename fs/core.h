@@ -51,6 +51,7 @@ enum zone_state {
 
 struct node_page;
 struct iattr_cache;
+struct zcrypt_master;
 
 enum gc_phase { GC_NONE = 0, GC_NORMAL, GC_BOOSTED, GC_FOREGROUND };
 
@@ -157,15 +158,27 @@ struct zlfs_fs {
 	int users_active;           /* requests inside the filesystem (atomic) */
 	uint64_t last_user_ns;      /* when the last one left (CLOCK_MONOTONIC) */
 
+	/* encryption: the master key, present only when it matched the superblock's check */
+	struct zcrypt_master *master;
+	int encrypt_all;
+
 	struct wbuf *wb;            /* staged blocks for the main-area logs */
 	uint8_t *iobuf;             /* one aligned block for metadata I/O under fs->lock */
 	void *dcache;               /* the file layer's directory block cache (dir.c) */
 };
 
 /* ---- mount.c ---------------------------------------------------------------------------- */
+/* Where the master key of an encrypted filesystem comes from (docs/encryption.md). */
+struct zlfs_key_source {
+	const char *keyfile;        /* a 64-byte key file, or NULL */
+	const char *passphrase;     /* NUL-terminated, or NULL; wiped by the caller */
+	int encrypt_all;            /* encrypt every new file and directory */
+};
+
 struct zlfs_mount_opts {
 	int readonly;
 	int direct;
+	const struct zlfs_key_source *key; /* NULL: mount without a key (locked view) */
 	struct wbuf_opts wb;        /* zeros: the defaults (dynamic, 4 MiB, 192 KiB slots) */
 	const struct gc_opts *gc;   /* NULL: gc_defaults() */
 };
@@ -178,6 +191,13 @@ void orphan_del(struct zlfs_fs *fs, uint32_t ino);
 int orphan_is(const struct zlfs_fs *fs, uint32_t ino);
 /* The first orphan after AFTER (0 to start), or 0 when there is none. */
 uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after);
+
+/* ---- keys.c ----------------------------------------------------------------------------- */
+/* Load the master key SRC names and check it against the superblock before anything is
+ * written: -EKEYREJECTED for a wrong key, -EINVAL for a key given to a filesystem made without
+ * encryption. SRC NULL (or naming no key) leaves the filesystem locked: fs->master NULL. */
+int key_load(struct zlfs_fs *fs, const struct zlfs_key_source *src, const char *path);
+void key_drop(struct zlfs_fs *fs);
 
 /* ---- segment.c -------------------------------------------------------------------------- */
 /* Append one block to log TYPE, owned by node NID at slot OFS (ZLFS_SUM_NODE for a node

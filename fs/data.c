@@ -6,16 +6,22 @@
  * indirect, one double-indirect, 1014 entries per node) and the node offsets ("ofs") that
  * name each tree position for GC and roll-forward. Holes are null addresses and read as
  * zeros. Every data block write appends a new copy and re-points the owning node.
- * May call: node.c, segment.c (through core.h), inode.c, log.h.
+ * Contents of an encrypted file are ciphertext below this file: a block is encrypted
+ * (AES-256-XTS, tweak = its block number in the file) as it enters the log, so the zone write
+ * buffer, the device and GC only ever see ciphertext, and decrypted after it is read. Holes
+ * stay holes and read as zeros.
+ * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, crypto/zcrypt.h, log.h.
  */
 #include "files.h"
 #include "log.h"
+#include "zcrypt.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NA ZLFS_NODE_ADDRS
+#define S_ISREG_OR_LNK(m) (S_ISREG(m) || S_ISLNK(m))
 #define IA ZLFS_INODE_ADDRS
 #define L1_END ((uint64_t)IA + 2ULL * NA)
 #define L2_END (L1_END + 2ULL * NA * NA)
@@ -187,7 +193,27 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 	return ret;
 }
 
-static int read_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint8_t *buf)
+/* The content key of a file, taken once per request rather than once per block. */
+struct dkey {
+	int on;
+	struct zcrypt_file_key k;
+};
+
+static int dkey_get(struct zlfs_fs *fs, struct node_page *inode, struct dkey *dk)
+{
+	dk->on = fcrypt_is_encrypted(inode) && S_ISREG_OR_LNK(le32_get(inode_of(inode)->mode));
+	return dk->on ? fcrypt_file_key(fs, inode, &dk->k) : 0;
+}
+
+static void dkey_put(struct dkey *dk)
+{
+	if (dk->on)
+		zcrypt_wipe(&dk->k, sizeof(dk->k));
+}
+
+/* File block IDX in plaintext (zeros for a hole). */
+static int read_block(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		      uint64_t idx, uint8_t *buf)
 {
 	uint32_t addr;
 	int ret = data_addr(fs, inode, idx, &addr);
@@ -198,7 +224,19 @@ static int read_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
 		memset(buf, 0, ZLFS_BLOCK_SIZE);
 		return 0;
 	}
-	return seg_read(fs, addr, buf);
+	ret = seg_read(fs, addr, buf);
+	if (!ret && dk->on)
+		ret = zcrypt_xts_decrypt(&dk->k, idx, buf, buf, ZLFS_BLOCK_SIZE);
+	return ret;
+}
+
+/* Append plaintext block BUF as file block IDX; BUF is scratch (encrypted in place). */
+static int write_block(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		       uint64_t idx, uint8_t *buf)
+{
+	int ret = dk->on ? zcrypt_xts_encrypt(&dk->k, idx, buf, buf, ZLFS_BLOCK_SIZE) : 0;
+
+	return ret ? ret : data_put_block(fs, inode, idx, buf, ZLFS_LOG_WARM_DATA);
 }
 
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
@@ -212,6 +250,20 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		return 0;
 	end = off + size < fsize ? off + size : fsize;
 	first = off / ZLFS_BLOCK_SIZE;
+	p->first = first;
+	if (fcrypt_is_encrypted(inode) && S_ISREG_OR_LNK(le32_get(inode_of(inode)->mode))) {
+		struct dkey dk;
+
+		ret = dkey_get(fs, inode, &dk);
+		p->key = ret ? NULL : malloc(sizeof(*p->key));
+		if (!ret && p->key)
+			*p->key = dk.k;
+		dkey_put(&dk);
+		if (!ret && !p->key)
+			ret = -ENOMEM;
+		if (ret)
+			return ret;
+	}
 	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
 	p->len = (size_t)(end - off);
 	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
@@ -255,6 +307,9 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 		}
 		k = run_length(fs, &p->addr[i], p->nblocks - i);
 		ret = seg_read_run(fs, p->addr[i], k, dst);
+		for (uint32_t j = 0; !ret && p->key && j < k; j++)
+			ret = zcrypt_xts_decrypt(p->key, p->first + i + j, dst + (size_t)j * ZLFS_BLOCK_SIZE,
+						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
 	if (p->locked)
@@ -265,6 +320,10 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 
 void data_read_free(struct data_rplan *p)
 {
+	if (p->key)
+		zcrypt_wipe(p->key, sizeof(*p->key));
+	free(p->key);
+	p->key = NULL;
 	free(p->addr);
 	zdev_buf_free(p->buf);
 	p->addr = NULL;
@@ -290,21 +349,24 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	struct zlfs_inode *in = inode_of(inode);
 	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	uint64_t pos = off, end = off + size;
-	int ret = blk ? 0 : -ENOMEM;
+	struct dkey dk;
+	int ret = blk ? dkey_get(fs, inode, &dk) : -ENOMEM;
 
 	while (!ret && pos < end) {
 		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
 		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;
 
 		if (n < ZLFS_BLOCK_SIZE)
-			ret = read_block(fs, inode, idx, blk);
+			ret = read_block(fs, inode, &dk, idx, blk);
 		if (ret)
 			break;
 		memcpy(blk + at, (const uint8_t *)buf + (pos - off), n);
-		ret = data_put_block(fs, inode, idx, blk, ZLFS_LOG_WARM_DATA);
+		ret = write_block(fs, inode, &dk, idx, blk);
 		if (!ret)
 			pos += n;
 	}
+	if (blk)
+		dkey_put(&dk);
 	zdev_buf_free(blk);
 	if (pos > off) {
 		if (pos > le64_get(in->size))
@@ -417,6 +479,7 @@ static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
 {
 	uint8_t *blk;
 	uint32_t addr;
+	struct dkey dk;
 	int ret = data_addr(fs, inode, idx, &addr);
 
 	if (ret || addr == ZLFS_ADDR_NULL)
@@ -424,11 +487,14 @@ static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
 	blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (!blk)
 		return -ENOMEM;
-	ret = seg_read(fs, addr, blk);
+	ret = dkey_get(fs, inode, &dk);
+	if (!ret)
+		ret = read_block(fs, inode, &dk, idx, blk);
 	if (!ret) {
 		memset(blk + at, 0, len);
-		ret = data_put_block(fs, inode, idx, blk, ZLFS_LOG_WARM_DATA);
+		ret = write_block(fs, inode, &dk, idx, blk);
 	}
+	dkey_put(&dk);
 	zdev_buf_free(blk);
 	return ret;
 }

@@ -8,7 +8,8 @@
  * costs O(log n) block scans, not a linear scan. Entries never move once placed, so the
  * readdir offset of an entry (its block and slot) stays valid while others come and go.
  * Changed blocks stay in the cache until dir_flush writes them (before every checkpoint).
- * May call: data.c, inode.c, node/log (core.h), log.h.
+ * Names are stored in their disk form (fcrypt.c): ciphertext in encrypted directories.
+ * May call: data.c, inode.c, fcrypt.c, node/log (core.h), log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -232,9 +233,8 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 	return 0;
 }
 
-/* Slot of NAME in block B, or -1. */
-static int block_find(const struct zlfs_dentry_block *b, uint32_t hash, const char *name,
-		      size_t len)
+/* Slot of FN in block B, or -1. */
+static int block_find(const struct zlfs_dentry_block *b, uint32_t hash, const struct fname *fn)
 {
 	uint32_t s = 0;
 
@@ -245,7 +245,8 @@ static int block_find(const struct zlfs_dentry_block *b, uint32_t hash, const ch
 			s++;
 			continue;
 		}
-		if (nl == len && le32_get(b->d[s].hash) == hash && !memcmp(b->name[s], name, len))
+		if (le32_get(b->d[s].hash) == hash && nl <= ZLFS_NAME_MAX &&
+		    fname_match(fn, b->name[s], nl, hash))
 			return (int)s;
 		s += name_slots(nl);
 	}
@@ -273,9 +274,13 @@ struct dloc {
 static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
 		    struct dloc *loc)
 {
-	uint32_t hash = name_hash(fs, name, len), depth = le32_get(inode_of(dir)->dir_depth);
-	uint32_t l, i;
-	int ret;
+	uint32_t hash, depth = le32_get(inode_of(dir)->dir_depth), l, i;
+	struct fname fn;
+	int ret = fname_to_disk(fs, dir, name, len, 0, &fn);
+
+	if (ret)
+		return ret;
+	hash = fn.digest ? fn.hash : name_hash(fs, (const char *)fn.disk, fn.len);
 
 	for (l = 0; l < depth; l++) {
 		uint32_t bucket = hash & ((1u << l) - 1);
@@ -288,7 +293,7 @@ static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name,
 				continue;
 			if (ret)
 				return ret;
-			loc->slot = block_find(loc->page->blk, hash, name, len);
+			loc->slot = block_find(loc->page->blk, hash, &fn);
 			if (loc->slot >= 0)
 				return 0;
 		}
@@ -325,16 +330,20 @@ static void slot_fill(struct zlfs_dentry_block *b, int slot, uint32_t hash, cons
 	b->d[slot].type = type;
 }
 
-int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t ulen,
 	    uint32_t ino, uint8_t type)
 {
 	struct zlfs_inode *in = inode_of(dir);
-	uint32_t hash = name_hash(fs, name, len), depth = le32_get(in->dir_depth), l, i;
+	uint32_t hash, depth = le32_get(in->dir_depth), l, i;
 	struct dpage *p;
-	int ret, slot;
+	struct fname fn;
+	int ret = fname_to_disk(fs, dir, uname, ulen, 1, &fn), slot;
+	const char *name = (const char *)fn.disk;
+	size_t len = fn.len;
 
-	if (!len || len > ZLFS_NAME_MAX)
-		return -ENAMETOOLONG;
+	if (ret)
+		return ret;
+	hash = name_hash(fs, name, len);
 	for (l = 0; l <= depth && l < MAX_DEPTH; l++) {
 		uint32_t bucket = hash & ((1u << l) - 1);
 
@@ -369,7 +378,7 @@ int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 
 	if (ret)
 		return ret;
-	n = name_slots(len);
+	n = name_slots(le16_get(loc.page->blk->d[loc.slot].name_len));
 	for (i = 0; i < n; i++)
 		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
 	memset(&loc.page->blk->d[loc.slot], 0, sizeof(loc.page->blk->d[0]));
@@ -400,6 +409,8 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 	uint64_t pos = off < 3 ? 0 : off - 3, nblocks = level_first_block(depth);
 	uint32_t blk, s;
 	struct dpage *p;
+	char name[ZLFS_NAME_MAX + 1];
+	size_t ulen;
 	int ret;
 
 	if (off == 0 && fill(arg, ".", 1, dir->nid, DT_DIR, 1))
@@ -424,7 +435,11 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 					 "fsck.zlfs", dir->nid, blk, s, nl);
 				return -EUCLEAN;
 			}
-			if (fill(arg, (const char *)p->blk->name[s], nl, le32_get(d->ino), d->type,
+			ret = fname_to_user(fs, dir, p->blk->name[s], nl, le32_get(d->hash), name,
+					    &ulen);
+			if (ret)
+				return ret;
+			if (fill(arg, name, ulen, le32_get(d->ino), d->type,
 				 3 + (uint64_t)blk * SLOTS + s + 1))
 				return 0;
 		}

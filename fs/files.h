@@ -3,7 +3,8 @@
  *
  * Owns: inode fields and times (inode.c), mapping file blocks to device blocks through the
  * node tree (data.c), hashed directories with stable readdir offsets and their block cache
- * (dir.c), extended attributes (xattr.c).
+ * (dir.c), extended attributes (xattr.c), per-file encryption policy, keys and names
+ * (fcrypt.c).
  * May call: core.h (node/log layer), format.h, log.h. Called by the FUSE operations.
  *
  * Every function expects fs->lock held. Errors are negative errno values.
@@ -39,6 +40,8 @@ void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which);
 int inode_free(struct zlfs_fs *fs, uint32_t ino);
 uint64_t inode_now_ns(void);
 
+struct zcrypt_file_key;
+
 /* ---- data.c ----------------------------------------------------------------------------- */
 /* Block address of file block IDX (ZLFS_ADDR_NULL for a hole). */
 int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr);
@@ -55,6 +58,8 @@ struct data_rplan {
 	uint8_t *buf;     /* nblocks aligned blocks */
 	size_t skip, len;
 	int locked;
+	uint64_t first;                /* file block of buf[0] */
+	struct zcrypt_file_key *key;   /* encrypted file: decrypt after reading (wiped on free) */
 };
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
 		   struct data_rplan *p);
@@ -95,6 +100,41 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	      size_t size, int flags);
 int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size);
 int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
+
+/* ---- fcrypt.c --------------------------------------------------------------------------- */
+
+/* A name as a directory stores it: the user's bytes in a plain directory, ciphertext in an
+ * encrypted one. A locked view's long names come back as a digest to match against. */
+struct fname {
+	uint8_t disk[ZLFS_NAME_MAX + 1];
+	size_t len;
+	int digest;     /* disk holds a 92-byte prefix and a SHA-256 of the stored name */
+	uint32_t hash;  /* with digest: the stored dentry hash */
+};
+
+int fcrypt_is_encrypted(struct node_page *np);
+/* -ENOKEY when NP is encrypted and the filesystem is mounted without its key. */
+int fcrypt_need_key(const struct zlfs_fs *fs, struct node_page *np);
+/* Make NP (new, under DIR) encrypted if DIR is or -o encrypt_all is set. */
+int fcrypt_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np);
+/* Mark an empty directory encrypted (zlfs-ctl encrypt). */
+int fcrypt_set_policy(struct zlfs_fs *fs, struct node_page *dir);
+/* 1 when a name may move between directories A and B (rename, link): same encryption. */
+int fcrypt_same_policy(struct node_page *a, struct node_page *b);
+int fcrypt_file_key(const struct zlfs_fs *fs, struct node_page *np, struct zcrypt_file_key *fk);
+/* User name -> disk name. CREATE: the name is to be added (needs the key if encrypted). */
+int fname_to_disk(const struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		  int create, struct fname *fn);
+int fname_match(const struct fname *fn, const uint8_t *disk, size_t len, uint32_t hash);
+/* Disk name -> the name shown to users; OUT holds ZLFS_NAME_MAX + 1 bytes. */
+int fname_to_user(const struct zlfs_fs *fs, struct node_page *dir, const uint8_t *disk,
+		  size_t len, uint32_t hash, char *out, size_t *out_len);
+/* Symlink targets of encrypted inodes: ciphertext length, or the plaintext length (OUT holds
+ * LEN + 1 bytes; without the key the locked form, up to 255 bytes). */
+int fcrypt_symlink_encrypt(const struct zlfs_fs *fs, struct node_page *np, const char *target,
+			   size_t len, uint8_t *out);
+int fcrypt_symlink_decrypt(const struct zlfs_fs *fs, struct node_page *np, const uint8_t *ct,
+			   size_t len, char *out);
 
 /* ---- whole-filesystem ------------------------------------------------------------------ */
 /* Mount and free the inodes left unlinked-but-open by the previous session. */

@@ -361,7 +361,9 @@ static int make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	if (ret)
 		return ret;
 	din = inode_of(dir);
-	ret = dir_lookup(z->fs, dir, name, strlen(name), &ino, NULL);
+	ret = fcrypt_need_key(z->fs, dir); /* a locked directory takes no new names */
+	if (!ret)
+		ret = dir_lookup(z->fs, dir, name, strlen(name), &ino, NULL);
 	if (ret != -ENOENT) {
 		node_put(z->fs, dir);
 		return ret ? ret : -EEXIST;
@@ -377,7 +379,9 @@ static int make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	}
 	ret = inode_new(z->fs, mode, ctx->uid, gid, (uint32_t)rdev, dir->nid, &np);
 	if (!ret) {
-		ret = dir_add(z->fs, dir, name, strlen(name), np->nid, (uint8_t)IFTODT(mode));
+		ret = fcrypt_inherit(z->fs, dir, np);
+		if (!ret)
+			ret = dir_add(z->fs, dir, name, strlen(name), np->nid, (uint8_t)IFTODT(mode));
 		if (ret) {
 			ino = np->nid; /* np may not be used once put */
 			node_put(z->fs, np);
@@ -445,22 +449,56 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	reply_new(req, ret, np, fi);
 }
 
+/* A target that fits is kept in the inode: as ciphertext (CBC-CTS, inline_size its padded
+ * length) for an encrypted inode. Longer ones are file data, encrypted like any. */
 static int symlink_store(struct zfuse *z, struct node_page *np, const char *target)
 {
 	struct zlfs_inode *in = inode_of(np);
-	size_t len = strlen(target);
+	size_t len = strlen(target), stored = len;
+	int ret;
 
 	if (len > ZLFS_INLINE_MAX) {
-		int ret = data_write(z->fs, np, target, len, 0);
-
+		ret = data_write(z->fs, np, target, len, 0);
 		return ret < 0 ? ret : 0;
 	}
-	memcpy(in->addr, target, len);
+	if (fcrypt_is_encrypted(np)) {
+		ret = fcrypt_symlink_encrypt(z->fs, np, target, len, (uint8_t *)in->addr);
+		if (ret < 0)
+			return ret;
+		stored = (size_t)ret;
+	} else {
+		memcpy(in->addr, target, len);
+	}
 	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_INLINE);
-	in->inline_size = le32_put((uint32_t)len);
+	in->inline_size = le32_put((uint32_t)stored);
 	in->size = le64_put(len);
 	node_dirty(z->fs, np);
 	return 0;
+}
+
+static int symlink_load(struct zfuse *z, struct node_page *np, char *buf)
+{
+	struct zlfs_inode *in = inode_of(np);
+	uint64_t len = le64_get(in->size);
+	uint32_t stored = le32_get(in->inline_size);
+	int ret;
+
+	if (!S_ISLNK(le32_get(in->mode)) || len > PATH_MAX)
+		return -EINVAL;
+	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
+		ret = data_read(z->fs, np, buf, len, 0);
+		buf[ret < 0 ? 0 : len] = 0;
+		return ret < 0 ? ret : 0;
+	}
+	if (!fcrypt_is_encrypted(np)) {
+		memcpy(buf, in->addr, len);
+		buf[len] = 0;
+		return 0;
+	}
+	if (stored > ZLFS_INLINE_MAX)
+		return -EUCLEAN;
+	ret = fcrypt_symlink_decrypt(z->fs, np, (const uint8_t *)in->addr, stored, buf);
+	return ret < 0 ? ret : 0;
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -487,16 +525,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	lock(z);
 	ret = inode_get(z->fs, fino(ino), &np);
 	if (!ret) {
-		struct zlfs_inode *in = inode_of(np);
-		uint64_t len = le64_get(in->size);
-
-		if (!S_ISLNK(le32_get(in->mode)) || len > PATH_MAX)
-			ret = -EINVAL;
-		else if (le32_get(in->flags) & ZLFS_IFLAG_INLINE)
-			memcpy(buf, in->addr, len);
-		else
-			ret = data_read(z->fs, np, buf, len, 0) < 0 ? -EIO : 0;
-		buf[len <= PATH_MAX ? len : 0] = 0;
+		ret = symlink_load(z, np, buf);
 		node_put(z->fs, np);
 	}
 	unlock(z);
@@ -523,7 +552,11 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (!ret && le32_get(inode_of(np)->nlink) >= LINK_MAX_ZLFS)
 		ret = -EMLINK;
 	if (!ret && !(ret = get_dir(z, newparent, &dir))) {
-		ret = dir_lookup(z->fs, dir, newname, strlen(newname), &other, NULL);
+		/* names keep their directory's encryption: no plaintext name for an encrypted
+		 * file and no unencrypted file under an encrypted directory (as fscrypt) */
+		ret = fcrypt_same_policy(dir, np) ? fcrypt_need_key(z->fs, dir) : -EXDEV;
+		if (!ret)
+			ret = dir_lookup(z->fs, dir, newname, strlen(newname), &other, NULL);
 		ret = ret == -ENOENT ? 0 : ret ? ret : -EEXIST;
 		if (!ret)
 			ret = dir_add(z->fs, dir, newname, strlen(newname), np->nid,
@@ -753,6 +786,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		ret = -EINVAL;
 	if (!ret)
 		ret = rn_load(z, &r, parent, newparent);
+	if (!ret && !fcrypt_same_policy(r.odir, r.ndir)) /* see op_link */
+		ret = -EXDEV;
 	if (!ret && r.dst == r.src) /* same inode: POSIX says do nothing */
 		goto out;
 	if (!ret && (flags & RENAME_EXCHANGE))
@@ -797,8 +832,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	lock(z);
 	ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret && (fi->flags & O_ACCMODE) != O_RDONLY && z->fs->readonly)
+	if (ret) {
+		unlock(z);
+		reply_err(req, ret);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && z->fs->readonly)
 		ret = -EROFS;
+	if (!ret) /* an encrypted file's contents need the key */
+		ret = fcrypt_need_key(z->fs, np);
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		ret = data_set_size(z->fs, np, 0);
 		if (!ret) {
@@ -806,8 +848,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
 		}
 	}
-	if (!ret)
-		node_put(z->fs, np);
+	node_put(z->fs, np);
 	unlock(z);
 	if (ret) {
 		reply_err(req, ret);
@@ -1146,7 +1187,47 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 /* ---- session ------------------------------------------------------------------------------- */
 
-/* zlfs-ctl talks to the daemon through ioctls on the mount's root (zlfs_ioctl.h). */
+static int encrypt_policy_set(struct zfuse *z, fuse_req_t req, struct node_page *np)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+	int ret = writable(z);
+
+	if (!ret && uid && uid != le32_get(inode_of(np)->uid))
+		ret = -EACCES; /* only the owner (or root) chooses a directory's policy */
+	return ret ? ret : fcrypt_set_policy(z->fs, np);
+}
+
+static void ioctl_encrypt(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, size_t out_size)
+{
+	struct zfuse *z = zf(req);
+	struct zlfs_ioc_encrypt e = {0};
+	struct node_page *np;
+	int ret;
+
+	if (cmd == ZLFS_IOC_GET_ENCRYPT && out_size < sizeof(e)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	lock(z);
+	ret = inode_get(z->fs, fino(ino), &np);
+	if (!ret) {
+		if (cmd == ZLFS_IOC_SET_ENCRYPT)
+			ret = encrypt_policy_set(z, req, np);
+		e.flags = (fcrypt_is_encrypted(np) ? ZLFS_ENC_ENCRYPTED : 0) |
+			  (z->fs->master ? ZLFS_ENC_KEY : 0);
+		node_put(z->fs, np);
+	}
+	unlock(z);
+	if (ret)
+		reply_err(req, ret);
+	else if (cmd == ZLFS_IOC_GET_ENCRYPT)
+		fuse_reply_ioctl(req, 0, &e, sizeof(e));
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+/* zlfs-ctl talks to the daemon through ioctls on the mount's root (zlfs_ioctl.h), and on a
+ * directory for its encryption policy. */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_size,
 		     size_t out_size)
@@ -1159,6 +1240,11 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	(void)fi;
 	(void)in_buf;
 	(void)in_size;
+	if (!(flags & FUSE_IOCTL_COMPAT) &&
+	    (cmd == ZLFS_IOC_SET_ENCRYPT || cmd == ZLFS_IOC_GET_ENCRYPT)) {
+		ioctl_encrypt(req, ino, cmd, out_size);
+		return;
+	}
 	if (ino != FUSE_ROOT_ID || (flags & FUSE_IOCTL_COMPAT)) {
 		fuse_reply_err(req, ENOTTY);
 		return;

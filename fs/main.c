@@ -10,6 +10,7 @@
 #include "files.h"
 #include "fuse_ops.h"
 #include "log.h"
+#include "zcrypt.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -26,6 +27,8 @@ struct zlfs_cli {
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval;
+	char *keyfile;
+	int passphrase, passphrase_fd, encrypt_all;
 	int show_help, show_version;
 };
 
@@ -47,6 +50,10 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("wb_budget=%s", wb_budget, 0),
 	OPT("wb_slot=%s", wb_slot, 0),
 	OPT("wb_superpage=%s", wb_superpage, 0),
+	OPT("keyfile=%s", keyfile, 0),
+	OPT("passphrase", passphrase, 1),
+	OPT("passphrase_fd=%d", passphrase_fd, 0),
+	OPT("encrypt_all", encrypt_all, 1),
 	OPT("-h", show_help, 1),
 	OPT("--help", show_help, 1),
 	OPT("-V", show_version, 1),
@@ -89,7 +96,12 @@ static void usage(const char *prog)
 	       "    nogc                 no background GC (foreground GC still frees space)\n"
 	       "    pe_cycles=N          P/E rating for the lifetime estimate (default 3000;\n"
 	       "                         30000 for pSLC)\n"
-	       "    verbose              log more, and the statistics at unmount\n\n"
+	       "    verbose              log more, and the statistics at unmount\n"
+	       "    keyfile=PATH         encrypted filesystems: the 64-byte master key file\n"
+	       "    passphrase           encrypted filesystems: ask for the passphrase on the terminal\n"
+	       "    passphrase_fd=N      read the passphrase from file descriptor N (scripts)\n"
+	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
+	       "                         without a key, encrypted files stay locked (ENOKEY)\n\n"
 	       "FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
@@ -146,9 +158,38 @@ static int gc_options(const struct zlfs_cli *c, struct gc_opts *g)
 	return 0;
 }
 
+/* The passphrase is never taken from the command line, where ps(1) would show it. */
+static int key_options(const struct zlfs_cli *c, struct zlfs_key_source *ks, char *pass,
+		       size_t len)
+{
+	int n;
+
+	memset(ks, 0, sizeof(*ks));
+	ks->keyfile = c->keyfile;
+	ks->encrypt_all = c->encrypt_all;
+	if (!c->passphrase && c->passphrase_fd < 0)
+		return 0;
+	if (c->keyfile) {
+		fprintf(stderr, "zlfs: give either keyfile= or a passphrase, not both\n");
+		return -EINVAL;
+	}
+	n = zcrypt_passphrase_read(c->passphrase_fd,
+				   "zlfs passphrase: ", pass, len);
+	if (n < 0) {
+		fprintf(stderr, "zlfs: cannot read the passphrase: %s\n",
+			n == -ENOTTY ? "no terminal (use -o passphrase_fd=N)"
+			: n == -EINVAL ? "it is empty" : strerror(-n));
+		return n;
+	}
+	ks->passphrase = pass;
+	return 0;
+}
+
 static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
 {
 	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev};
+	struct zlfs_key_source ks;
+	char pass[1024];
 	struct gc_opts gco;
 	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
 				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
@@ -162,7 +203,11 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	if (wb_options(c, &mo.wb) || gc_options(c, &gco))
 		return 2;
 	mo.gc = &gco;
-	ret = files_mount(c->device, &mo, &fs);
+	ret = key_options(c, &ks, pass, sizeof(pass));
+	mo.key = &ks;
+	if (!ret)
+		ret = files_mount(c->device, &mo, &fs);
+	zcrypt_wipe(pass, sizeof(pass)); /* the master key is all the mount keeps */
 	if (ret)
 		return 1;
 	z = zfuse_new(fs, &oo);
@@ -193,7 +238,7 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct zlfs_cli c = {.cp_interval = 30};
+	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1};
 	struct fuse_cmdline_opts fo;
 	char fsname[300];
 	int ret;
@@ -227,6 +272,7 @@ int main(int argc, char **argv)
 	free(c.wb_budget);
 	free(c.wb_slot);
 	free(c.wb_superpage);
+	free(c.keyfile);
 	fuse_opt_free_args(&args);
 	return ret;
 }

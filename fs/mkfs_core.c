@@ -434,6 +434,15 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 	s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80);
 	if (o->label)
 		snprintf(s->label, sizeof(s->label), "%s", o->label);
+	if (o->enc) {
+		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT;
+		s->enc_kdf = o->enc->kdf;
+		s->scrypt_n = o->enc->scrypt_n;
+		s->scrypt_r = o->enc->scrypt_r;
+		s->scrypt_p = o->enc->scrypt_p;
+		memcpy(s->enc_salt, o->enc->salt, sizeof(s->enc_salt));
+		memcpy(s->key_check, o->enc->key_check, sizeof(s->key_check));
+	}
 	s->create_time = now_ns / 1000000000ULL;
 	s->sb_seq = 1;
 	s->seed = zlfs_csum_seed(s->uuid);

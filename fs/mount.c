@@ -3,7 +3,7 @@
  *
  * Owns: the mount-time checks (format revision, features, exclusive open), reconciling each
  * log's position in the checkpoint with its zone's write pointer, and the clean unmount.
- * May call: checkpoint.c, segment.c, node.c, super.h, zdev.h, log.h.
+ * May call: checkpoint.c, segment.c, node.c, keys.c, super.h, zdev.h, log.h.
  *
  * Write pointers: a log continues at max(checkpoint position, device write pointer) - blocks
  * the device holds beyond the checkpoint are never overwritten and never rewound over; they
@@ -34,10 +34,6 @@ static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 		zlog_warn("%s: unknown read-only-compatible features 0x%x: mounting read-only", path,
 			  fs->sb.feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP);
 		*readonly = 1;
-	}
-	if (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT) {
-		zlog_err("%s: encrypted filesystems are not supported yet", path);
-		return -EPROTONOSUPPORT;
 	}
 	return 0;
 }
@@ -199,6 +195,7 @@ static void fs_free(struct zlfs_fs *fs)
 	free(fs->orphans);
 	node_destroy(fs);
 	ckpt_free(fs);
+	key_drop(fs);
 	zdev_buf_free(fs->iobuf);
 	zdev_close(fs->dev);
 	pthread_mutex_destroy(&fs->lock);
@@ -224,6 +221,8 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
+	if (!ret) /* a wrong key must be refused before recovery writes anything */
+		ret = key_load(fs, o->key, path);
 	if (!ret)
 		ret = ckpt_load(fs);
 	if (!ret)

@@ -14,8 +14,18 @@
 
 #include <stddef.h>
 
+/* Encryption fields mkfs records (the key itself is never stored: only its check value). */
+struct zlfs_mkfs_enc {
+	uint32_t kdf;          /* 1 key file, 2 scrypt passphrase */
+	uint64_t scrypt_n;
+	uint32_t scrypt_r, scrypt_p;
+	uint8_t salt[ZLFS_SALT_SIZE];
+	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
+};
+
 struct zlfs_mkfs_opts {
 	const char *label;     /* NULL: empty */
+	const struct zlfs_mkfs_enc *enc; /* NULL: no encryption */
 	unsigned ovp_percent;  /* 0: default */
 	unsigned nr_logs;      /* 2, 4, 6; 0: the most the device's zone limits allow */
 	int quiet;

@@ -3,10 +3,12 @@
  *
  * Owns: the command line (options in the style of mkfs.f2fs and mke2fs), refusing to
  * overwrite a filesystem without -f, and the summary printed after formatting.
- * May call: super.h (zlfs_mkfs, zlfs_sb_read, zlfs_foreign_fs), zdev.h, log.h.
+ * May call: super.h (zlfs_mkfs, zlfs_sb_read, zlfs_foreign_fs), zdev.h, crypto/zcrypt.h,
+ * log.h.
  */
 #include "log.h"
 #include "super.h"
+#include "zcrypt.h"
 #include "zdev.h"
 
 #include <errno.h>
@@ -25,17 +27,27 @@ static void usage(FILE *f)
 		"  -o, --overprovision PCT  zones held back for garbage collection, in percent\n"
 		"                           of the main area (default %d)\n"
 		"      --logs 2|4|6         active logs (default: the most the zone limits allow)\n"
+		"      --encrypt            enable per-file encryption, with the master key from:\n"
+		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
+		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
+		"        --passphrase-fd N  a passphrase read from file descriptor N\n"
+		"        --scrypt-n N       scrypt cost for the passphrase (power of two,\n"
+		"                           default %llu)\n"
 		"  -f, --force              overwrite an existing filesystem\n"
 		"  -q, --quiet              print nothing but errors\n"
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               print this help and exit\n",
-		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP);
+		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP, (unsigned long long)ZCRYPT_SCRYPT_N);
 }
 
 struct mkfs_args {
 	struct zlfs_mkfs_opts o;
 	int force;
 	const char *path;
+	int encrypt, passphrase, passphrase_fd;
+	const char *keyfile;
+	unsigned long long scrypt_n;
+	struct zlfs_mkfs_enc enc;
 };
 
 static int parse_uint(const char *s, unsigned *out)
@@ -59,7 +71,10 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"label", required_argument, NULL, 'l'}, {"overprovision", required_argument, NULL, 'o'},
 		{"logs", required_argument, NULL, 'g'},  {"force", no_argument, NULL, 'f'},
 		{"quiet", no_argument, NULL, 'q'},	 {"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},	 {NULL, 0, NULL, 0}};
+		{"help", no_argument, NULL, 'h'},
+		{"encrypt", no_argument, NULL, 'E'},	 {"keyfile", required_argument, NULL, 'K'},
+		{"passphrase", no_argument, NULL, 'P'},	 {"passphrase-fd", required_argument, NULL, 'D'},
+		{"scrypt-n", required_argument, NULL, 'N'}, {NULL, 0, NULL, 0}};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "l:L:o:fqVh", longopts, NULL)) != -1) {
@@ -84,6 +99,22 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 				return 1;
 			}
 			break;
+		case 'E': a->encrypt = 1; break;
+		case 'K': a->keyfile = optarg; break;
+		case 'P': a->passphrase = 1; break;
+		case 'D':
+			if (parse_uint(optarg, (unsigned *)&a->passphrase_fd)) {
+				fprintf(stderr, "mkfs.zlfs: --passphrase-fd takes a file descriptor\n");
+				return 1;
+			}
+			break;
+		case 'N':
+			a->scrypt_n = strtoull(optarg, NULL, 10);
+			if (a->scrypt_n < 2 || (a->scrypt_n & (a->scrypt_n - 1))) {
+				fprintf(stderr, "mkfs.zlfs: --scrypt-n takes a power of two\n");
+				return 1;
+			}
+			break;
 		case 'f': a->force = 1; break;
 		case 'q': a->o.quiet = 1; break;
 		case 'V': printf("mkfs.zlfs %s (format revision %d)\n", ZLFS_VERSION, ZLFS_REVISION); return -1;
@@ -96,6 +127,73 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		return 1;
 	}
 	a->path = argv[optind];
+	if (!a->encrypt && (a->keyfile || a->passphrase || a->passphrase_fd >= 0)) {
+		fprintf(stderr, "mkfs.zlfs: a key was given without --encrypt\n");
+		return 1;
+	}
+	if (a->encrypt && !!a->keyfile + !!a->passphrase + (a->passphrase_fd >= 0) != 1) {
+		fprintf(stderr, "mkfs.zlfs: --encrypt needs exactly one of --keyfile FILE, "
+				"--passphrase or --passphrase-fd N\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* On a terminal the passphrase is asked twice, so a typo does not lock the data away. */
+static int enc_passphrase(struct mkfs_args *a, char *pass, size_t len)
+{
+	char again[1024];
+	int n = zcrypt_passphrase_read(a->passphrase ? -1 : a->passphrase_fd,
+				       "new zlfs passphrase: ", pass, len);
+
+	if (n >= 0 && a->passphrase) {
+		int m = zcrypt_passphrase_read(-1, "repeat passphrase: ", again, sizeof(again));
+
+		if (m >= 0 && (m != n || memcmp(pass, again, (size_t)n)))
+			n = -EBADMSG;
+		zcrypt_wipe(again, sizeof(again));
+	}
+	if (n < 0)
+		fprintf(stderr, "mkfs.zlfs: no passphrase: %s\n",
+			n == -EBADMSG ? "the two entries differ"
+			: n == -ENOTTY ? "no terminal (use --passphrase-fd N)"
+			: n == -EINVAL ? "it is empty" : strerror(-n));
+	return n;
+}
+
+/* Derive the master key once, to record its check value (never the key) and the scrypt
+ * parameters a mount needs to derive it again. */
+static int enc_setup(struct mkfs_args *a)
+{
+	struct zcrypt_master m;
+	char pass[1024];
+	int ret;
+
+	a->enc.kdf = a->keyfile ? 1 : 2;
+	if (a->keyfile) {
+		ret = zcrypt_keyfile_load(a->keyfile, &m);
+		if (ret)
+			fprintf(stderr, "mkfs.zlfs: %s: %s\n", a->keyfile,
+				ret == -EINVAL ? "not a 64-byte key file (zlfs-ctl genkey FILE)"
+					       : strerror(-ret));
+	} else {
+		a->enc.scrypt_n = a->scrypt_n ? a->scrypt_n : ZCRYPT_SCRYPT_N;
+		a->enc.scrypt_r = ZCRYPT_SCRYPT_R;
+		a->enc.scrypt_p = ZCRYPT_SCRYPT_P;
+		int len = enc_passphrase(a, pass, sizeof(pass));
+
+		ret = len < 0 ? len : zcrypt_random(a->enc.salt, sizeof(a->enc.salt));
+		if (!ret)
+			ret = zcrypt_passphrase_derive(pass, (size_t)len, a->enc.salt, a->enc.scrypt_n,
+						       a->enc.scrypt_r, a->enc.scrypt_p, &m);
+		zcrypt_wipe(pass, sizeof(pass));
+	}
+	if (!ret)
+		ret = zcrypt_keycheck_make(&m, a->enc.key_check);
+	zcrypt_wipe(&m, sizeof(m));
+	if (ret)
+		return ret;
+	a->o.enc = &a->enc;
 	return 0;
 }
 
@@ -171,11 +269,14 @@ static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s)
 	       s->sit_blocks);
 	printf("usable     %llu MiB\n", (unsigned long long)(usable >> 20));
 	printf("uuid       %s\nlabel      %s\n", uuid, s->label);
+	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT)
+		printf("encryption AES-256-XTS contents, AES-256-CBC-CTS names; key from %s\n",
+		       s->enc_kdf == 1 ? "a key file" : "a passphrase (scrypt)");
 }
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = {0};
+	struct mkfs_args a = {.passphrase_fd = -1};
 	struct zlfs_sb_info sbi;
 	struct zdev *dev;
 	int ret;
@@ -184,6 +285,8 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &a);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	if (a.encrypt && enc_setup(&a))
+		return 1;
 	ret = zdev_open(a.path, NULL, &dev);
 	if (ret)
 		return 1;

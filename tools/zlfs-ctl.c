@@ -4,29 +4,32 @@
  *   zlfs-ctl stats MOUNTPOINT     the daemon's statistics as JSON
  *   zlfs-ctl sync MOUNTPOINT      write a checkpoint now
  *   zlfs-ctl genkey FILE          64 random bytes for -o keyfile=FILE, mode 0600
+ *   zlfs-ctl encrypt DIR          make an empty directory encrypted
+ *   zlfs-ctl encryption PATH      say whether PATH is encrypted and the key loaded
  *
- * Owns: the command line and the ioctl calls on the mount's root (zlfs_ioctl.h).
- * May call: libc, OpenSSL (to wipe key material), zlfs_ioctl.h.
+ * Owns: the command line and the ioctl calls on the mount's root and on directories
+ * (zlfs_ioctl.h).
+ * May call: libc, crypto/zcrypt.h (key files), zlfs_ioctl.h.
  */
+#include "zcrypt.h"
 #include "zlfs_ioctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <unistd.h>
-
-#define KEY_BYTES 64
 
 static int usage(FILE *f, int code)
 {
 	fprintf(f, "usage: zlfs-ctl stats MOUNTPOINT    statistics of a mounted zlfs, as JSON\n"
 		   "       zlfs-ctl sync MOUNTPOINT     write a checkpoint now\n"
-		   "       zlfs-ctl genkey FILE         write a new 64-byte key file (mode 0600)\n");
+		   "       zlfs-ctl genkey FILE         write a new 64-byte key file (mode 0600)\n"
+		   "       zlfs-ctl encrypt DIR         make an empty directory encrypted: everything\n"
+		   "                                    created below it is encrypted\n"
+		   "       zlfs-ctl encryption PATH     is PATH encrypted, is the key loaded\n");
 	return code;
 }
 
@@ -66,26 +69,54 @@ static int cmd_stats(const char *mnt)
 
 static int cmd_genkey(const char *path)
 {
-	unsigned char key[KEY_BYTES];
-	int fd = -1, ok = 0;
+	int ret = zcrypt_keyfile_generate(path);
 
-	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
-		fprintf(stderr, "zlfs-ctl: no randomness: %s\n", strerror(errno));
+	if (ret)
+		fprintf(stderr, "zlfs-ctl: %s: %s%s\n", path, strerror(-ret),
+			ret == -EEXIST ? " (refusing to overwrite a key)" : "");
+	return ret ? 1 : 0;
+}
+
+static int cmd_encrypt(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", dir, strerror(errno));
 		return 1;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		ok = write(fd, key, sizeof(key)) == (ssize_t)sizeof(key) && !fsync(fd);
-	OPENSSL_cleanse(key, sizeof(key));
-	if (!ok) {
-		fprintf(stderr, "zlfs-ctl: %s: %s%s\n", path, strerror(errno),
-			errno == EEXIST ? " (refusing to overwrite a key)" : "");
-		if (fd >= 0)
-			unlink(path);
+	ret = ioctl(fd, ZLFS_IOC_SET_ENCRYPT);
+	if (ret < 0)
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", dir,
+			errno == ENOTEMPTY ? "the directory is not empty"
+			: errno == ENOKEY ? "the filesystem is mounted without its key"
+			: errno == EOPNOTSUPP ? "the filesystem was made without --encrypt"
+			: errno == ENOTTY ? "not a directory of a mounted zlfs"
+			: strerror(errno));
+	close(fd);
+	return ret < 0 ? 1 : 0;
+}
+
+static int cmd_encryption(const char *path)
+{
+	struct zlfs_ioc_encrypt e = {0};
+	int fd = open(path, O_RDONLY), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path,
+			errno == ENOKEY ? "encrypted, and the key is not loaded" : strerror(errno));
+		return 1;
 	}
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : 1;
+	ret = ioctl(fd, ZLFS_IOC_GET_ENCRYPT, &e);
+	close(fd);
+	if (ret < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path,
+			errno == ENOTTY ? "not on a mounted zlfs" : strerror(errno));
+		return 1;
+	}
+	printf("%s: %s, key %s\n", path, e.flags & ZLFS_ENC_ENCRYPTED ? "encrypted" : "not encrypted",
+	       e.flags & ZLFS_ENC_KEY ? "loaded" : "not loaded");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -104,5 +135,9 @@ int main(int argc, char **argv)
 		return ctl_call(argv[2], ZLFS_IOC_SYNC, NULL);
 	if (!strcmp(argv[1], "genkey"))
 		return cmd_genkey(argv[2]);
+	if (!strcmp(argv[1], "encrypt"))
+		return cmd_encrypt(argv[2]);
+	if (!strcmp(argv[1], "encryption"))
+		return cmd_encryption(argv[2]);
 	return usage(stderr, 2);
 }
