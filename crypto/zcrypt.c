@@ -3,19 +3,19 @@
  * file, scrypt-stretched passphrase, passphrase input), the key check value, HKDF and the
  * per-file and per-directory key derivations, and AES-256-XTS of data blocks.
  * Names and their encodings are in zcrypt_names.c.
- * May call: OpenSSL libcrypto, libc, pthreads.
+ * May call: OpenSSL libcrypto, libc, pthreads, zc_ctx.h.
  *
- * XTS contexts are per thread: each thread has one EVP_CIPHER_CTX for encryption and one for
- * decryption (the AES key schedule differs between the two), each remembering the key it was
- * last keyed with so that a run of blocks of one file only re-sets the tweak.
+ * XTS contexts are per thread (zc_ctx.c): each thread has one EVP_CIPHER_CTX for encryption
+ * and one for decryption, each remembering the key it was last keyed with so that a run of
+ * blocks of one file only re-sets the tweak.
  */
 #include "zcrypt.h"
+#include "zc_ctx.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -37,104 +37,26 @@ static const char zc_info_names[] = "zlfs names v1";
 static const char zc_info_check[] = "zlfs key check v1";
 static const char zc_check_msg[] = "zlfs key check value";
 
-/* ---- one-time setup and per-thread XTS contexts --------------------------------------- */
+/* ---- one-time setup ------------------------------------------------------------------- */
 
-struct zc_slot {
-	EVP_CIPHER_CTX *ctx;
-	uint8_t key[ZCRYPT_XTS_KEY_SIZE]; /* the key CTX holds, when KEYED */
-	int keyed;
-};
+/* AES-256-XTS through zc_ctx.c: a per-thread context per direction, re-keyed only when the
+ * key changes. */
+static struct zc_cache zc_xts = ZC_CACHE_INIT("AES-256-XTS", ZCRYPT_XTS_KEY_SIZE, NULL);
 
-struct zc_thread {
-	struct zc_slot slot[2]; /* [0] decrypt, [1] encrypt */
-};
-
-static pthread_once_t zc_once = PTHREAD_ONCE_INIT;
-static EVP_CIPHER *zc_xts;
+/* The HKDF implementation, fetched once rather than looked up by name on every derivation. */
+static pthread_once_t zc_hkdf_once = PTHREAD_ONCE_INIT;
 static EVP_KDF *zc_hkdf_kdf;
-static pthread_key_t zc_thread_key;
-static int zc_init_err;
-static __thread struct zc_thread *zc_self;
 
-static void zc_thread_free(void *arg)
+static void zc_hkdf_init(void)
 {
-	struct zc_thread *t = arg;
-	int i;
-
-	for (i = 0; i < 2; i++)
-		EVP_CIPHER_CTX_free(t->slot[i].ctx);
-	OPENSSL_cleanse(t, sizeof(*t));
-	free(t);
-	zc_self = NULL;
-}
-
-static void zc_init(void)
-{
-	zc_xts = EVP_CIPHER_fetch(NULL, "AES-256-XTS", NULL);
 	zc_hkdf_kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
-	if (!zc_xts || !zc_hkdf_kdf)
-		zc_init_err = -EIO;
-	else if (pthread_key_create(&zc_thread_key, zc_thread_free))
-		zc_init_err = -ENOMEM;
 	ERR_clear_error();
 }
 
-static int zc_ready(void)
+static int zc_hkdf_ready(void)
 {
-	if (pthread_once(&zc_once, zc_init))
+	if (pthread_once(&zc_hkdf_once, zc_hkdf_init) || !zc_hkdf_kdf)
 		return -EIO;
-	return zc_init_err;
-}
-
-/* This thread's contexts, made on first use. */
-static int zc_thread_get(struct zc_thread **out)
-{
-	struct zc_thread *t = zc_self;
-	int rc, i;
-
-	if (t) {
-		*out = t;
-		return 0;
-	}
-	rc = zc_ready();
-	if (rc)
-		return rc;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < 2; i++)
-		if (!(t->slot[i].ctx = EVP_CIPHER_CTX_new()))
-			break;
-	if (i < 2 || pthread_setspecific(zc_thread_key, t)) {
-		zc_thread_free(t);
-		return -ENOMEM;
-	}
-	zc_self = t;
-	*out = t;
-	return 0;
-}
-
-/* Key SLOT with KEY (unless it already holds it) and set the tweak. */
-static int zc_slot_prepare(struct zc_slot *s, const uint8_t *key, const uint8_t tweak[16], int enc)
-{
-	int ok;
-
-	if (s->keyed && !CRYPTO_memcmp(s->key, key, ZCRYPT_XTS_KEY_SIZE)) {
-		ok = EVP_CipherInit_ex2(s->ctx, NULL, NULL, tweak, enc, NULL);
-	} else {
-		s->keyed = 0;
-		ok = EVP_CipherInit_ex2(s->ctx, zc_xts, key, tweak, enc, NULL);
-		if (ok) {
-			memcpy(s->key, key, ZCRYPT_XTS_KEY_SIZE);
-			s->keyed = 1;
-		}
-	}
-	if (!ok) {
-		s->keyed = 0;
-		OPENSSL_cleanse(s->key, sizeof(s->key));
-		ERR_clear_error();
-		return -EIO;
-	}
 	return 0;
 }
 
@@ -389,7 +311,7 @@ int zcrypt_hkdf(const char *digest, const uint8_t *ikm, size_t ikm_len, const ui
 	if (!digest || (strcmp(digest, "SHA256") && strcmp(digest, "SHA512")) || !ikm || !ikm_len ||
 	    (salt_len && !salt) || (info_len && !info) || !out || !out_len || out_len > 255 * hlen)
 		return -EINVAL;
-	rc = zc_ready();
+	rc = zc_hkdf_ready();
 	if (rc)
 		return rc;
 	*q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)digest, 0);
@@ -462,54 +384,34 @@ int zcrypt_xts_key_ok(const uint8_t key[ZCRYPT_XTS_KEY_SIZE])
 int zcrypt_xts_raw(const uint8_t key[ZCRYPT_XTS_KEY_SIZE], const uint8_t tweak[16], const void *in,
 		   void *out, size_t len, int enc)
 {
-	struct zc_thread *t;
-	struct zc_slot *s;
-	int rc, outl = 0;
-
 	if (!key || !tweak || !in || !out || len < 16 || len % 16 || len > ZC_XTS_MAX_LEN ||
 	    !zcrypt_xts_key_ok(key))
 		return -EINVAL;
-	rc = zc_thread_get(&t);
-	if (rc)
-		return rc;
-	s = &t->slot[enc ? 1 : 0];
-	rc = zc_slot_prepare(s, key, tweak, enc ? 1 : 0);
-	if (rc)
-		return rc;
-	if (EVP_CipherUpdate(s->ctx, out, &outl, in, (int)len) != 1 || outl != (int)len) {
-		s->keyed = 0;
-		ERR_clear_error();
-		return -EIO;
-	}
-	return 0;
+	return zc_ctx_run(&zc_xts, key, tweak, enc, in, out, len);
 }
 
-static void zc_lblk_tweak(uint64_t lblk, uint8_t tweak[16])
+/* zcrypt_xts_encrypt and zcrypt_xts_decrypt: the tweak is LBLK as 16 bytes little-endian. */
+static int zc_xts_lblk(const struct zcrypt_file_key *fk, uint64_t lblk, const void *in, void *out,
+		       size_t len, int enc)
 {
+	uint8_t tweak[16];
 	int i;
 
+	if (!fk)
+		return -EINVAL;
 	for (i = 0; i < 16; i++, lblk >>= 8)
 		tweak[i] = i < 8 ? (uint8_t)lblk : 0;
+	return zcrypt_xts_raw(fk->key, tweak, in, out, len, enc);
 }
 
 int zcrypt_xts_encrypt(const struct zcrypt_file_key *fk, uint64_t lblk, const void *in, void *out,
 		       size_t len)
 {
-	uint8_t tweak[16];
-
-	if (!fk)
-		return -EINVAL;
-	zc_lblk_tweak(lblk, tweak);
-	return zcrypt_xts_raw(fk->key, tweak, in, out, len, 1);
+	return zc_xts_lblk(fk, lblk, in, out, len, 1);
 }
 
 int zcrypt_xts_decrypt(const struct zcrypt_file_key *fk, uint64_t lblk, const void *in, void *out,
 		       size_t len)
 {
-	uint8_t tweak[16];
-
-	if (!fk)
-		return -EINVAL;
-	zc_lblk_tweak(lblk, tweak);
-	return zcrypt_xts_raw(fk->key, tweak, in, out, len, 0);
+	return zc_xts_lblk(fk, lblk, in, out, len, 0);
 }

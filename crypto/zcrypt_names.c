@@ -2,16 +2,15 @@
  * zcrypt_names.c - names and symlink targets (see zcrypt.h): their ciphertext length,
  * AES-256-CBC-CTS (CS3) with a zero IV, and the base64url forms a directory shows when its
  * key is absent (full, or '_' + digest for long ciphertexts).
- * May call: OpenSSL libcrypto, libc, pthreads. Keys and contents are in zcrypt.c.
+ * May call: OpenSSL libcrypto, libc, zc_ctx.h. Keys and contents are in zcrypt.c.
  *
- * Like the XTS contexts in zcrypt.c, the CBC-CTS contexts are per thread, one for encryption
- * and one for decryption, each remembering the name key it was last keyed with.
+ * Like the XTS contexts of zcrypt.c, the CBC-CTS contexts are per thread (zc_ctx.c), one for
+ * encryption and one for decryption, each remembering the name key it was last keyed with.
  */
 #include "zcrypt.h"
+#include "zc_ctx.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -27,111 +26,17 @@
 #define ZC_DIG_NAME 172       /* '_' + base64url of 128 bytes */
 #define ZC_DIG_CT (ZC_DIG_RAW - 4)
 
-/* ---- one-time setup and per-thread CBC-CTS contexts ----------------------------------- */
+/* ---- CBC-CTS ------------------------------------------------------------------------- */
 
-struct zn_slot {
-	EVP_CIPHER_CTX *ctx;
-	uint8_t key[ZCRYPT_NAME_KEY_SIZE];
-	int keyed;
+/* CS3 is the CTS variant fscrypt uses: the last two blocks always swapped. */
+static const OSSL_PARAM zn_cts_params[] = {
+	OSSL_PARAM_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, "CS3", 3),
+	OSSL_PARAM_END,
 };
-
-struct zn_thread {
-	struct zn_slot slot[2]; /* [0] decrypt, [1] encrypt */
-};
-
-static pthread_once_t zn_once = PTHREAD_ONCE_INIT;
-static EVP_CIPHER *zn_cts;
-static pthread_key_t zn_thread_key;
-static int zn_init_err;
-static __thread struct zn_thread *zn_self;
+static struct zc_cache zn_cts = ZC_CACHE_INIT("AES-256-CBC-CTS", ZCRYPT_NAME_KEY_SIZE,
+					      zn_cts_params);
+/* A zero IV keeps equal names equal under one directory key, which lookup needs. */
 static const uint8_t zn_zero_iv[16];
-
-static void zn_thread_free(void *arg)
-{
-	struct zn_thread *t = arg;
-	int i;
-
-	for (i = 0; i < 2; i++)
-		EVP_CIPHER_CTX_free(t->slot[i].ctx);
-	OPENSSL_cleanse(t, sizeof(*t));
-	free(t);
-	zn_self = NULL;
-}
-
-static void zn_init(void)
-{
-	zn_cts = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
-	if (!zn_cts)
-		zn_init_err = -EIO;
-	else if (pthread_key_create(&zn_thread_key, zn_thread_free))
-		zn_init_err = -ENOMEM;
-	ERR_clear_error();
-}
-
-static int zn_thread_get(struct zn_thread **out)
-{
-	struct zn_thread *t = zn_self;
-	int i;
-
-	if (t) {
-		*out = t;
-		return 0;
-	}
-	if (pthread_once(&zn_once, zn_init))
-		return -EIO;
-	if (zn_init_err)
-		return zn_init_err;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < 2; i++)
-		if (!(t->slot[i].ctx = EVP_CIPHER_CTX_new()))
-			break;
-	if (i < 2 || pthread_setspecific(zn_thread_key, t)) {
-		zn_thread_free(t);
-		return -ENOMEM;
-	}
-	zn_self = t;
-	*out = t;
-	return 0;
-}
-
-/* CBC-CTS (CS3, zero IV) of LEN bytes IN -> OUT under KEY. */
-static int zn_cts_run(const uint8_t key[ZCRYPT_NAME_KEY_SIZE], const uint8_t *in, uint8_t *out,
-		      size_t len, int enc)
-{
-	OSSL_PARAM params[2] = {
-		OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, (char *)"CS3", 0),
-		OSSL_PARAM_construct_end(),
-	};
-	struct zn_thread *t;
-	struct zn_slot *s;
-	int rc, ok, outl = 0;
-
-	rc = zn_thread_get(&t);
-	if (rc)
-		return rc;
-	s = &t->slot[enc];
-	if (s->keyed && !CRYPTO_memcmp(s->key, key, ZCRYPT_NAME_KEY_SIZE)) {
-		ok = EVP_CipherInit_ex2(s->ctx, NULL, NULL, zn_zero_iv, enc, NULL);
-	} else {
-		s->keyed = 0;
-		ok = EVP_CipherInit_ex2(s->ctx, zn_cts, key, zn_zero_iv, enc, params);
-		if (ok) {
-			memcpy(s->key, key, ZCRYPT_NAME_KEY_SIZE);
-			s->keyed = 1;
-		}
-	}
-	if (ok)
-		ok = EVP_CipherUpdate(s->ctx, out, &outl, in, (int)len) == 1 && outl == (int)len;
-	if (!ok) {
-		s->keyed = 0;
-		OPENSSL_cleanse(s->key, sizeof(s->key));
-		ERR_clear_error();
-		return -EIO;
-	}
-	return 0;
-}
 
 /* ---- names and symlink targets -------------------------------------------------------- */
 
@@ -160,7 +65,7 @@ int zcrypt_name_encrypt(const struct zcrypt_name_key *nk, const char *name, size
 	ct_len = zcrypt_name_ct_len(len, max);
 	memcpy(pt, name, len);
 	memset(pt + len, 0, ct_len - len);
-	rc = zn_cts_run(nk->key, pt, out, ct_len, 1);
+	rc = zc_ctx_run(&zn_cts, nk->key, zn_zero_iv, 1, pt, out, ct_len);
 	OPENSSL_cleanse(pt, ct_len);
 	return rc ? rc : (int)ct_len;
 }
@@ -172,7 +77,7 @@ int zcrypt_name_decrypt(const struct zcrypt_name_key *nk, const uint8_t *ct, siz
 
 	if (!nk || !ct || !out || ct_len < ZCRYPT_NAME_MIN || ct_len > ZC_CT_MAX)
 		return -EINVAL;
-	rc = zn_cts_run(nk->key, ct, (uint8_t *)out, ct_len, 0);
+	rc = zc_ctx_run(&zn_cts, nk->key, zn_zero_iv, 0, ct, out, ct_len);
 	if (rc)
 		return rc;
 	out[ct_len] = '\0';
