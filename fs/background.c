@@ -88,7 +88,8 @@ static int idle_enough(const struct zlfs_fs *fs)
 {
 	uint64_t last = __atomic_load_n(&fs->last_user_ns, __ATOMIC_RELAXED);
 
-	return !fs->users_active && mono_ns() - last >= (uint64_t)fs->gc.o.idle_ms * 1000000ULL;
+	return !__atomic_load_n(&fs->users_active, __ATOMIC_RELAXED) &&
+	       mono_ns() - last >= (uint64_t)fs->gc.o.idle_ms * 1000000ULL;
 }
 
 static void *bg_main(void *arg)

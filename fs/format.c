@@ -10,6 +10,9 @@
 #include "format.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -230,12 +233,89 @@ int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 	ret = zlfs_blk_verify(block, zlfs_csum_seed(d->uuid), ZLFS_KIND_SUPER);
 	if (ret)
 		return -EUCLEAN;
-	sb_decode_fields(d, s);
-	if (s->min_revision > ZLFS_REVISION || s->revision < ZLFS_MIN_REVISION)
-		return -EPROTONOSUPPORT;
-	if (s->feat_incompat & ~ZLFS_FEAT_INCOMPAT_SUPP)
+	sb_decode_fields(d, s); /* filled even when refused below: the caller explains why */
+	if (zlfs_sb_compat(s, zlfs_reader_revision(), NULL, 0) < 0)
 		return -EPROTONOSUPPORT;
 	return sb_check_layout(s);
+}
+
+/* ---- revisions and features ------------------------------------------------------------ */
+
+unsigned zlfs_reader_revision(void)
+{
+	const char *e = getenv("ZLFS_TEST_READER_REVISION");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return ZLFS_REVISION;
+	v = strtoul(e, &end, 10);
+	return *end || !v || v > 0xffff ? ZLFS_REVISION : (unsigned)v;
+}
+
+/* "0x40000001 (bits 0, 30)": the bits themselves, as docs/format.md numbers them. */
+static void feat_bits(uint32_t mask, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "0x%x (bit", mask);
+	const char *sep = mask & (mask - 1) ? "s " : " ";
+	int b;
+
+	for (b = 0; b < 32 && n < len; b++) {
+		if (!(mask & (1u << b)))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%d", sep, b);
+		sep = ", ";
+	}
+	if (n < len)
+		snprintf(buf + n, len - n, ")");
+}
+
+static int compat_fail(char *why, size_t len, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int compat_fail(char *why, size_t len, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+int zlfs_sb_compat(const struct zlfs_sb_info *s, unsigned reader, char *why, size_t len)
+{
+	uint32_t incompat = s->feat_incompat & ~ZLFS_FEAT_INCOMPAT_SUPP;
+	uint32_t ro = s->feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP;
+	char bits[160];
+
+	if (why && len)
+		why[0] = '\0';
+	if (s->min_revision > reader)
+		return compat_fail(why, len, -EPROTONOSUPPORT,
+				   "format revision %u needs a reader of revision %u or later, and "
+				   "this zlfs reads revision %u: upgrade zlfs", s->revision,
+				   s->min_revision, reader);
+	if (s->revision < ZLFS_MIN_REVISION)
+		return compat_fail(why, len, -EPROTONOSUPPORT,
+				   "format revision %u is older than the oldest this zlfs reads "
+				   "(%u): read it with an older zlfs and copy the data off",
+				   s->revision, ZLFS_MIN_REVISION);
+	if (incompat) {
+		feat_bits(incompat, bits, sizeof(bits));
+		return compat_fail(why, len, -EPROTONOSUPPORT,
+				   "unknown incompatible features %s: this zlfs (revision %u) cannot "
+				   "read the filesystem safely; upgrade zlfs", bits, reader);
+	}
+	if (ro) {
+		feat_bits(ro, bits, sizeof(bits));
+		return compat_fail(why, len, 1,
+				   "unknown read-only-compatible features %s: this zlfs (revision "
+				   "%u) may only read the filesystem; upgrade zlfs to write to it",
+				   bits, reader);
+	}
+	return 0; /* unknown compat bits: safe to ignore, by definition */
 }
 
 /* ---- checkpoint head and tail ------------------------------------------------------------ */

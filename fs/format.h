@@ -78,6 +78,19 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 #define ZLFS_FEAT_INCOMPAT_ENCRYPT (1u << 0) /* encryption fields in the superblock are live */
 #define ZLFS_FEAT_INCOMPAT_SUPP ZLFS_FEAT_INCOMPAT_ENCRYPT
 
+/* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
+ * a test can play an older or a newer reader against one image. Only tests set it. */
+unsigned zlfs_reader_revision(void);
+
+struct zlfs_sb_info;
+/* May a reader of revision READER use the filesystem SBI describes? 0: read-write (unknown
+ * compat bits are ignored), 1: read-only only (unknown ro_compat bits), -EPROTONOSUPPORT: not
+ * at all (min_revision above READER, revision below ZLFS_MIN_REVISION, unknown incompat bits).
+ * WHY (may be NULL) gets one line naming the revisions or bits and what to do. zlfs_sb_decode
+ * refuses what this refuses for zlfs_reader_revision(), after filling SBI, so a caller can
+ * still say why. */
+int zlfs_sb_compat(const struct zlfs_sb_info *sbi, unsigned reader, char *why, size_t len);
+
 /* ---- log types ----------------------------------------------------------------------------
  * Each active log appends to its own open zone. With 2 logs only WARM_NODE and WARM_DATA are
  * active (everything maps to them); with 4, HOT/WARM of each kind (COLD folds into WARM); with

@@ -47,17 +47,24 @@ static double gc_score(const struct zlfs_fs *fs, uint32_t mz, int greedy, uint64
 	return (1.0 - u) * (age + 1.0) / (1.0 + u);
 }
 
+/* A zone is worth collecting only if it frees at least 1/GC_MIN_GAIN of itself: near full,
+ * moving a zone to win back a few blocks costs a whole zone of writes for each deleted file
+ * (a foreground pass per request, write amplification without bound) and never reaches the
+ * free zones it is after. Such thin garbage waits until more of its zone dies. */
+#define GC_MIN_GAIN 8
+#define GC_ZONES_NEEDED 3
+
 int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone)
 {
 	uint64_t now = (uint64_t)time(NULL);
+	uint32_t mz, usable = zone_usable(fs), min_gain = usable / GC_MIN_GAIN + 1;
 	double best = -1.0;
-	uint32_t mz;
 
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		double sc;
 
 		if (fs->zone_state[mz] != ZONE_USED || !fs->zone_valid[mz] ||
-		    fs->zone_valid[mz] >= zone_usable(fs))
+		    fs->zone_valid[mz] + min_gain > usable)
 			continue;
 		sc = gc_score(fs, mz, greedy, now);
 		if (sc > best) {
@@ -200,6 +207,11 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 			prefree += fs->zone_prefree[mz];
 		if (fs->free_zones + prefree >= want_free || done >= max_zones)
 			return (int)done;
+		/* Moving a zone may open a zone for moved data and one for re-pointed nodes, and
+		 * only the checkpoint after it frees the victim: with fewer zones left, a pass
+		 * could spend the last ones and leave nothing to write that checkpoint with. */
+		if (fs->free_zones < GC_ZONES_NEEDED)
+			return done ? (int)done : -ENOSPC;
 		ret = gc_pick_victim(fs, greedy, &zone);
 		if (ret)
 			return done ? (int)done : ret;

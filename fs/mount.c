@@ -17,25 +17,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Revision and features: refuse what this reader cannot use, force read-only what it may only
+ * read, and say which revision or bits are the reason and what to do. */
+static int mount_check_compat(struct zlfs_fs *fs, const char *path, int *readonly)
+{
+	char why[320];
+	int c = zlfs_sb_compat(&fs->sb, zlfs_reader_revision(), why, sizeof(why));
+
+	if (c < 0) {
+		zlog_err("%s: %s", path, why);
+		return -EPROTONOSUPPORT;
+	}
+	if (c > 0 && !*readonly) {
+		zlog_warn("%s: %s: mounting read-only", path, why);
+		*readonly = 1;
+	}
+	return 0;
+}
+
 static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 {
 	int ret = zlfs_sb_read(fs->dev, &fs->sb, &fs->sb_zone);
 
 	if (ret == -ENOENT)
 		zlog_err("%s: no zlfs filesystem found (run mkfs.zlfs first)", path);
-	else if (ret == -EPROTONOSUPPORT)
-		zlog_err("%s: zlfs format revision or incompatible features not supported by this "
-			 "version (%s)", path, ZLFS_VERSION);
-	else if (ret)
+	else if (ret && ret != -EPROTONOSUPPORT)
 		zlog_err("%s: superblock damaged: run fsck.zlfs", path);
-	if (ret)
+	if (ret && ret != -EPROTONOSUPPORT)
 		return ret;
-	if ((fs->sb.feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP) && !*readonly) {
-		zlog_warn("%s: unknown read-only-compatible features 0x%x: mounting read-only", path,
-			  fs->sb.feat_ro_compat & ~ZLFS_FEAT_RO_COMPAT_SUPP);
-		*readonly = 1;
-	}
-	return 0;
+	return mount_check_compat(fs, path, readonly); /* the newest record, usable or not */
+}
+
+/* Forced read-only by the superblock: reopen the device read-only, so that nothing - recovery,
+ * the unmount checkpoint - can write to a filesystem this code does not fully understand. */
+static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, int direct)
+{
+	struct zdev_open_opts d = {.readonly = 1, .direct = direct};
+
+	zdev_close(fs->dev);
+	fs->dev = NULL;
+	return zdev_open(path, &d, &fs->dev);
 }
 
 /* Summary entries past POS in the open segment describe nothing the checkpoint knows. */
@@ -221,6 +242,8 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
+	if (!ret && readonly && !o->readonly)
+		ret = mount_reopen_ro(fs, path, o->direct);
 	if (!ret) /* a wrong key must be refused before recovery writes anything */
 		ret = key_load(fs, o->key, path);
 	if (!ret)

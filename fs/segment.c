@@ -86,7 +86,13 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 	sit_set_dirty(fs, segno);
 }
 
-int seg_room_for_user(const struct zlfs_fs *fs) { return seg_free_blocks(fs) > 0; }
+/* A new inode brings node and directory blocks, which may use the GC reserve: once only the
+ * reserve is left, creating stops, or names alone could eat the zones GC needs to turn
+ * deletions back into free space (a device wedged full with nothing left to move into). */
+int seg_room_for_user(const struct zlfs_fs *fs)
+{
+	return fs->free_zones > fs->sb.reserved_zones && seg_free_blocks(fs) > 0;
+}
 
 uint32_t seg_prefree_zones(const struct zlfs_fs *fs)
 {

@@ -63,8 +63,8 @@ static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"format_revision\": %u,\n  \"feature_compat\": %u,\n"
 		   "  \"feature_ro_compat\": %u,\n  \"feature_incompat\": %u,\n",
 		fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, fs->sb.feat_incompat);
-	jprintf(j, "  \"last_consistency_scan\": %llu,\n",
-		(unsigned long long)fs->sb.last_fsck_time);
+	jprintf(j, "  \"last_consistency_scan\": %llu,\n  \"free_zone_reserve\": %u,\n",
+		(unsigned long long)fs->sb.last_fsck_time, fs->sb.reserved_zones);
 }
 
 static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
@@ -144,6 +144,19 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 		(unsigned long long)w.waits);
 }
 
+/* Reads that reached the device since it was opened (this mount), by size (zdev.h). */
+static void stats_read_sizes(struct zlfs_fs *fs, struct jbuf *j)
+{
+	uint64_t n[ZDEV_RSIZE_BUCKETS];
+	int b;
+
+	zdev_read_sizes(fs->dev, n);
+	jprintf(j, "  \"device_read_sizes\": {");
+	for (b = 0; b < ZDEV_RSIZE_BUCKETS; b++)
+		jprintf(j, "%s\"%s\": %llu", b ? ", " : "", zdev_rsize_name(b), (unsigned long long)n[b]);
+	jprintf(j, "},\n");
+}
+
 int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 {
 	struct jbuf j = {buf, len, 0};
@@ -151,6 +164,7 @@ int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 	jprintf(&j, "{\n");
 	stats_device(fs, &j);
 	stats_space(fs, &j);
+	stats_read_sizes(fs, &j);
 	stats_io(fs, &j);
 	jprintf(&j, "}\n");
 	return j.used < len ? (int)j.used : -ENOSPC;

@@ -63,22 +63,22 @@ int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out)
 	buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (!buf)
 		return -ENOMEM;
+	/* The newest record whose checksum holds decides, even one this reader cannot use:
+	 * falling back to the older half of the ping-pong would hide a feature the filesystem
+	 * has since turned on. */
 	for (i = 0; i < 2; i++) {
 		ret[i] = sb_read_zone(dev, (uint32_t)first + i, buf, &cand[i]);
-		if (!ret[i] && (best < 0 || cand[i].sb_seq > cand[best].sb_seq))
+		if ((!ret[i] || ret[i] == -EPROTONOSUPPORT) &&
+		    (best < 0 || cand[i].sb_seq > cand[best].sb_seq))
 			best = i;
 	}
 	zdev_buf_free(buf);
-	if (best < 0) {
-		/* Report the more informative failure: a damaged or too-new record beats none. */
-		if (ret[0] == -ENOENT)
-			return ret[1];
-		return ret[0];
-	}
+	if (best < 0) /* report the more informative failure: a damaged record beats none */
+		return ret[0] == -ENOENT ? ret[1] : ret[0];
 	*sbi = cand[best];
 	if (zone_out)
 		*zone_out = best;
-	return 0;
+	return ret[best];
 }
 
 int zlfs_sb_write(struct zdev *dev, const struct zlfs_sb_info *sbi, int newest_zone)

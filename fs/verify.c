@@ -3,34 +3,44 @@
  * filesystem whose parts agree with each other and with the device?
  *
  * Owns: the cross-checks - NAT entries <-> node blocks, node trees and data pointers in range
- * and not shared, SIT bitmaps and counts <-> blocks actually referenced, directory entries <->
- * inodes, link counts, "..", reachability from the root, orphans, log positions <-> write
- * pointers. It reads only; repairs belong to fsck.
+ * and not shared, xattr nodes well formed, encryption flags against the superblock, SIT
+ * bitmaps and counts <-> blocks actually referenced, directory entries <-> inodes, link
+ * counts, "..", reachability from the root, orphans, log positions <-> write pointers - and,
+ * on request, the list of repairs that would settle what it found (verify.h). It only reads;
+ * fsck.zlfs applies repairs.
  * May call: files.h (inodes, directories, data mapping), core.h, format.h, zdev.h, log.h.
  */
 #include "verify.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define DIR_DEPTH_MAX 22 /* dir.c never grows a directory past this many levels */
+
+enum { SEEN_NODE = 1, SEEN_REACHED = 2, SEEN_LOST = 3 };
+
 struct chk {
 	struct zlfs_fs *fs;
 	struct zlfs_check_report *rep;
 	uint8_t *ref;        /* per device block: referenced by the tree walk */
-	uint32_t *links;     /* per nid: names found in directories */
+	uint32_t *links;     /* per nid: names found in reachable directories */
 	uint32_t *parent;    /* per nid: directory holding its (last seen) name */
-	uint8_t *seen;       /* per nid: 1 reached from an inode, 2 an inode reached from root */
+	uint8_t *seen;       /* per nid: SEEN_* */
+	uint8_t *named_lost; /* per nid: named by a directory that is itself unreachable */
 	uint32_t *subdirs;   /* per directory: subdirectories found */
 	uint32_t nblocks;
 };
 
 static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
 {
-	char msg[256];
+	char msg[384];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -46,12 +56,48 @@ static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt,
 		c->rep->print(c->rep->print_arg, cls, msg);
 }
 
+static void propose(struct chk *c, enum zlfs_fix_kind kind, uint32_t a, uint32_t b,
+		    const char *name, size_t len)
+{
+	struct zlfs_check_report *r = c->rep;
+	struct zlfs_fix *f;
+
+	if (!r->want_fixes)
+		return;
+	if (r->nfixes == r->cap_fixes) {
+		size_t cap = r->cap_fixes ? r->cap_fixes * 2 : 64;
+		struct zlfs_fix *n = realloc(r->fixes, cap * sizeof(*n));
+
+		if (!n) {
+			r->incomplete = 1; /* a repair list with holes must not be trusted */
+			return;
+		}
+		r->fixes = n;
+		r->cap_fixes = cap;
+	}
+	f = &r->fixes[r->nfixes++];
+	memset(f, 0, sizeof(*f));
+	*f = (struct zlfs_fix){.kind = kind, .a = a, .b = b};
+	if (name) {
+		f->name_len = (uint16_t)(len > ZLFS_NAME_MAX ? ZLFS_NAME_MAX : len);
+		memcpy(f->name, name, f->name_len);
+	}
+}
+
+static void progress(struct chk *c, enum zlfs_check_phase ph, uint64_t done, uint64_t total)
+{
+	if (c->rep->progress)
+		c->rep->progress(c->rep->progress_arg, ph, done, total);
+}
+
 static int in_main(const struct zlfs_fs *fs, uint32_t addr)
 {
 	uint32_t zone = addr / zlfs_zone_blocks(&fs->sb);
 
 	return zone >= fs->sb.main_zone_first && zone < fs->sb.nr_zones;
 }
+
+static int bit(const uint8_t *map, uint32_t i) { return !!(map[i / 8] & (1u << (i % 8))); }
 
 /* Mark ADDR referenced by WHAT; a second reference or an address outside the main area is an
  * error. */
@@ -62,7 +108,7 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 			ino, what, addr);
 		return;
 	}
-	if (c->ref[addr / 8] & (1u << (addr % 8))) {
+	if (bit(c->ref, addr)) {
 		finding(c, ZLFS_FIND_ERROR, "inode %u: %s at block %u is referenced twice", ino,
 			what, addr);
 		return;
@@ -73,7 +119,7 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 
 static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth);
 
-/* A child node NID under inode INO: NAT must agree, then walk it. */
+/* A child node NID under inode INO: NAT must agree, then walk it. DEPTH < 0: xattr node. */
 static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 {
 	if (nid >= c->fs->sb.max_nid || c->fs->nat[nid].blkaddr == ZLFS_ADDR_NULL) {
@@ -88,43 +134,98 @@ static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 		finding(c, ZLFS_FIND_ERROR, "node %u is reached twice", nid);
 		return;
 	}
-	c->seen[nid] = 1;
+	c->seen[nid] = SEEN_NODE;
 	check_node(c, nid, ino, depth);
 }
 
-/* DEPTH: levels of nodes below NID (0: direct node). */
+/* Packed entries {u8 index, u8 name_len, le16 value_size, name, value}, 4-byte aligned. */
+static void check_xattrs(struct chk *c, const struct zlfs_xattr_block *x, uint32_t ino)
+{
+	uint32_t used = le32_get(x->used), off = 0, space = (uint32_t)sizeof(x->data);
+
+	if (used > space) {
+		finding(c, ZLFS_FIND_ERROR, "inode %u: xattr node claims %u bytes of %u", ino, used,
+			space);
+		return;
+	}
+	while (off + 4 <= used) {
+		const uint8_t *e = x->data + off;
+		uint32_t size = (4u + e[1] + (uint32_t)(e[2] | e[3] << 8) + 3) & ~3u;
+
+		if (!e[0] || e[0] > 3 || !e[1] || off + size > used) {
+			finding(c, ZLFS_FIND_ERROR, "inode %u: xattr entry at byte %u is malformed",
+				ino, off);
+			return;
+		}
+		off += size;
+	}
+	if (off != used)
+		finding(c, ZLFS_FIND_ERROR, "inode %u: xattr entries end at byte %u, not %u", ino,
+			off, used);
+}
+
+static unsigned node_kind_expected(int depth)
+{
+	return depth < 0 ? ZLFS_KIND_XATTR : depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE;
+}
+
+/* DEPTH: levels of nodes below NID (0: direct node, -1: xattr node). */
 static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 {
 	struct node_page *np;
 	struct zlfs_node *n;
+	unsigned kind;
 	uint32_t i;
 	int ret = node_get(c->fs, nid, &np);
 
 	if (ret) {
 		finding(c, ZLFS_FIND_ERROR, "inode %u: node %u unreadable (%s)", ino, nid,
 			strerror(-ret));
+		c->rep->incomplete = 1;
 		return ret;
 	}
 	ref_block(c, c->fs->nat[nid].blkaddr, ino, "node");
 	n = np->buf;
+	kind = le16_get(n->hdr.kind);
 	if (le32_get(n->hdr.ino) != ino)
 		finding(c, ZLFS_FIND_ERROR, "node %u names inode %u, expected %u", nid,
 			le32_get(n->hdr.ino), ino);
-	if (le16_get(n->hdr.kind) != (depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE))
-		finding(c, ZLFS_FIND_ERROR, "node %u is a %s where a %s node belongs", nid,
-			zlfs_kind_name(le16_get(n->hdr.kind)), depth ? "indirect" : "direct");
-	for (i = 0; i < ZLFS_NODE_ADDRS; i++) {
-		uint32_t p = le32_get(n->ptr[i]);
+	if (kind != node_kind_expected(depth)) {
+		finding(c, ZLFS_FIND_ERROR, "node %u is a %s node where a %s node belongs", nid,
+			zlfs_kind_name(kind), zlfs_kind_name(node_kind_expected(depth)));
+		c->rep->incomplete = 1; /* what it points to is unknown */
+	} else if (depth < 0) {
+		check_xattrs(c, np->buf, ino);
+	} else {
+		for (i = 0; i < ZLFS_NODE_ADDRS; i++) {
+			uint32_t p = le32_get(n->ptr[i]);
 
-		if (!p)
-			continue;
-		if (depth)
-			walk_child(c, p, ino, depth - 1);
-		else
-			ref_block(c, p, ino, "data block");
+			if (!p)
+				continue;
+			if (depth)
+				walk_child(c, p, ino, depth - 1);
+			else
+				ref_block(c, p, ino, "data block");
+		}
 	}
 	node_put(c->fs, np);
 	return 0;
+}
+
+static void check_inode_fields(struct chk *c, struct node_page *np)
+{
+	struct zlfs_inode *in = inode_of(np);
+	uint32_t flags = le32_get(in->flags);
+
+	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
+		finding(c, ZLFS_FIND_ERROR, "inode %u is flagged encrypted on a filesystem without "
+			"encryption", np->nid);
+	if ((flags & ZLFS_IFLAG_INLINE) && le32_get(in->inline_size) > sizeof(in->addr))
+		finding(c, ZLFS_FIND_ERROR, "inode %u: inline size %u exceeds %zu bytes", np->nid,
+			le32_get(in->inline_size), sizeof(in->addr));
+	if (S_ISDIR(le32_get(in->mode)) && le32_get(in->dir_depth) > DIR_DEPTH_MAX)
+		finding(c, ZLFS_FIND_ERROR, "directory %u: hash depth %u exceeds %u", np->nid,
+			le32_get(in->dir_depth), DIR_DEPTH_MAX);
 }
 
 static void check_inode_tree(struct chk *c, struct node_page *np)
@@ -133,6 +234,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	struct zlfs_inode *in = inode_of(np);
 	uint32_t i, xnid = le32_get(in->xattr_nid);
 
+	check_inode_fields(c, np);
 	ref_block(c, c->fs->nat[np->nid].blkaddr, np->nid, "inode");
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
 		for (i = 0; i < ZLFS_INODE_ADDRS; i++)
@@ -142,9 +244,24 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 			if (le32_get(in->nid[i]))
 				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i]);
 	}
-	if (xnid) {
+	if (xnid)
 		walk_child(c, xnid, np->nid, -1);
-	}
+}
+
+static int is_inode(const struct chk *c, uint32_t ino)
+{
+	return ino && ino < c->fs->sb.max_nid && c->fs->nat[ino].blkaddr != ZLFS_ADDR_NULL &&
+	       c->fs->nat[ino].ino == ino;
+}
+
+static int dir_readable(struct chk *c, struct node_page *np)
+{
+	if (le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE)
+		finding(c, ZLFS_FIND_ERROR, "directory %u is flagged inline", np->nid);
+	else if (le32_get(inode_of(np)->dir_depth) <= DIR_DEPTH_MAX)
+		return 1;
+	c->rep->incomplete = 1; /* depth: already reported with the inode's fields */
+	return 0;
 }
 
 struct dirwalk {
@@ -154,6 +271,11 @@ struct dirwalk {
 	uint32_t *qlen;
 };
 
+static int is_dot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
+}
+
 static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint8_t type,
 		     uint64_t next)
 {
@@ -162,22 +284,46 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 
 	(void)type;
 	(void)next;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+	if (is_dot(name, len))
 		return 0;
 	c->rep->dentries++;
-	if (ino >= c->fs->sb.max_nid || c->fs->nat[ino].blkaddr == ZLFS_ADDR_NULL ||
-	    c->fs->nat[ino].ino != ino) {
+	if (!is_inode(c, ino)) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u: entry \"%.*s\" points to inode %u, which "
 			"does not exist", w->dir, (int)len, name, ino);
+		propose(c, ZLFS_FIX_DENTRY_DROP, w->dir, ino, name, len);
 		return 0;
 	}
 	c->links[ino]++;
 	c->parent[ino] = w->dir;
-	if (c->seen[ino] != 2) {
-		c->seen[ino] = 2;
+	if (c->seen[ino] != SEEN_REACHED) {
+		if (c->seen[ino] == SEEN_NODE)
+			finding(c, ZLFS_FIND_ERROR, "node %u is reached both as an inode and as a node",
+				ino);
+		c->seen[ino] = SEEN_REACHED;
 		w->queue[(*w->qlen)++] = ino;
 	}
 	return 0;
+}
+
+static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
+{
+	uint32_t ino = np->nid, parent = le32_get(inode_of(np)->parent_ino);
+	int ret;
+
+	if (ino != ZLFS_ROOT_INO)
+		c->subdirs[c->parent[ino]]++;
+	if (parent != c->parent[ino]) {
+		finding(c, ZLFS_FIND_ERROR, "directory %u: \"..\" is %u but it is named in %u", ino,
+			parent, c->parent[ino]);
+		propose(c, ZLFS_FIX_PARENT, ino, c->parent[ino], NULL, 0);
+	}
+	if (!dir_readable(c, np))
+		return;
+	ret = dir_iterate(c->fs, np, 0, dir_entry, w);
+	if (ret) {
+		finding(c, ZLFS_FIND_ERROR, "directory %u unreadable (%s)", ino, strerror(-ret));
+		c->rep->incomplete = 1;
+	}
 }
 
 /* Breadth-first from the root: every inode reached gets its tree and entries checked. */
@@ -188,30 +334,27 @@ static void check_tree(struct chk *c)
 
 	if (!queue) {
 		finding(c, ZLFS_FIND_ERROR, "out of memory");
+		c->rep->incomplete = 1;
 		return;
 	}
 	queue[qlen++] = ZLFS_ROOT_INO;
-	c->seen[ZLFS_ROOT_INO] = 2;
+	c->seen[ZLFS_ROOT_INO] = SEEN_REACHED;
 	c->parent[ZLFS_ROOT_INO] = ZLFS_ROOT_INO;
 	for (qi = 0; qi < qlen; qi++) {
 		uint32_t ino = queue[qi];
 		struct dirwalk w = {c, ino, queue, &qlen};
 
+		if (!(qi & 1023))
+			progress(c, ZLFS_PHASE_TREE, qi, c->fs->valid_inodes);
 		if (inode_get(c->fs, ino, &np)) {
 			finding(c, ZLFS_FIND_ERROR, "inode %u unreadable", ino);
+			c->rep->incomplete = 1;
 			continue;
 		}
 		c->rep->inodes++;
 		check_inode_tree(c, np);
-		if (S_ISDIR(le32_get(inode_of(np)->mode))) {
-			if (ino != ZLFS_ROOT_INO)
-				c->subdirs[c->parent[ino]]++;
-			if (le32_get(inode_of(np)->parent_ino) != c->parent[ino])
-				finding(c, ZLFS_FIND_ERROR, "directory %u: \"..\" is %u but it is named "
-					"in %u", ino, le32_get(inode_of(np)->parent_ino), c->parent[ino]);
-			if (dir_iterate(c->fs, np, 0, dir_entry, &w))
-				finding(c, ZLFS_FIND_ERROR, "directory %u unreadable", ino);
-		}
+		if (S_ISDIR(le32_get(inode_of(np)->mode)))
+			check_dir(c, np, &w);
 		node_put(c->fs, np);
 	}
 	free(queue);
@@ -226,7 +369,7 @@ static void check_links(struct chk *c)
 		uint32_t nlink, want;
 		int isdir;
 
-		if (c->seen[ino] != 2 || inode_get(c->fs, ino, &np))
+		if (c->seen[ino] != SEEN_REACHED || inode_get(c->fs, ino, &np))
 			continue;
 		nlink = le32_get(inode_of(np)->nlink);
 		isdir = S_ISDIR(le32_get(inode_of(np)->mode));
@@ -235,108 +378,217 @@ static void check_links(struct chk *c)
 			finding(c, ZLFS_FIND_ERROR, "the root inode is not a directory");
 		if (isdir && ino != ZLFS_ROOT_INO && c->links[ino] != 1)
 			finding(c, ZLFS_FIND_ERROR, "directory %u has %u names", ino, c->links[ino]);
-		if (nlink != want)
+		else if (nlink != want) {
 			finding(c, ZLFS_FIND_ERROR, "inode %u has link count %u, expected %u", ino,
 				nlink, want);
+			propose(c, ZLFS_FIX_NLINK, ino, want, NULL, 0);
+		}
 		node_put(c->fs, np);
 	}
 }
 
-/* Inodes in the NAT that no directory reaches: orphans if listed, else lost. */
-static void check_unreachable(struct chk *c)
+static void check_orphans(struct chk *c)
 {
-	uint32_t nid, ino;
+	uint32_t ino;
 
 	for (ino = orphan_next(c->fs, 0); ino; ino = orphan_next(c->fs, ino)) {
 		struct node_page *np;
 
-		if (c->seen[ino] || inode_get(c->fs, ino, &np)) {
+		if (c->seen[ino] || !is_inode(c, ino) || inode_get(c->fs, ino, &np)) {
 			finding(c, ZLFS_FIND_ERROR, "orphan list names inode %u, which is not an "
 				"unlinked inode", ino);
+			propose(c, ZLFS_FIX_ORPHAN_DROP, ino, 0, NULL, 0);
 			continue;
 		}
-		c->seen[ino] = 2;
+		c->seen[ino] = SEEN_REACHED;
 		c->rep->orphans++;
 		check_inode_tree(c, np);
 		node_put(c->fs, np);
 	}
+}
+
+static int lost_entry(void *arg, const char *name, size_t len, uint32_t ino, uint8_t type,
+		      uint64_t next)
+{
+	struct chk *c = arg;
+
+	(void)type;
+	(void)next;
+	if (!is_dot(name, len) && ino < c->fs->sb.max_nid)
+		c->named_lost[ino] = 1;
+	return 0;
+}
+
+/* Inodes in the NAT that no directory reaches: their trees are walked (their blocks are
+ * theirs, not leaked), and those no lost directory names either go to /lost+found. */
+static void walk_lost_inodes(struct chk *c)
+{
+	struct node_page *np;
+	uint32_t ino;
+
+	for (ino = 2; ino < c->fs->sb.max_nid; ino++) {
+		if (c->seen[ino] || !is_inode(c, ino))
+			continue;
+		if (inode_get(c->fs, ino, &np)) {
+			finding(c, ZLFS_FIND_ERROR, "unreachable inode %u unreadable", ino);
+			c->rep->incomplete = 1;
+			continue;
+		}
+		c->seen[ino] = SEEN_LOST;
+		check_inode_tree(c, np);
+		if (S_ISDIR(le32_get(inode_of(np)->mode)) && dir_readable(c, np) &&
+		    dir_iterate(c->fs, np, 0, lost_entry, c))
+			c->rep->incomplete = 1;
+		node_put(c->fs, np);
+	}
+}
+
+static uint8_t inode_dtype(struct chk *c, uint32_t ino)
+{
+	struct node_page *np;
+	uint8_t t = DT_REG;
+
+	if (!inode_get(c->fs, ino, &np)) {
+		t = (uint8_t)IFTODT(le32_get(inode_of(np)->mode));
+		node_put(c->fs, np);
+	}
+	return t;
+}
+
+static void check_unreachable(struct chk *c)
+{
+	uint32_t nid;
+
+	check_orphans(c);
+	walk_lost_inodes(c);
 	for (nid = 1; nid < c->fs->sb.max_nid; nid++) {
 		const struct nat_ent *e = &c->fs->nat[nid];
 
-		if (e->blkaddr == ZLFS_ADDR_NULL || c->seen[nid])
+		if (e->blkaddr == ZLFS_ADDR_NULL || c->seen[nid] == SEEN_NODE ||
+		    c->seen[nid] == SEEN_REACHED)
 			continue;
-		finding(c, ZLFS_FIND_ERROR, "%s %u (inode %u) is in the NAT but unreachable",
-			e->ino == nid ? "inode" : "node", nid, e->ino);
+		if (c->seen[nid] == SEEN_LOST && c->named_lost[nid]) {
+			finding(c, ZLFS_FIND_ERROR, "inode %u is named only in an unreachable directory",
+				nid);
+		} else if (c->seen[nid] == SEEN_LOST) {
+			finding(c, ZLFS_FIND_ERROR, "inode %u is in the NAT but no directory names it",
+				nid);
+			propose(c, ZLFS_FIX_LOST_FOUND, nid, inode_dtype(c, nid), NULL, 0);
+		} else {
+			finding(c, ZLFS_FIND_ERROR, "%s %u (inode %u) is in the NAT but unreachable",
+				e->ino == nid ? "inode" : "node", nid, e->ino);
+			propose(c, ZLFS_FIX_NODE_FREE, nid, 0, NULL, 0);
+		}
 	}
 }
 
 /* Every referenced block valid in the SIT, every valid block referenced, counts right. */
-static void check_sit(struct chk *c)
+static void check_segment(struct chk *c, uint32_t seg)
 {
 	const struct zlfs_sb_info *s = &c->fs->sb;
-	uint32_t segs = zlfs_main_segments(s), seg, b, zb = zlfs_zone_blocks(s);
+	const struct seg_ent *se = &c->fs->sit[seg];
+	uint32_t zone = s->main_zone_first + seg / s->segs_per_zone;
+	uint32_t base = zone * zlfs_zone_blocks(s) + (seg % s->segs_per_zone) * s->seg_blocks;
+	uint32_t b, n = 0;
 
-	for (seg = 0; seg < segs; seg++) {
-		const struct seg_ent *se = &c->fs->sit[seg];
-		uint32_t zone = s->main_zone_first + seg / s->segs_per_zone;
-		uint32_t base = zone * zb + (seg % s->segs_per_zone) * s->seg_blocks, n = 0;
+	for (b = 0; b < s->seg_blocks; b++) {
+		uint32_t addr = base + b;
+		int valid = bit(se->bitmap, b), ref = bit(c->ref, addr);
 
-		for (b = 0; b < s->seg_blocks; b++) {
-			uint32_t addr = base + b;
-			int valid = !!(se->bitmap[b / 8] & (1u << (b % 8)));
-			int ref = !!(c->ref[addr / 8] & (1u << (addr % 8)));
-
-			n += valid;
-			if (valid != ref)
-				finding(c, ZLFS_FIND_ERROR, "block %u (segment %u) is %s in the SIT but "
-					"%sreferenced", addr, seg, valid ? "valid" : "free",
-					ref ? "" : "not ");
-		}
-		if (n != se->valid)
-			finding(c, ZLFS_FIND_ERROR, "segment %u counts %u valid blocks, its bitmap %u",
-				seg, se->valid, n);
+		n += valid;
+		if (valid == ref)
+			continue;
+		finding(c, ZLFS_FIND_ERROR, "block %u (segment %u) is %s in the SIT but %sreferenced",
+			addr, seg, valid ? "valid" : "free", ref ? "" : "not ");
+		propose(c, valid ? ZLFS_FIX_BLOCK_FREE : ZLFS_FIX_BLOCK_VALID, addr, seg, NULL, 0);
+	}
+	if (n != se->valid) {
+		finding(c, ZLFS_FIND_ERROR, "segment %u counts %u valid blocks, its bitmap %u", seg,
+			se->valid, n);
+		propose(c, ZLFS_FIX_SEG_COUNT, seg, n, NULL, 0);
 	}
 }
 
-/* Zones against the checkpoint: a write pointer behind what the checkpoint wrote, or a zone
- * offline/read-only/empty under valid blocks, is the device's fault; a write pointer ahead
- * is normal after a crash and the mount recovers it. */
-static void check_zones(struct chk *c)
+static void check_sit(struct chk *c)
+{
+	uint32_t segs = zlfs_main_segments(&c->fs->sb), seg;
+
+	for (seg = 0; seg < segs; seg++) {
+		if (!(seg & 255))
+			progress(c, ZLFS_PHASE_SIT, seg, segs);
+		check_segment(c, seg);
+	}
+}
+
+/* The last block of zone MZ (main-area index) that the checkpoint needs, plus one. */
+static uint32_t zone_needed(struct chk *c, uint32_t mz)
 {
 	const struct zlfs_sb_info *s = &c->fs->sb;
-	uint32_t zb = zlfs_zone_blocks(s), mz, t, seg;
+	uint32_t seg, t, last = 0, zone = s->main_zone_first + mz;
+
+	for (seg = 0; seg < s->segs_per_zone; seg++) {
+		const struct seg_ent *se = &c->fs->sit[mz * s->segs_per_zone + seg];
+
+		for (t = 0; t < s->seg_blocks; t++)
+			if (bit(se->bitmap, t))
+				last = seg * s->seg_blocks + t + 1;
+	}
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
+		if (c->fs->cp.logs[t].zone == zone && c->fs->cp.logs[t].next_blk > last)
+			last = c->fs->cp.logs[t].next_blk;
+	return last;
+}
+
+/* Zones against the checkpoint: a write pointer behind what the checkpoint wrote, or a zone
+ * offline/read-only under valid blocks, is the device's fault; a write pointer ahead is
+ * normal after a crash and the mount recovers it. */
+static void check_zone(struct chk *c, uint32_t mz)
+{
+	const struct zlfs_sb_info *s = &c->fs->sb;
+	uint32_t zone = s->main_zone_first + mz, last, wp, t;
 	struct zdev_zone z;
 
-	for (mz = 0; mz < s->main_zones; mz++) {
-		uint32_t zone = s->main_zone_first + mz, last = 0, wp;
-
-		if (zdev_report_one(c->fs->dev, zone, &z))
-			continue;
-		for (seg = 0; seg < s->segs_per_zone; seg++) {
-			const struct seg_ent *se = &c->fs->sit[mz * s->segs_per_zone + seg];
-
-			for (t = 0; t < s->seg_blocks; t++)
-				if (se->bitmap[t / 8] & (1u << (t % 8)))
-					last = seg * s->seg_blocks + t + 1;
-		}
-		for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
-			if (c->fs->cp.logs[t].zone == zone && c->fs->cp.logs[t].next_blk > last)
-				last = c->fs->cp.logs[t].next_blk;
-		wp = z.cond == ZDEV_COND_FULL ? zb : (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
-		if (last && (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_RDONLY))
-			finding(c, ZLFS_FIND_DEVICE, "zone %u is %s but holds blocks the checkpoint "
-				"needs (up to block %u)", zone, zdev_cond_name(z.cond), last);
-		else if (last > wp)
-			finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is behind the "
-				"checkpoint's block %u (the device lost written data)", zone, wp, last);
-		for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
-			if (c->fs->cp.logs[t].zone == zone && wp > c->fs->cp.logs[t].next_blk &&
-			    last <= wp)
-				finding(c, ZLFS_FIND_MISMATCH, "zone %u: write pointer at block %u is "
-					"ahead of the checkpoint's block %u (writes after the last "
-					"checkpoint; the next mount recovers)", zone, wp,
-					c->fs->cp.logs[t].next_blk);
+	if (zdev_report_one(c->fs->dev, zone, &z)) {
+		finding(c, ZLFS_FIND_DEVICE, "zone %u cannot be reported", zone);
+		return;
 	}
+	last = zone_needed(c, mz);
+	wp = z.cond == ZDEV_COND_FULL ? zlfs_zone_blocks(s)
+				      : (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
+	if (last && (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_RDONLY))
+		finding(c, ZLFS_FIND_DEVICE, "zone %u is %s but holds blocks the checkpoint needs "
+			"(up to block %u)", zone, zdev_cond_name(z.cond), last);
+	else if (last > wp)
+		finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is behind the "
+			"checkpoint's block %u (the device lost written data%s)", zone, wp, last,
+			z.cond == ZDEV_COND_EMPTY ? ", or the zone was reset underneath it" : "");
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
+		if (c->fs->cp.logs[t].zone == zone && wp > c->fs->cp.logs[t].next_blk && last <= wp)
+			finding(c, ZLFS_FIND_MISMATCH, "zone %u: write pointer at block %u is ahead of "
+				"the checkpoint's block %u (writes after the last checkpoint; the next "
+				"mount or fsck -p rolls them forward)", zone, wp,
+				c->fs->cp.logs[t].next_blk);
+}
+
+static void check_zones(struct chk *c)
+{
+	uint32_t mz;
+
+	for (mz = 0; mz < c->fs->sb.main_zones; mz++) {
+		if (!(mz & 63))
+			progress(c, ZLFS_PHASE_ZONES, mz, c->fs->sb.main_zones);
+		check_zone(c, mz);
+	}
+}
+
+static void chk_free(struct chk *c)
+{
+	free(c->ref);
+	free(c->links);
+	free(c->parent);
+	free(c->subdirs);
+	free(c->seen);
+	free(c->named_lost);
 }
 
 int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
@@ -350,19 +602,27 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 	c.parent = calloc(n, sizeof(*c.parent));
 	c.subdirs = calloc(n, sizeof(*c.subdirs));
 	c.seen = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen) {
+	c.named_lost = calloc(n, 1);
+	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost) {
 		check_zones(&c);
 		check_tree(&c);
+		progress(&c, ZLFS_PHASE_LINKS, 0, 1);
 		check_links(&c);
+		progress(&c, ZLFS_PHASE_UNREACHABLE, 0, 1);
 		check_unreachable(&c);
 		check_sit(&c);
+		progress(&c, ZLFS_PHASE_SIT, 1, 1);
 	} else {
 		finding(&c, ZLFS_FIND_ERROR, "out of memory");
+		rep->incomplete = 1;
 	}
-	free(c.ref);
-	free(c.links);
-	free(c.parent);
-	free(c.subdirs);
-	free(c.seen);
+	chk_free(&c);
 	return rep->errors || rep->device_errors ? 1 : 0;
+}
+
+void zlfs_check_report_free(struct zlfs_check_report *rep)
+{
+	free(rep->fixes);
+	rep->fixes = NULL;
+	rep->nfixes = rep->cap_fixes = 0;
 }

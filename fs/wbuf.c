@@ -39,7 +39,7 @@ struct wbuf {
 	uint32_t slot_blocks;
 	uint32_t nslots;
 	struct wslot *slots;
-	struct wslot *free;
+	struct wslot *free, *free_tail; /* FIFO: the slot released longest ago is reused first */
 	struct wslot *qhead, *qtail;
 	struct wslot *open[WBUF_MAX_LOGS];
 	pthread_mutex_t lock;
@@ -76,13 +76,23 @@ static int slot_write(struct wbuf *wb, struct wslot *s)
 	return ret;
 }
 
+/* Released slots go to the tail of the free list and are taken from its head: the memory
+ * reused next is the memory released longest ago, as a controller would cycle its buffer
+ * slots (and as the emulator's timing model, which holds memory until its data is
+ * programmed, needs for a fair count; a LIFO list reuses the slot whose program is newest). */
 static void slot_release(struct wbuf *wb, struct wslot *s)
 {
 	s->nblocks = s->written = 0;
 	s->queued = 0;
 	s->owner = -1;
-	s->next = wb->free;
-	wb->free = s;
+	s->next = NULL;
+	if (wb->o.policy == WBUF_STATIC)
+		return; /* each log owns its buffer: there is no free list */
+	if (wb->free_tail)
+		wb->free_tail->next = s;
+	else
+		wb->free = s;
+	wb->free_tail = s;
 }
 
 /* Write queued slots in order. The lock is dropped around the device write; order holds
@@ -229,6 +239,8 @@ static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t 
 	} else {
 		s = wb->free;
 		wb->free = s->next;
+		if (!wb->free)
+			wb->free_tail = NULL;
 	}
 	s->zone = zone;
 	s->start = blk;

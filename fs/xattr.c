@@ -50,10 +50,29 @@ static int xname_unknown(const char *name)
 
 static uint32_t xent_size(uint32_t nlen, uint32_t vlen) { return (XHDR + nlen + vlen + 3) & ~3u; }
 
+/* Bytes in use, up to the last whole entry: a damaged count or entry never leads a reader
+ * past the block (fsck.zlfs reports the damage). */
+static uint32_t xused(const struct zlfs_xattr_block *x)
+{
+	uint32_t used = le32_get(x->used), off = 0;
+
+	if (used > XSPACE)
+		used = XSPACE;
+	while (off + XHDR <= used) {
+		const uint8_t *e = x->data + off;
+		uint32_t sz = xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
+
+		if (off + sz > used)
+			break;
+		off += sz;
+	}
+	return off;
+}
+
 /* Offset of the entry (INDEX, SUFFIX) in X, or -1. */
 static int xfind(const struct zlfs_xattr_block *x, uint8_t index, const char *suffix)
 {
-	uint32_t used = le32_get(x->used), off = 0;
+	uint32_t used = xused(x), off = 0;
 	size_t sl = strlen(suffix);
 
 	while (off + XHDR <= used) {
@@ -125,7 +144,7 @@ int xattr_get(struct zlfs_fs *fs, struct node_page *inode, const char *name, voi
 static void xremove_at(struct zlfs_xattr_block *x, uint32_t off)
 {
 	uint8_t *e = x->data + off;
-	uint32_t used = le32_get(x->used), sz = xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
+	uint32_t used = xused(x), sz = xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
 
 	memmove(e, e + sz, used - off - sz);
 	memset(x->data + used - sz, 0, sz);
@@ -156,7 +175,7 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 		node_put(fs, xp);
 		return off >= 0 ? -EEXIST : -ENODATA;
 	}
-	used = le32_get(x->used);
+	used = xused(x);
 	if (used - (off >= 0 ? xent_size(x->data[off + 1], (uint32_t)(x->data[off + 2] |
 						  x->data[off + 3] << 8)) : 0) + need > XSPACE) {
 		node_put(fs, xp);
@@ -164,7 +183,7 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	}
 	if (off >= 0)
 		xremove_at(x, (uint32_t)off);
-	used = le32_get(x->used);
+	used = xused(x);
 	e = x->data + used;
 	e[0] = index;
 	e[1] = (uint8_t)strlen(suffix);
@@ -190,7 +209,7 @@ int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t s
 	if (ret)
 		return ret == -ENODATA ? 0 : ret;
 	x = xp->buf;
-	used = le32_get(x->used);
+	used = xused(x);
 	while (off + XHDR <= used) {
 		const uint8_t *e = x->data + off;
 		size_t pl = e[0] && e[0] < XINDEX_SYSTEM ? strlen(prefixes[e[0]]) : 0;

@@ -2,14 +2,94 @@
  * zdev.c - backend dispatch and the helpers shared by both backends (see zdev.h).
  *
  * Owns: choosing a backend for a path, argument checks common to every backend, aligned
- * buffers, names of zone types and conditions.
+ * buffers, names of zone types and conditions, the read-size histogram of each device.
  * May call: the backends through struct zdev_ops, log.h.
  */
 #include "zdev_impl.h"
 #include "log.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Read-size histograms (zdev_read_sizes), one per open device. Kept here, keyed by the
+ * device, so the backends need not know about them: a few slots, scanned on each read. */
+#define RSIZE_DEVS 16
+static struct {
+	_Atomic(const struct zdev *) dev;
+	_Atomic uint64_t n[ZDEV_RSIZE_BUCKETS];
+} rsize[RSIZE_DEVS];
+
+static void rsize_attach(const struct zdev *dev)
+{
+	int i, b;
+
+	for (i = 0; i < RSIZE_DEVS; i++) {
+		const struct zdev *none = NULL;
+
+		if (atomic_compare_exchange_strong(&rsize[i].dev, &none, dev)) {
+			/* nobody reads DEV before zdev_open returns it */
+			for (b = 0; b < ZDEV_RSIZE_BUCKETS; b++)
+				atomic_store(&rsize[i].n[b], 0);
+			return;
+		}
+	}
+}
+
+static void rsize_detach(const struct zdev *dev)
+{
+	int i;
+
+	for (i = 0; i < RSIZE_DEVS; i++) {
+		const struct zdev *d = dev;
+
+		atomic_compare_exchange_strong(&rsize[i].dev, &d, NULL);
+	}
+}
+
+/* < 4 KiB; then [4, 8) KiB, [8, 16) KiB, ... [256, 512) KiB; then >= 512 KiB */
+static int rsize_bucket(size_t len)
+{
+	int b = 1;
+
+	if (len < 4096)
+		return 0;
+	for (len /= 8192; len && b < ZDEV_RSIZE_BUCKETS - 1; len /= 2)
+		b++;
+	return b;
+}
+
+static void rsize_count(const struct zdev *dev, size_t len)
+{
+	int i;
+
+	for (i = 0; i < RSIZE_DEVS; i++)
+		if (atomic_load_explicit(&rsize[i].dev, memory_order_relaxed) == dev) {
+			atomic_fetch_add_explicit(&rsize[i].n[rsize_bucket(len)], 1, memory_order_relaxed);
+			return;
+		}
+}
+
+void zdev_read_sizes(const struct zdev *dev, uint64_t counts[ZDEV_RSIZE_BUCKETS])
+{
+	int i, b;
+
+	for (b = 0; b < ZDEV_RSIZE_BUCKETS; b++)
+		counts[b] = 0;
+	for (i = 0; i < RSIZE_DEVS; i++)
+		if (atomic_load(&rsize[i].dev) == dev)
+			for (b = 0; b < ZDEV_RSIZE_BUCKETS; b++)
+				counts[b] = atomic_load_explicit(&rsize[i].n[b], memory_order_relaxed);
+}
+
+const char *zdev_rsize_name(int bucket)
+{
+	static const char *const names[ZDEV_RSIZE_BUCKETS] = {
+		"lt_4k", "4k_8k", "8k_16k", "16k_32k", "32k_64k", "64k_128k", "128k_256k",
+		"256k_512k", "ge_512k"};
+
+	return bucket >= 0 && bucket < ZDEV_RSIZE_BUCKETS ? names[bucket] : "unknown";
+}
 
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
 {
@@ -20,23 +100,26 @@ int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev *
 		opts = &defaults;
 	*out = NULL;
 	ret = zdev_zbd_probe(path);
-	if (ret < 0)
-		return ret;
 	if (ret > 0)
-		return zdev_zbd_open(path, opts, out);
-	ret = zdev_emu_probe(path);
-	if (ret < 0)
+		ret = zdev_zbd_open(path, opts, out);
+	else if (!ret && (ret = zdev_emu_probe(path)) > 0)
+		ret = zdev_emu_open(path, opts, out);
+	else if (!ret)
+		ret = 1;
+	if (!ret)
+		rsize_attach(*out);
+	if (ret <= 0)
 		return ret;
-	if (ret > 0)
-		return zdev_emu_open(path, opts, out);
 	zlog_err("%s: not a zoned block device or zlfs-emu image: create one with zlfs-emu create", path);
 	return -ENODEV;
 }
 
 void zdev_close(struct zdev *dev)
 {
-	if (dev)
+	if (dev) {
+		rsize_detach(dev);
 		dev->ops->close(dev);
+	}
 }
 
 const struct zdev_geometry *zdev_geometry(const struct zdev *dev) { return &dev->geo; }
@@ -76,6 +159,7 @@ int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
 
 	if (ret || !len)
 		return ret;
+	rsize_count(dev, len);
 	return dev->ops->read(dev, buf, len, off);
 }
 

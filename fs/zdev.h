@@ -112,6 +112,14 @@ int zdev_flush(struct zdev *dev);
 void *zdev_buf_alloc(size_t len);
 void zdev_buf_free(void *buf);
 
+/* Reads that reached the device (zdev_read calls) since it was opened, counted by size:
+ * bucket 0 is < 4 KiB, bucket k = 1..7 is [2^(k+1), 2^(k+2)) KiB (4-8 KiB ... 256-512 KiB),
+ * the last is >= 512 KiB. Relaxed atomic counters: cheap, and a snapshot is only roughly
+ * consistent while reads are in flight. zdev_rsize_name gives a bucket's JSON-safe name. */
+#define ZDEV_RSIZE_BUCKETS 9
+void zdev_read_sizes(const struct zdev *dev, uint64_t counts[ZDEV_RSIZE_BUCKETS]);
+const char *zdev_rsize_name(int bucket);
+
 const char *zdev_cond_name(int cond);
 const char *zdev_type_name(int type);
 uint32_t zdev_zone_of(const struct zdev *dev, uint64_t off);

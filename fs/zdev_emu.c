@@ -81,6 +81,9 @@ struct emu_hdr {
 	uint64_t generation;  /* bumped by each flush and power cut: voids the journal */
 	struct emu_fault_slot faults[EMU_MAX_FAULTS];
 	char log_path[EMU_PATH_MAX];
+	/* Timing model, all zero when off. Images made before it existed have zeros here (the
+	 * rest of the block is zero and covered by the CRC), so they open unchanged. */
+	struct zemu_timing timing;
 };
 _Static_assert(sizeof(struct emu_hdr) <= EMU_BLK, "header must fit one block");
 
@@ -169,6 +172,27 @@ struct emu_zone {
 	uint8_t cond;
 };
 
+/* A range of caller memory whose data is not yet programmed (see tm_buf_ready). */
+struct tm_buf {
+	uintptr_t lo, hi;
+	uint64_t done;      /* virtual time its last write's programs end */
+};
+#define TM_BUFS 64
+
+/* Timing model state; times are virtual nanoseconds since the open or the last reset. */
+struct emu_tm {
+	struct zemu_timing t;       /* t.dies == 0: off */
+	uint64_t link_free;         /* the host link is busy until then */
+	uint64_t barrier;           /* a flush completed then: later transfers start after it */
+	uint64_t end;               /* latest completion so far */
+	uint64_t die_free[ZEMU_TIMING_MAX_DIES];
+	uint8_t *partial;           /* per zone: held partial unit not yet backed up by a flush */
+	struct tm_buf bufs[TM_BUFS];
+	uint32_t nbufs;
+	uint64_t xfer_bytes, link_busy_ns, programs, pad_programs, pad_bytes, die_busy_ns;
+	uint64_t buf_wait_ns;
+};
+
 struct emu_dev {
 	struct zdev zd;             /* must stay first: zdev.c casts */
 	pthread_mutex_t lock;       /* guards everything below and every image write */
@@ -187,6 +211,7 @@ struct emu_dev {
 	int log_fd;                 /* -1 without a write log */
 	uint64_t log_size;          /* where the next log record goes */
 	char log_path[EMU_PATH_MAX];
+	struct emu_tm tm;
 };
 
 static const struct zdev_ops emu_ops;
@@ -1016,6 +1041,300 @@ static int fault_fire(struct emu_dev *d, uint32_t kind, uint64_t off, uint64_t l
 }
 
 /* ------------------------------------------------------------------------------------------
+ * Timing model (docs/emulator.md, "Timing model"). Simulated, never slept, so a result
+ * depends only on the sequence of operations, not on the machine.
+ *
+ * A write crosses the host link (one transfer at a time, in issue order); every program unit
+ * of the zone it completes is then programmed on the unit's die, which is busy for prog_ns;
+ * consecutive units of a zone go to consecutive dies, so a superpage of DIES units programs
+ * in parallel. A unit the write leaves incomplete is held by the device until later writes
+ * complete it. The caller's memory stands for the controller's buffer: it counts as in use
+ * until the write's programs end, and a later write from the same memory cannot start its
+ * transfer before then. That is where buffer policies differ: a buffer reused at once waits
+ * for its own program, a pool of buffers used in turn does not.
+ */
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static int tm_on(const struct emu_dev *d) { return d->tm.t.dies != 0; }
+
+void zemu_timing_default(struct zemu_timing *t)
+{
+	t->dies = 4;                 /* 768 KiB superpage / 192 KiB program unit */
+	t->prog_unit = 192u << 10;   /* one die's program unit in the Zoned UFS study */
+	t->prog_ns = 285000;         /* 4 dies x 192 KiB / 285 us = 2.76 GB/s: UFS 4.0 seq. write */
+	t->link_mbs = 4600;          /* UFS 4.0 HS-G5 x2 lanes after encoding, ~4.6 GB/s */
+}
+
+/* 0 when T is off or a usable model, -EINVAL with WHY set otherwise. */
+static int timing_check(const struct zemu_timing *t, const char **why)
+{
+	if (!t->dies)
+		return 0;
+	*why = "dies must be 1..64, the unit a nonzero multiple of 4096, program time and link "
+	       "rate nonzero";
+	if (t->dies > ZEMU_TIMING_MAX_DIES || !t->prog_unit || t->prog_unit % EMU_BLK ||
+	    !t->prog_ns || !t->link_mbs)
+		return -EINVAL;
+	return 0;
+}
+
+/* One "key=value" of a timing spec. */
+static int timing_parse_kv(const char *kv, struct zemu_timing *t)
+{
+	char *end;
+	unsigned long long v;
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq[1] < '0' || eq[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(eq + 1, &end, 10);
+	if (errno || v > UINT32_MAX)
+		return -EINVAL;
+	if (!strncmp(kv, "dies=", 5) && !*end) {
+		t->dies = (uint32_t)v;
+	} else if (!strncmp(kv, "link=", 5) && !*end) {
+		t->link_mbs = (uint32_t)v;
+	} else if (!strncmp(kv, "unit=", 5)) {
+		uint64_t m = !*end ? 1 : !strcmp(end, "K") || !strcmp(end, "k") ? 1024 :
+			     !strcmp(end, "M") || !strcmp(end, "m") ? 1 << 20 : 0;
+		if (!m || v * m > UINT32_MAX)
+			return -EINVAL;
+		t->prog_unit = (uint32_t)(v * m);
+	} else if (!strncmp(kv, "prog=", 5)) {
+		uint64_t m = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1000 :
+			     !strcmp(end, "ms") ? 1000000 : 0;
+		if (!m || v * m > UINT32_MAX)
+			return -EINVAL;
+		t->prog_ns = (uint32_t)(v * m);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zemu_timing_parse(const char *spec, struct zemu_timing *t)
+{
+	char buf[256], *kv, *comma;
+	const char *why;
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!strcmp(spec, "off"))
+		return 0;
+	zemu_timing_default(t);
+	if (!strcmp(spec, "ufs40") || !strcmp(spec, "default"))
+		return 0;
+	if (!*spec || strlen(spec) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (kv = buf; kv && !ret; kv = comma ? comma + 1 : NULL) { /* an empty item is an error */
+		comma = strchr(kv, ',');
+		if (comma)
+			*comma = 0;
+		ret = timing_parse_kv(kv, t);
+	}
+	if (!ret && !t->dies)
+		ret = -EINVAL; /* "dies=0" is not a model; "off" says so */
+	return ret ? ret : timing_check(t, &why);
+}
+
+static uint32_t tm_die(const struct emu_dev *d, uint32_t z, uint64_t unit)
+{
+	return (uint32_t)((z + unit) % d->tm.t.dies); /* zones start on different dies */
+}
+
+static uint64_t tm_xfer_ns(const struct emu_dev *d, uint64_t len)
+{
+	/* bytes / (MB/s) = microseconds; * 1000 for ns, rounded up */
+	return (len * 1000 + d->tm.t.link_mbs - 1) / d->tm.t.link_mbs;
+}
+
+/* Program one unit on DIE once its data is there (READY) and the die is idle. */
+static uint64_t tm_program(struct emu_dev *d, uint32_t die, uint64_t ready)
+{
+	struct emu_tm *m = &d->tm;
+	uint64_t start = max_u64(ready, m->die_free[die]);
+
+	m->die_free[die] = start + m->t.prog_ns;
+	m->die_busy_ns += m->t.prog_ns;
+	m->programs++;
+	m->end = max_u64(m->end, m->die_free[die]);
+	return m->die_free[die];
+}
+
+/* When the memory [BUF, BUF+LEN) is free: the latest end of the programs of earlier writes
+ * from overlapping memory. Those entries are dropped; the caller records the new one. */
+static uint64_t tm_buf_ready(struct emu_tm *m, const void *buf, size_t len)
+{
+	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
+	uint64_t ready = 0;
+
+	for (uint32_t i = 0; i < m->nbufs;) {
+		struct tm_buf *b = &m->bufs[i];
+		if (b->lo < hi && lo < b->hi) {
+			ready = max_u64(ready, b->done);
+			*b = m->bufs[--m->nbufs];
+		} else {
+			i++;
+		}
+	}
+	return ready;
+}
+
+/* Remember that [BUF, BUF+LEN) is in use until DONE; when the table is full the entry that
+ * frees earliest goes (the weakest constraint). */
+static void tm_buf_hold(struct emu_tm *m, const void *buf, size_t len, uint64_t done)
+{
+	struct tm_buf *b = &m->bufs[0];
+
+	if (m->nbufs < TM_BUFS) {
+		b = &m->bufs[m->nbufs++];
+	} else {
+		for (uint32_t i = 1; i < TM_BUFS; i++)
+			if (m->bufs[i].done < b->done)
+				b = &m->bufs[i];
+	}
+	b->lo = (uintptr_t)buf;
+	b->hi = b->lo + len;
+	b->done = done;
+}
+
+/* Program the units of zone Z that bytes [REL, REL+LEN) complete; returns when they end. */
+static uint64_t tm_units(struct emu_dev *d, uint32_t z, uint64_t rel, uint64_t len,
+			 uint64_t ready)
+{
+	uint64_t unit = d->tm.t.prog_unit, cap = zcap(d, z), done = ready, k;
+
+	if (is_conv(d, z)) { /* random writes: every touched unit is (re)programmed */
+		for (k = rel / unit; k * unit < rel + len; k++)
+			done = max_u64(done, tm_program(d, tm_die(d, z, k), ready));
+		return done;
+	}
+	for (k = rel / unit; k * unit < rel + len && min_u64((k + 1) * unit, cap) <= rel + len; k++)
+		done = max_u64(done, tm_program(d, tm_die(d, z, k), ready));
+	/* a unit left incomplete stays held; a later flush backs it up */
+	d->tm.partial[z] = (rel + len) % unit && rel + len < cap;
+	return done;
+}
+
+static void tm_write(struct emu_dev *d, uint32_t z, const void *buf, uint64_t len, uint64_t rel)
+{
+	struct emu_tm *m = &d->tm;
+	uint64_t start, ready, xfer, done;
+
+	if (!tm_on(d))
+		return;
+	start = max_u64(m->link_free, m->barrier);
+	ready = tm_buf_ready(m, buf, len);
+	if (ready > start) {
+		m->buf_wait_ns += ready - start;
+		start = ready;
+	}
+	xfer = tm_xfer_ns(d, len);
+	m->link_free = start + xfer;
+	m->link_busy_ns += xfer;
+	m->xfer_bytes += len;
+	done = tm_units(d, z, rel, len, m->link_free);
+	m->end = max_u64(m->end, done);
+	tm_buf_hold(m, buf, len, done);
+}
+
+/* A partial unit programmed with padding (a flush backing it up, or a finish). */
+static void tm_pad(struct emu_dev *d, uint32_t z, uint64_t wp, uint64_t ready)
+{
+	uint64_t unit = d->tm.t.prog_unit;
+
+	tm_program(d, tm_die(d, z, wp / unit), ready);
+	d->tm.pad_programs++;
+	d->tm.pad_bytes += unit - wp % unit;
+}
+
+/* A flush makes everything durable: each held partial unit not yet backed up is programmed
+ * padded (the device keeps holding it, to program it whole once complete), then the flush
+ * waits for every die. Later transfers start after it. */
+static void tm_flush(struct emu_dev *d)
+{
+	struct emu_tm *m = &d->tm;
+	uint64_t fin;
+
+	if (!tm_on(d))
+		return;
+	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
+		if (m->partial[z])
+			tm_pad(d, z, d->zones[z].wp, m->link_free);
+		m->partial[z] = 0;
+	}
+	fin = max_u64(max_u64(m->end, m->link_free), m->barrier);
+	for (uint32_t i = 0; i < m->t.dies; i++)
+		fin = max_u64(fin, m->die_free[i]);
+	m->barrier = m->end = fin;
+}
+
+/* Finishing a zone programs its held partial unit, padded, for good. */
+static void tm_finish(struct emu_dev *d, uint32_t z, uint64_t wp)
+{
+	if (!tm_on(d))
+		return;
+	if (wp % d->tm.t.prog_unit && wp < zcap(d, z))
+		tm_pad(d, z, wp, d->tm.link_free);
+	d->tm.partial[z] = 0;
+}
+
+static void tm_reset_zone(struct emu_dev *d, uint32_t z)
+{
+	if (tm_on(d))
+		d->tm.partial[z] = 0;
+}
+
+static int tm_init(struct emu_dev *d)
+{
+	memset(&d->tm, 0, sizeof(d->tm));
+	d->tm.t = d->hdr->timing;
+	if (!tm_on(d))
+		return 0;
+	d->tm.partial = calloc(d->hdr->nr_zones, 1);
+	return d->tm.partial ? 0 : -ENOMEM;
+}
+
+int zemu_timing_reset(struct zdev *dev)
+{
+	struct emu_dev *d;
+	uint8_t *partial;
+
+	if (!zdev_is_emu(dev))
+		return -EINVAL;
+	d = to_emu(dev);
+	pthread_mutex_lock(&d->lock);
+	partial = d->tm.partial; /* held partial units stay held: the device still has them */
+	memset(&d->tm, 0, sizeof(d->tm));
+	d->tm.t = d->hdr->timing;
+	d->tm.partial = partial;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void tm_stats(const struct emu_dev *d, struct zemu_stats *st)
+{
+	const struct emu_tm *m = &d->tm;
+
+	if (!tm_on(d))
+		return;
+	st->timing = m->t;
+	st->sim_ns = max_u64(max_u64(m->end, m->link_free), m->barrier);
+	for (uint32_t i = 0; i < m->t.dies; i++)
+		st->sim_ns = max_u64(st->sim_ns, m->die_free[i]);
+	st->xfer_bytes = m->xfer_bytes;
+	st->link_busy_ns = m->link_busy_ns;
+	st->programs = m->programs;
+	st->pad_programs = m->pad_programs;
+	st->pad_bytes = m->pad_bytes;
+	st->die_busy_ns = m->die_busy_ns;
+	st->buf_wait_ns = m->buf_wait_ns;
+}
+
+/* ------------------------------------------------------------------------------------------
  * Device operations.
  */
 
@@ -1210,8 +1529,11 @@ static int write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
 static int write_locked(struct emu_dev *d, const void *buf, size_t len, uint64_t off)
 {
 	uint32_t z = (uint32_t)(off / d->hdr->zone_size);
+	int ret = is_conv(d, z) ? write_conv(d, buf, len, off) : write_seq(d, z, buf, len, off);
 
-	return is_conv(d, z) ? write_conv(d, buf, len, off) : write_seq(d, z, buf, len, off);
+	if (!ret)
+		tm_write(d, z, buf, len, off - zstart(d, z));
+	return ret;
 }
 
 /* Writes hold the lock across the transfer: the journal must list them in wp order. */
@@ -1301,7 +1623,10 @@ static int mgmt_finish(struct emu_dev *d, uint32_t z)
 	default:
 		return -EIO;
 	}
-	return mgmt_commit(d, z, LOG_FINISH, ZDEV_COND_FULL);
+	ret = mgmt_commit(d, z, LOG_FINISH, ZDEV_COND_FULL);
+	if (!ret)
+		tm_finish(d, z, d->zones[z].wp);
+	return ret;
 }
 
 /* Reset is durable at once; the new epoch voids the zone's records still in the journal. */
@@ -1323,6 +1648,7 @@ static int mgmt_reset(struct emu_dev *d, uint32_t z)
 	ret = mgmt_commit(d, z, LOG_RESET, ZDEV_COND_EMPTY);
 	if (ret)
 		return ret;
+	tm_reset_zone(d, z);
 	/* Give the space back. Only an optimisation: reads past the write pointer return
 	 * zeros whatever the file holds, so a file system without hole punching is fine. */
 	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -1370,6 +1696,8 @@ static int emu_flush(struct zdev *zd)
 	pthread_mutex_lock(&d->lock);
 	ret = flush_locked(d);
 	if (!ret)
+		tm_flush(d); /* the host's flush; the journal's own destaging is not one */
+	if (!ret)
 		ret = log_append(d, LOG_FLUSH, 0, 0, 0, NULL);
 	/* what is durable in the image is durable in the log too */
 	if (!ret && d->log_fd >= 0 && fdatasync(d->log_fd))
@@ -1388,6 +1716,7 @@ static void emu_free(struct emu_dev *d)
 	free(d->table);
 	free(d->zones);
 	free(d->jrnl);
+	free(d->tm.partial);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -1423,6 +1752,7 @@ static int bad_image(const char *path, int err, const char *why)
 static int hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 {
 	struct emu_hdr expect;
+	const char *why;
 
 	if (memcmp(h->magic, EMU_MAGIC, 8))
 		return bad_image(path, -EINVAL, "bad magic");
@@ -1452,6 +1782,8 @@ static int hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 		return bad_image(path, -EUCLEAN, "region offsets do not match the geometry");
 	if (!h->generation || !memchr(h->log_path, 0, sizeof(h->log_path)))
 		return bad_image(path, -EUCLEAN, "bad generation or log path");
+	if (timing_check(&h->timing, &why))
+		return bad_image(path, -EUCLEAN, "impossible timing model");
 	for (int i = 0; i < EMU_MAX_FAULTS; i++) {
 		struct emu_fault_slot *f = &h->faults[i];
 		if (f->kind && ((f->kind != ZEMU_FAULT_EIO_READ && f->kind != ZEMU_FAULT_EIO_WRITE) ||
@@ -1641,6 +1973,8 @@ static int emu_load(struct emu_dev *d, const char *path)
 		ret = table_load(d, path);
 	if (!ret)
 		ret = jrnl_load(d, path);
+	if (!ret)
+		ret = tm_init(d);
 	if (ret)
 		return ret;
 	derive_conds(d);
@@ -1789,6 +2123,7 @@ int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st)
 		st->pending_faults += d->hdr->faults[i].kind != 0;
 	if (d->log_fd >= 0)
 		snprintf(st->log_path, sizeof(st->log_path), "%s", d->log_path);
+	tm_stats(d, st);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
@@ -1801,6 +2136,7 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 {
 	uint32_t lbs = o->lblock_size ? o->lblock_size : 4096;
 	uint64_t cap = o->zone_capacity ? o->zone_capacity : o->zone_size, nz;
+	const char *why;
 
 #define CREATE_FAIL(...) do { zlog_err(__VA_ARGS__); return -EINVAL; } while (0)
 	if (lbs != 512 && lbs != 4096)
@@ -1823,6 +2159,8 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 		CREATE_FAIL("%s: at most %u journal slots", path, EMU_JSLOTS_MAX);
 	if (o->log_path && strlen(o->log_path) >= EMU_PATH_MAX - 1)
 		CREATE_FAIL("%s: log path too long", path);
+	if (timing_check(&o->timing, &why))
+		CREATE_FAIL("%s: timing model: %s", path, why);
 #undef CREATE_FAIL
 	memcpy(h->magic, EMU_MAGIC, 8);
 	h->version = EMU_FMT_VERSION;
@@ -1835,6 +2173,7 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 	h->zone_size = o->zone_size;
 	h->zone_capacity = cap;
 	h->generation = 1;
+	h->timing = o->timing;
 	hdr_layout(h);
 	return 0;
 }
@@ -1994,6 +2333,29 @@ int zemu_inject_dev(struct zdev *dev, enum zemu_fault fault, uint64_t off)
 		ret = -EINVAL;
 	}
 	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+/* Only the header changes: the model is read at every open. */
+int zemu_set_timing(const char *path, const struct zemu_timing *t)
+{
+	static const struct zdev_open_opts rw;
+	struct emu_dev *d;
+	const char *why;
+	int ret;
+
+	if (timing_check(t, &why)) {
+		zlog_err("%s: timing model: %s", path, why);
+		return -EINVAL;
+	}
+	ret = emu_open_internal(path, &rw, 1, &d);
+	if (ret)
+		return ret;
+	d->hdr->timing = *t;
+	ret = hdr_write(d);
+	if (!ret && fdatasync(d->fd))
+		ret = -errno;
+	emu_free(d);
 	return ret;
 }
 

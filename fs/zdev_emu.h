@@ -15,6 +15,32 @@
 
 #include <stdint.h>
 
+/*
+ * Optional timing model (docs/emulator.md, "Timing model"): zones striped over DIES flash
+ * dies, data crossing a host link of LINK_MBS, programmed in PROG_UNIT units taking PROG_NS
+ * each. Time is simulated, never slept: a virtual clock the model advances, read with
+ * zemu_dev_stats(). All zeros = off (the default): no cost, no clock.
+ */
+struct zemu_timing {
+	uint32_t dies;      /* 1 .. ZEMU_TIMING_MAX_DIES; 0 = timing off */
+	uint32_t prog_unit; /* bytes programmed at once on one die, multiple of 4096 */
+	uint32_t prog_ns;   /* time one die is busy programming one unit */
+	uint32_t link_mbs;  /* host link, MB/s (10^6 bytes per second) */
+};
+#define ZEMU_TIMING_MAX_DIES 64u
+
+/* The documented default, resembling a mobile UFS 4.0 controller: 4 dies, 192 KiB units,
+ * 285 us per program, 4600 MB/s link (derivation in docs/emulator.md). */
+void zemu_timing_default(struct zemu_timing *t);
+/* "off", "ufs40" (the default), or comma-separated overrides of the default such as
+ * "dies=8,unit=96K,prog=560us,link=2300" (prog takes ns/us/ms, link MB/s). -EINVAL if bad. */
+int zemu_timing_parse(const char *spec, struct zemu_timing *t);
+/* Set (or, with dies = 0, turn off) the timing model of an image that is not open. */
+int zemu_set_timing(const char *path, const struct zemu_timing *t);
+/* Restart the virtual clock and the timing counters of an open device at zero (a benchmark
+ * excludes its setup this way). -EINVAL when DEV is not emulated. */
+int zemu_timing_reset(struct zdev *dev);
+
 struct zemu_create_opts {
 	uint64_t size;          /* bytes; rounded down to whole zones */
 	uint64_t zone_size;     /* bytes, multiple of lblock_size */
@@ -26,6 +52,7 @@ struct zemu_create_opts {
 	const char *log_path;   /* record every operation to this write log, or NULL */
 	uint32_t journal_slots; /* volatile-write journal records, 0 = 4096; a full journal
 				 * destages the cache (an implicit flush) */
+	struct zemu_timing timing; /* zeros: no timing model */
 };
 
 /* Create (or overwrite) an image file; with a log_path, also (re)create that log, empty.
@@ -109,6 +136,17 @@ struct zemu_stats {
 	long journal_slots;
 	int pending_faults;       /* one-shot EIO faults not yet fired */
 	char log_path[1024];      /* active write log, empty when none */
+	/* timing model (all zero when it is off); times are simulated nanoseconds since the
+	 * open or the last zemu_timing_reset() */
+	struct zemu_timing timing;
+	uint64_t sim_ns;          /* virtual clock: when everything issued so far is done */
+	uint64_t xfer_bytes;      /* bytes moved over the host link (writes) */
+	uint64_t link_busy_ns;    /* link time spent transferring */
+	uint64_t programs;        /* program operations, padded ones included */
+	uint64_t pad_programs;    /* partial units programmed with padding (flush, finish) */
+	uint64_t pad_bytes;       /* padding those carried */
+	uint64_t die_busy_ns;     /* sum over dies of programming time */
+	uint64_t buf_wait_ns;     /* transfers delayed because their memory was still in use */
 };
 int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st);
 

@@ -1,37 +1,68 @@
 /*
- * fsck.c - fsck.zlfs: check a zlfs filesystem and say what kind of trouble it is in.
+ * fsck.c - fsck.zlfs: check a zlfs filesystem, say what kind of trouble it is in, and repair
+ * what its mode allows.
  *
- * Owns: the command line in the style of fsck(8), the human and JSON reports, and the exit
- * codes. It tells a checkpoint mismatch (the host is behind the device after a crash; the
- * next mount rolls it forward) from a device write-pointer error (the device holds less than
- * the checkpoint says it acknowledged). It never resets a zone.
- * May call: check.h, files.h, core.h, log.h.
- *
- * This version checks only (-n); -p, -a and -y are accepted and report that repair is not
- * available yet, leaving errors uncorrected (exit 4).
+ * Owns: the command line in the style of fsck(8) (-n check only, -p/-a safe repairs, -y every
+ * repair), the passes (a read-only check first; then, to repair, a read-write mount whose
+ * roll-forward and checkpoint settle checkpoint mismatches, rounds of repairs proposed by the
+ * check and applied through the file layer, and a final check), recording the time of a clean
+ * scan in the superblock, the human and JSON reports, and the exit codes. It tells a
+ * checkpoint mismatch (the host is behind the device after a crash) from a device write-
+ * pointer error (the device holds less than the checkpoint says it acknowledged), which is
+ * never repaired. It never resets a zone itself; docs/fsck.md is the user's guide.
+ * May call: verify.h, files.h, core.h, super.h, zdev.h, log.h.
  */
 #include "verify.h"
 #include "log.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
 
-enum { FSCK_OK = 0, FSCK_UNCORRECTED = 4, FSCK_OPERATIONAL = 8, FSCK_USAGE = 16 };
+enum { FSCK_OK = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_OPERATIONAL = 8,
+       FSCK_USAGE = 16 };
+enum fsck_mode { MODE_CHECK = 0, MODE_PREEN, MODE_YES };
+
+#define REPAIR_ROUNDS 4   /* a repair may reveal another (a lost directory's link count) */
+#define FINDINGS_SHOWN 100
 
 struct fsck_args {
 	const char *path;
-	int repair, verbose, json;
+	enum fsck_mode mode;
+	int verbose, json, progress;
 };
 
-static const char *const class_names[] = {"error", "checkpoint-mismatch", "device-write-pointer-error"};
-
-struct findings {
+/* One list of the report (findings, repairs, remaining): JSON commas and the cap. */
+struct out_list {
 	struct fsck_args *a;
-	int n;
+	int n, quiet;
 	long hidden;
+	const char *prefix; /* text mode: before each line */
 };
+
+struct fsck_run {
+	struct fsck_args a;
+	struct zlfs_check_report first;  /* the read-only check */
+	struct zlfs_check_report last;   /* the check after repairs */
+	struct out_list found, repairs, left;
+	int mount_err;        /* the read-only mount failed: negative errno */
+	int changed;          /* something was written to repair the filesystem */
+	int repaired_any;     /* the read-write mount or a repair changed the filesystem */
+	int incomplete;       /* a repair was needed but could not be made */
+	uint64_t scan_time;   /* recorded this run, or 0 */
+	uint64_t last_scan;   /* as found on the device */
+};
+
+static const char *const class_names[] = {"error", "checkpoint-mismatch",
+					  "device-write-pointer-error"};
+static const char *const mode_names[] = {"check", "preen", "repair"};
 
 static void json_str(const char *s)
 {
@@ -47,35 +78,54 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
-#define FINDINGS_SHOWN 100
-
-static void print_finding(void *arg, enum zlfs_finding_class cls, const char *msg)
+/* One entry of a list: {"class": ..., "message": ...} or {"action": ..., "message": ...}. */
+static void list_put(struct out_list *l, const char *key, const char *val, const char *msg)
 {
-	struct findings *f = arg;
-
-	if (f->n >= FINDINGS_SHOWN && cls == ZLFS_FIND_ERROR) { /* counted, not listed */
-		f->hidden++;
+	if (l->quiet)
+		return;
+	if (l->n >= FINDINGS_SHOWN) { /* counted, not listed */
+		l->hidden++;
 		return;
 	}
-	if (f->a->json) {
-		printf("%s\n    {\"class\": \"%s\", \"message\": ", f->n ? "," : "", class_names[cls]);
+	if (l->a->json) {
+		printf("%s\n    {\"%s\": \"%s\", \"message\": ", l->n ? "," : "", key, val);
 		json_str(msg);
 		putchar('}');
 	} else {
-		printf("%s: %s\n", class_names[cls], msg);
+		printf("%s%s: %s\n", l->prefix, val, msg);
 	}
-	f->n++;
+	l->n++;
+}
+
+static void print_finding(void *arg, enum zlfs_finding_class cls, const char *msg)
+{
+	list_put(arg, "class", class_names[cls], msg);
+}
+
+static void print_progress(void *arg, enum zlfs_check_phase ph, uint64_t done, uint64_t total)
+{
+	static const char *const names[] = {"", "zones", "tree", "links", "unreachable", "usage"};
+	unsigned pct = total ? (unsigned)(done * 100 / total) : 100;
+
+	(void)arg;
+	fprintf(stderr, "\rfsck.zlfs: pass %d/%d (%s): %3u%%%s", ph, ZLFS_PHASES, names[ph],
+		pct > 100 ? 100 : pct, ph == ZLFS_PHASES && done >= total ? "\n" : "");
+	fflush(stderr);
 }
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-v] [--json] DEVICE\n"
-		     "  -n       check only, change nothing (default)\n"
-		     "  -p, -a   repair what is safe to repair automatically (not available yet)\n"
-		     "  -y       repair everything repairable (not available yet)\n"
+	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] DEVICE\n"
+		     "  -n       check only, write nothing (default)\n"
+		     "  -p, -a   safe automatic repairs: roll forward, orphans, counts, leaks\n"
+		     "  -y       every repair: also /lost+found and dangling directory entries\n"
+		     "  -C       progress on stderr\n"
 		     "  -v       verbose\n"
 		     "  --json   machine-readable report on stdout\n"
-		     "exit: 0 clean, 4 errors left uncorrected, 8 operational error, 16 usage error\n");
+		     "A clean -p/-y run records the scan time in the superblock; -n never writes.\n"
+		     "exit: 0 clean, 1 errors corrected, 4 errors left uncorrected (device "
+		     "write-pointer errors always), 8 operational error, 16 usage error\n"
+		     "See docs/fsck.md.\n");
 }
 
 static int parse(int argc, char **argv, struct fsck_args *a)
@@ -84,19 +134,25 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 					   {"help", no_argument, NULL, 'h'},
 					   {"version", no_argument, NULL, 'V'},
 					   {NULL, 0, NULL, 0}};
-	int c;
+	int c, modes = 0;
 
 	while ((c = getopt_long(argc, argv, "npayvfCVh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'n': a->repair = 0; break;
-		case 'p': case 'a': case 'y': a->repair = 1; break;
+		case 'n': a->mode = MODE_CHECK; modes |= 1; break;
+		case 'p': case 'a': a->mode = MODE_PREEN; modes |= 2; break;
+		case 'y': a->mode = MODE_YES; modes |= 4; break;
 		case 'v': a->verbose = 1; break;
-		case 'f': case 'C': break; /* always a full check; no progress bar needed yet */
+		case 'f': break; /* always a full check */
+		case 'C': a->progress = 1; break;
 		case 'j': a->json = 1; break;
 		case 'V': printf("fsck.zlfs %s (format revision %d)\n", ZLFS_VERSION, ZLFS_REVISION); return -1;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return FSCK_USAGE;
 		}
+	}
+	if (modes & (modes - 1)) {
+		fprintf(stderr, "fsck.zlfs: -n, -p/-a and -y exclude each other\n");
+		return FSCK_USAGE;
 	}
 	if (optind + 1 != argc) {
 		usage(stderr);
@@ -106,84 +162,524 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 	return 0;
 }
 
-static void report_head(struct zlfs_fs *fs, const struct fsck_args *a)
-{
-	const struct zdev_info *di = zdev_info(fs->dev);
+/* ---- the report ------------------------------------------------------------------------ */
 
-	if (!a->json) {
-		if (a->verbose)
-			printf("%s: zlfs revision %u, checkpoint %llu, %s\n", a->path, fs->sb.revision,
-			       (unsigned long long)fs->cp.version,
-			       di->kind == ZDEV_KIND_EMU ? "emulated image" : di->model);
-		return;
-	}
-	printf("{\n  \"device\": ");
-	json_str(a->path);
-	printf(",\n  \"storage_mode\": ");
-	json_str(di->kind == ZDEV_KIND_EMU ? "emulated" : "zoned-block-device");
-	printf(",\n  \"model\": ");
-	json_str(di->model);
-	printf(",\n  \"firmware\": ");
-	json_str(di->firmware);
-	printf(",\n  \"format_revision\": %u,\n  \"feature_compat\": %u,\n  \"feature_ro_compat\": "
-	       "%u,\n  \"feature_incompat\": %u,\n  \"checkpoint_version\": %llu,\n"
-	       "  \"free_zone_reserve\": %u,\n  \"findings\": [",
-	       fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, fs->sb.feat_incompat,
-	       (unsigned long long)fs->cp.version, fs->sb.reserved_zones);
+static void json_kv(const char *key, const char *val)
+{
+	printf("  \"%s\": ", key);
+	json_str(val);
+	printf(",\n");
 }
 
-static int report_tail(const struct zlfs_check_report *r, const struct fsck_args *a, int code)
+/* The same names as zlfs-ctl stats (fs/stats.c). FS is NULL when the mount failed. */
+static void report_head_json(struct zlfs_fs *fs, const struct fsck_args *a)
 {
-	if (a->json) {
-		printf("\n  ],\n  \"errors\": %llu,\n  \"checkpoint_mismatches\": %llu,\n"
-		       "  \"device_errors\": %llu,\n  \"inodes\": %llu,\n  \"dentries\": %llu,\n"
-		       "  \"blocks\": %llu,\n  \"orphans\": %llu,\n  \"exit_code\": %d\n}\n",
-		       (unsigned long long)r->errors, (unsigned long long)r->mismatches,
-		       (unsigned long long)r->device_errors, (unsigned long long)r->inodes,
-		       (unsigned long long)r->dentries, (unsigned long long)r->blocks,
-		       (unsigned long long)r->orphans, code);
-		return code;
+	const struct zdev_info *di = fs ? zdev_info(fs->dev) : NULL;
+	struct utsname u;
+
+	printf("{\n");
+	json_kv("device", a->path);
+	json_kv("mode", mode_names[a->mode]);
+	if (di) {
+		json_kv("storage_mode", di->kind == ZDEV_KIND_EMU ? "emulated" : "zoned-block-device");
+		json_kv("model", di->model);
+		json_kv("vendor", di->vendor);
+		json_kv("firmware", di->firmware);
 	}
-	printf("%s: %llu inodes, %llu directory entries, %llu blocks in use, %llu orphans\n",
-	       a->path, (unsigned long long)r->inodes, (unsigned long long)r->dentries,
-	       (unsigned long long)r->blocks, (unsigned long long)r->orphans);
-	if (r->mismatches && !r->errors && !r->device_errors)
+	if (!uname(&u)) {
+		char kernel[600];
+
+		snprintf(kernel, sizeof(kernel), "%s %s", u.release, u.version);
+		json_kv("kernel", kernel);
+	}
+	if (fs)
+		printf("  \"format_revision\": %u,\n  \"feature_compat\": %u,\n"
+		       "  \"feature_ro_compat\": %u,\n  \"feature_incompat\": %u,\n"
+		       "  \"checkpoint_version\": %llu,\n  \"free_zone_reserve\": %u,\n",
+		       fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat,
+		       fs->sb.feat_incompat, (unsigned long long)fs->cp.version,
+		       fs->sb.reserved_zones);
+	printf("  \"findings\": [");
+}
+
+static void report_head(struct zlfs_fs *fs, const struct fsck_args *a)
+{
+	const struct zdev_info *di;
+
+	if (a->json) {
+		report_head_json(fs, a);
+		return;
+	}
+	if (!a->verbose || !fs)
+		return;
+	di = zdev_info(fs->dev);
+	printf("%s: zlfs revision %u, features %u/%u/%u, checkpoint %llu, %s %s%s%s, "
+	       "last clean scan %llu, mode %s\n", a->path, fs->sb.revision, fs->sb.feat_compat,
+	       fs->sb.feat_ro_compat, fs->sb.feat_incompat, (unsigned long long)fs->cp.version,
+	       di->kind == ZDEV_KIND_EMU ? "emulated image" : di->vendor,
+	       di->kind == ZDEV_KIND_EMU ? "" : di->model, *di->firmware ? " firmware " : "",
+	       di->firmware, (unsigned long long)fs->sb.last_fsck_time, mode_names[a->mode]);
+}
+
+static void list_open(struct out_list *l, const char *key)
+{
+	if (l->a->json)
+		printf("\n  ],\n  \"%s\": [", key);
+}
+
+static void list_close(struct out_list *l)
+{
+	if (l->hidden && !l->a->json)
+		printf("... and %ld more of the same kinds\n", l->hidden);
+}
+
+static void report_json_tail(const struct fsck_run *r, int code)
+{
+	const struct zlfs_check_report *f = &r->first, *l = &r->last;
+	int repaired = r->a.mode != MODE_CHECK && !r->mount_err && !f->device_errors;
+
+	printf("\n  ],\n  \"errors\": %llu,\n  \"checkpoint_mismatches\": %llu,\n"
+	       "  \"device_errors\": %llu,\n  \"inodes\": %llu,\n  \"dentries\": %llu,\n"
+	       "  \"blocks\": %llu,\n  \"orphans\": %llu,\n  \"repairs_made\": %d,\n"
+	       "  \"remaining_errors\": %llu,\n  \"last_consistency_scan\": %llu,\n"
+	       "  \"scan_recorded\": %s,\n  \"exit_code\": %d\n}\n",
+	       (unsigned long long)f->errors, (unsigned long long)f->mismatches,
+	       (unsigned long long)f->device_errors, (unsigned long long)f->inodes,
+	       (unsigned long long)f->dentries, (unsigned long long)f->blocks,
+	       (unsigned long long)f->orphans, r->repairs.n + (int)r->repairs.hidden,
+	       (unsigned long long)(repaired ? l->errors + l->device_errors
+					     : f->errors + f->device_errors),
+	       (unsigned long long)(r->scan_time ? r->scan_time : r->last_scan),
+	       r->scan_time ? "true" : "false", code);
+}
+
+static void report_text_tail(const struct fsck_run *r, int code)
+{
+	const struct zlfs_check_report *f = &r->first;
+	const char *p = r->a.path;
+
+	if (!r->mount_err)
+		printf("%s: %llu inodes, %llu directory entries, %llu blocks in use, %llu orphans\n",
+		       p, (unsigned long long)f->inodes, (unsigned long long)f->dentries,
+		       (unsigned long long)f->blocks, (unsigned long long)f->orphans);
+	if (f->mismatches && !f->errors && !f->device_errors && r->a.mode == MODE_CHECK)
 		printf("%s: checkpoint mismatch only: writes after the last checkpoint; the next "
-		       "mount recovers them\n", a->path);
-	if (r->device_errors)
+		       "mount or fsck.zlfs -p rolls them forward\n", p);
+	if (f->device_errors)
 		printf("%s: DEVICE WRITE-POINTER ERRORS: the device lost data it had acknowledged; "
-		       "no zone was reset; copy what is readable with a read-only mount (-o ro)\n",
-		       a->path);
+		       "nothing was repaired and no zone was reset; copy what is readable with a "
+		       "read-only mount (-o ro)\n", p);
+	if (r->scan_time)
+		printf("%s: clean scan recorded in the superblock\n", p);
 	if (code == FSCK_OK)
-		printf("%s: clean\n", a->path);
-	else if (a->repair)
-		printf("%s: errors left uncorrected: repair is not available in this version\n",
-		       a->path);
-	return code;
+		printf("%s: clean\n", p);
+	else if (code == FSCK_CORRECTED)
+		printf("%s: errors corrected (%d repairs): the filesystem is clean\n", p,
+		       r->repairs.n + (int)r->repairs.hidden);
+	else if (r->a.mode == MODE_PREEN && !f->device_errors && !r->mount_err)
+		printf("%s: errors left uncorrected: run fsck.zlfs -y\n", p);
+	else
+		printf("%s: errors left uncorrected\n", p);
+}
+
+/* ---- repairs --------------------------------------------------------------------------- */
+
+static void said(struct fsck_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void said(struct fsck_run *r, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	list_put(&r->repairs, "action", "repaired", msg);
+}
+
+static int set_inode_field(struct zlfs_fs *fs, uint32_t ino, int parent, uint32_t val)
+{
+	struct node_page *np;
+	int ret = inode_get(fs, ino, &np);
+
+	if (ret)
+		return ret;
+	if (parent)
+		inode_of(np)->parent_ino = le32_put(val);
+	else
+		inode_of(np)->nlink = le32_put(val);
+	node_dirty(fs, np);
+	node_put(fs, np);
+	return 0;
+}
+
+/* Block ADDR lies below its zone's write pointer: the device still holds it. */
+static int block_on_device(struct zlfs_fs *fs, uint32_t addr)
+{
+	uint32_t zb = zlfs_zone_blocks(&fs->sb);
+	struct zdev_zone z;
+
+	if (zdev_report_one(fs->dev, addr / zb, &z))
+		return 0;
+	if (z.cond == ZDEV_COND_FULL)
+		return 1;
+	if (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_RDONLY)
+		return 0;
+	return (uint64_t)addr * ZLFS_BLOCK_SIZE < z.wp;
+}
+
+/* A segment's count from its bitmap: after the bitmap repairs of this round. */
+static void fix_seg_count(struct fsck_run *r, struct zlfs_fs *fs, uint32_t seg)
+{
+	struct seg_ent *se = &fs->sit[seg];
+	uint32_t b, n = 0, mz = seg / fs->sb.segs_per_zone;
+
+	for (b = 0; b < fs->sb.seg_blocks; b++)
+		n += !!(se->bitmap[b / 8] & (1u << (b % 8)));
+	if (n == se->valid)
+		return;
+	fs->zone_valid[mz] = fs->zone_valid[mz] - se->valid + n;
+	fs->valid_blocks = fs->valid_blocks - se->valid + n;
+	said(r, "segment %u: valid block count %u set to %u", seg, se->valid, n);
+	se->valid = (uint16_t)n;
+	if (!fs->sit_dirty[seg / ZLFS_SIT_PER_BLOCK]) {
+		fs->sit_dirty[seg / ZLFS_SIT_PER_BLOCK] = 1;
+		fs->dirty_meta++;
+	}
+	fs->dirty = 1;
+}
+
+/* /lost+found, created under the root when missing. */
+static int lost_found(struct zlfs_fs *fs, uint32_t *out)
+{
+	static const char name[] = "lost+found";
+	struct node_page *root, *np;
+	uint8_t type;
+	int ret = inode_get(fs, ZLFS_ROOT_INO, &root);
+
+	if (ret)
+		return ret;
+	ret = dir_lookup(fs, root, name, sizeof(name) - 1, out, &type);
+	if (!ret && type != DT_DIR)
+		ret = -ENOTDIR;
+	if (ret == -ENOENT) {
+		ret = inode_new(fs, S_IFDIR | 0700, 0, 0, 0, ZLFS_ROOT_INO, &np);
+		if (!ret) {
+			*out = np->nid;
+			ret = dir_add(fs, root, name, sizeof(name) - 1, np->nid, DT_DIR);
+			node_put(fs, np);
+		}
+		if (!ret) {
+			inode_of(root)->nlink = le32_put(le32_get(inode_of(root)->nlink) + 1);
+			inode_touch(fs, root, INODE_MTIME | INODE_CTIME);
+			node_dirty(fs, root);
+		}
+	}
+	node_put(fs, root);
+	return ret;
+}
+
+static int fix_lost(struct fsck_run *r, struct zlfs_fs *fs, uint32_t ino, uint8_t type)
+{
+	struct node_page *lf;
+	char name[32];
+	uint32_t lfino;
+	int ret = lost_found(fs, &lfino);
+
+	if (!ret)
+		ret = inode_get(fs, lfino, &lf);
+	if (ret)
+		return ret;
+	snprintf(name, sizeof(name), "#%u", ino);
+	ret = dir_add(fs, lf, name, strlen(name), ino, type);
+	if (!ret && type == DT_DIR) {
+		inode_of(lf)->nlink = le32_put(le32_get(inode_of(lf)->nlink) + 1);
+		ret = set_inode_field(fs, ino, 1, lfino);
+	} else if (!ret) {
+		ret = set_inode_field(fs, ino, 0, 1);
+	}
+	if (!ret) {
+		inode_touch(fs, lf, INODE_MTIME | INODE_CTIME);
+		node_dirty(fs, lf);
+		said(r, "inode %u moved to /lost+found/%s", ino, name);
+	}
+	node_put(fs, lf);
+	return ret;
+}
+
+static int fix_dentry(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
+{
+	struct node_page *dir;
+	int ret = inode_get(fs, f->a, &dir);
+
+	if (ret)
+		return ret;
+	ret = dir_remove(fs, dir, f->name, f->name_len);
+	if (!ret) {
+		inode_touch(fs, dir, INODE_MTIME | INODE_CTIME);
+		node_dirty(fs, dir);
+		said(r, "directory %u: entry \"%.*s\" to the missing inode %u removed", f->a,
+		     (int)f->name_len, f->name, f->b);
+	}
+	node_put(fs, dir);
+	return ret;
+}
+
+/* Whether block ADDR (in the main area) is valid in the SIT now: an earlier repair of the
+ * round (a node freed) may have settled it already. */
+static int sit_valid(const struct zlfs_fs *fs, uint32_t addr)
+{
+	uint32_t zb = zlfs_zone_blocks(&fs->sb), in_zone = addr % zb;
+	uint32_t seg = (addr / zb - fs->sb.main_zone_first) * fs->sb.segs_per_zone +
+		       in_zone / fs->sb.seg_blocks, b = in_zone % fs->sb.seg_blocks;
+
+	return !!(fs->sit[seg].bitmap[b / 8] & (1u << (b % 8)));
+}
+
+/* Frees need a complete picture of what is referenced: one unreadable node and its blocks
+ * would look leaked. */
+static int fix_free(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
+{
+	if (f->kind == ZLFS_FIX_BLOCK_FREE) {
+		if (!sit_valid(fs, f->a))
+			return -EAGAIN;
+		seg_mark(fs, f->a, 0);
+		said(r, "block %u: valid in the SIT but unreferenced, freed", f->a);
+		return 0;
+	}
+	if (fs->nat[f->a].ino >= fs->sb.max_nid)
+		return -EUCLEAN;
+	node_free(fs, f->a);
+	said(r, "node %u: in the NAT but unreachable, freed", f->a);
+	return 0;
+}
+
+static int fix_field(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
+{
+	int parent = f->kind == ZLFS_FIX_PARENT, ret = set_inode_field(fs, f->a, parent, f->b);
+
+	if (!ret && parent)
+		said(r, "directory %u: \"..\" set to %u", f->a, f->b);
+	else if (!ret)
+		said(r, "inode %u: link count set to %u", f->a, f->b);
+	return ret;
+}
+
+static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f,
+		     int complete)
+{
+	switch (f->kind) {
+	case ZLFS_FIX_NLINK:
+	case ZLFS_FIX_PARENT:
+		return fix_field(r, fs, f);
+	case ZLFS_FIX_BLOCK_FREE:
+	case ZLFS_FIX_NODE_FREE:
+		return complete ? fix_free(r, fs, f) : -EAGAIN;
+	case ZLFS_FIX_BLOCK_VALID:
+		if (!block_on_device(fs, f->a) || sit_valid(fs, f->a))
+			return -ENODATA; /* the device lost it: not something to mark valid */
+		seg_mark(fs, f->a, 1);
+		said(r, "block %u: referenced but free in the SIT, marked valid", f->a);
+		return 0;
+	case ZLFS_FIX_SEG_COUNT:
+		fix_seg_count(r, fs, f->a);
+		return 0;
+	case ZLFS_FIX_ORPHAN_DROP:
+		orphan_del(fs, f->a);
+		said(r, "inode %u dropped from the orphan list", f->a);
+		return 0;
+	case ZLFS_FIX_DENTRY_DROP:
+		return fix_dentry(r, fs, f);
+	case ZLFS_FIX_LOST_FOUND:
+		return fix_lost(r, fs, f->a, (uint8_t)f->b);
+	}
+	return -EINVAL;
+}
+
+/* One round: check, apply what the mode allows (segment counts last, after the bitmaps), and
+ * write a checkpoint. The number of repairs made, or a negative errno. */
+static int repair_round(struct fsck_run *r, struct zlfs_fs *fs)
+{
+	struct zlfs_check_report rep = {.want_fixes = 1};
+	int made = 0, ret = 0, pass;
+	size_t i;
+
+	zlfs_check(fs, &rep);
+	for (pass = 0; pass < 2 && ret >= 0; pass++)
+		for (i = 0; i < rep.nfixes; i++) {
+			const struct zlfs_fix *f = &rep.fixes[i];
+			int err;
+
+			if ((f->kind == ZLFS_FIX_SEG_COUNT) != pass ||
+			    (!zlfs_fix_is_safe(f->kind) && r->a.mode != MODE_YES))
+				continue;
+			err = apply_fix(r, fs, f, !rep.incomplete);
+			if (!err)
+				made++;
+			else if (err != -EAGAIN && err != -ENODATA && r->a.verbose)
+				fprintf(stderr, "fsck.zlfs: a repair failed: %s\n", strerror(-err));
+		}
+	zlfs_check_report_free(&rep);
+	if (made)
+		ret = files_sync(fs); /* the repairs become durable together, or not at all */
+	return ret < 0 ? ret : made;
+}
+
+/* The superblock record gets the scan time: into the zone not holding the newest record. */
+static int record_scan(struct fsck_run *r, struct zlfs_fs *fs)
+{
+	struct zlfs_sb_info sb = fs->sb;
+	int ret;
+
+	sb.last_fsck_time = (uint64_t)time(NULL);
+	sb.sb_seq++;
+	ret = zlfs_sb_write(fs->dev, &sb, fs->sb_zone);
+	if (ret) {
+		fprintf(stderr, "fsck.zlfs: %s: cannot record the scan time: %s\n", r->a.path,
+			strerror(-ret));
+		return ret;
+	}
+	fs->sb = sb;
+	fs->sb_zone = !fs->sb_zone;
+	r->scan_time = sb.last_fsck_time;
+	return 0;
+}
+
+/* ---- passes ---------------------------------------------------------------------------- */
+
+/* Zones the device took away (offline, read-only) may explain a mount that failed: they are
+ * device errors, whatever they held. */
+static void report_lost_zones(struct fsck_run *r)
+{
+	struct zdev_open_opts oo = {.readonly = 1};
+	struct zdev_zone z;
+	struct zdev *dev;
+	char msg[160];
+	uint32_t i;
+
+	if (zdev_open(r->a.path, &oo, &dev))
+		return;
+	for (i = 0; i < zdev_geometry(dev)->nr_zones; i++) {
+		if (zdev_report_one(dev, i, &z) ||
+		    (z.cond != ZDEV_COND_OFFLINE && z.cond != ZDEV_COND_RDONLY))
+			continue;
+		snprintf(msg, sizeof(msg), "zone %u is %s", i, zdev_cond_name(z.cond));
+		r->first.device_errors++;
+		print_finding(&r->found, ZLFS_FIND_DEVICE, msg);
+	}
+	zdev_close(dev);
+}
+
+/* A mount failure: the device could not be used (8), or its metadata is damaged (4). */
+static int mount_failure(struct fsck_run *r, int err)
+{
+	char msg[320];
+
+	r->mount_err = err;
+	if (access(r->a.path, F_OK) || err == -ENOENT || err == -ENODEV || err == -EBUSY ||
+	    err == -EACCES || err == -EPERM || err == -ENOMEM || err == -EPROTONOSUPPORT ||
+	    err == -EROFS) {
+		fprintf(stderr, "fsck.zlfs: %s: cannot check: %s\n", r->a.path, strerror(-err));
+		return FSCK_OPERATIONAL;
+	}
+	snprintf(msg, sizeof(msg), "the superblock or the newest checkpoint cannot be used (%s): "
+		 "no repair is attempted", strerror(-err));
+	r->first.errors++;
+	print_finding(&r->found, ZLFS_FIND_ERROR, msg);
+	report_lost_zones(r);
+	return FSCK_UNCORRECTED;
+}
+
+/* The read-only pass: what -n reports, and what decides whether repair may run. */
+static int check_readonly(struct fsck_run *r)
+{
+	struct zlfs_mount_opts mo = {.readonly = 1};
+	struct zlfs_fs *fs;
+	int ret = files_mount(r->a.path, &mo, &fs);
+
+	if (ret) {
+		if (r->a.json)
+			report_head(NULL, &r->a);
+		return mount_failure(r, ret);
+	}
+	r->last_scan = fs->sb.last_fsck_time;
+	report_head(fs, &r->a);
+	r->first.print = print_finding;
+	r->first.print_arg = &r->found;
+	if (r->a.progress)
+		r->first.progress = print_progress;
+	zlfs_check(fs, &r->first);
+	if (fs->dirty && !r->first.mismatches && !r->first.device_errors) {
+		r->first.mismatches++;
+		print_finding(&r->found, ZLFS_FIND_MISMATCH, "the device holds writes after the last "
+			      "checkpoint (roll-forward or a cut checkpoint): the next mount or "
+			      "fsck.zlfs -p settles them");
+	}
+	files_unmount(fs);
+	return r->first.errors || r->first.device_errors ? FSCK_UNCORRECTED : FSCK_OK;
+}
+
+/* Read-write: mount (roll forward, free orphans, checkpoint), repair rounds, final check. */
+static int repair(struct fsck_run *r)
+{
+	struct zlfs_mount_opts mo = {0};
+	struct zlfs_fs *fs;
+	int ret = files_mount(r->a.path, &mo, &fs), round, made = 0;
+
+	if (ret) {
+		fprintf(stderr, "fsck.zlfs: %s: read-write mount failed: %s\n", r->a.path,
+			strerror(-ret));
+		return FSCK_UNCORRECTED;
+	}
+	if (r->first.mismatches || r->first.orphans)
+		said(r, "rolled forward to the device's write pointers and wrote checkpoint %llu "
+		     "(%llu orphans freed)", (unsigned long long)fs->cp.version,
+		     (unsigned long long)r->first.orphans);
+	for (round = 0, ret = 1; round < REPAIR_ROUNDS && ret > 0; round++) {
+		ret = repair_round(r, fs);
+		made += ret > 0 ? ret : 0;
+	}
+	r->left.quiet = 0;
+	r->last.print = print_finding;
+	r->last.print_arg = &r->left;
+	list_open(&r->left, "remaining");
+	if (ret >= 0)
+		zlfs_check(fs, &r->last);
+	if (ret >= 0 && !r->last.errors && !r->last.device_errors)
+		record_scan(r, fs);
+	ret = files_unmount(fs) ?: ret;
+	if (ret < 0 || r->last.errors || r->last.device_errors)
+		return FSCK_UNCORRECTED;
+	return made || r->first.errors || r->first.mismatches || r->first.orphans ? FSCK_CORRECTED
+										   : FSCK_OK;
 }
 
 int main(int argc, char **argv)
 {
-	struct fsck_args a = {0};
-	struct zlfs_mount_opts mo = {.readonly = 1};
-	struct zlfs_check_report rep = {0};
-	struct findings f = {&a, 0, 0};
-	struct zlfs_fs *fs;
-	int ret;
+	struct fsck_run r = {0};
+	int code;
 
 	zlog_set_ident("fsck.zlfs");
-	ret = parse(argc, argv, &a);
-	if (ret)
-		return ret < 0 ? FSCK_OK : ret;
-	if (zlfs_mount(a.path, &mo, &fs))
-		return FSCK_OPERATIONAL;
-	rep.print = print_finding;
-	rep.print_arg = &f;
-	report_head(fs, &a);
-	ret = zlfs_check(fs, &rep) ? FSCK_UNCORRECTED : FSCK_OK;
-	if (f.hidden && !a.json)
-		printf("... and %ld more errors of the same kinds\n", f.hidden);
-	dir_cache_destroy(fs);
-	zlfs_unmount(fs);
-	return report_tail(&rep, &a, ret);
+	code = parse(argc, argv, &r.a);
+	if (code)
+		return code < 0 ? FSCK_OK : code;
+	if (!r.a.verbose)
+		zlog_set_level(ZLOG_WARN);
+	r.found = (struct out_list){&r.a, 0, 0, 0, ""};
+	r.repairs = (struct out_list){&r.a, 0, 0, 0, ""};
+	r.left = (struct out_list){&r.a, 0, 0, 0, "left uncorrected: "};
+	code = check_readonly(&r);
+	list_close(&r.found);
+	if (code == FSCK_OPERATIONAL && !r.a.json)
+		return code;
+	if (r.a.mode != MODE_CHECK && !r.mount_err && !r.first.device_errors) {
+		list_open(&r.repairs, "repairs");
+		code = repair(&r);
+		list_close(&r.repairs);
+		list_close(&r.left);
+	}
+	if (r.a.json)
+		report_json_tail(&r, code);
+	else
+		report_text_tail(&r, code);
+	return code;
 }

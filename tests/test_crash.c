@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include "zdev_emu.h"
+#include "zlfs_ioctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,19 +18,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_FILES 64
+#define MAX_FILES 400
 #define MAX_STAGES 96
+#define MAX_EXT 12
+#define MAX_HIST 2048
+#define MAX_FOCUS 8
+
+/* A file's content: byte i is pat(seed, i) of the last extent covering i, else 0 (a hole).
+ * IS_DIR marks a directory (no content). */
+struct ext {
+	uint32_t off, len, seed;
+};
 
 struct file_exp {
 	char path[64];
-	uint32_t seed;
+	int is_dir;
 	size_t size;
+	int nex;
+	struct ext e[MAX_EXT];
 	int may_be_absent; /* written but never made durable: absent, or a prefix of it */
 };
 
@@ -41,6 +55,14 @@ struct stage {
 
 static struct stage stages[MAX_STAGES];
 static int nstages;
+/* The tree as the workload sees it now, and every state any path ever had: after a crash, a
+ * path may only be found in one of its states (or, mid-write, a prefix of one). */
+static struct stage cur;
+static struct file_exp hist[MAX_HIST];
+static int nhist;
+/* Ranges of logged operations where every operation is a crash point (see focus_begin). */
+static long focus[MAX_FOCUS][2];
+static int nfocus;
 static char img[512], logpath[512], mnt[512], out[512], bin[512];
 
 static uint8_t pat(uint32_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 9)); }
@@ -51,24 +73,136 @@ static void fill(uint8_t *b, size_t n, uint32_t seed, size_t base)
 		b[i] = pat(seed, base + i);
 }
 
+/* A file holding SEED's pattern over its SIZE bytes. */
+static struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_be_absent)
+{
+	struct file_exp f = {.size = size, .nex = 1, .may_be_absent = may_be_absent};
+
+	snprintf(f.path, sizeof(f.path), "%s", path);
+	f.e[0] = (struct ext){0, (uint32_t)size, seed};
+	return f;
+}
+
+static struct file_exp *find_in(struct stage *s, const char *path)
+{
+	for (int i = 0; i < s->nfiles; i++)
+		if (!strcmp(s->f[i].path, path))
+			return &s->f[i];
+	return NULL;
+}
+
+static void drop_in(struct stage *s, const char *path)
+{
+	int i;
+
+	for (i = 0; i < s->nfiles; i++)
+		if (!strcmp(s->f[i].path, path))
+			s->f[i] = s->f[--s->nfiles];
+}
+
+static void hist_add(const struct file_exp *f)
+{
+	ck_assert_int_lt(nhist, MAX_HIST);
+	hist[nhist++] = *f;
+}
+
+/* The current state of PATH, created (empty) if new. */
+static struct file_exp *cur_file(const char *path)
+{
+	struct file_exp *f = find_in(&cur, path);
+
+	if (f)
+		return f;
+	ck_assert_int_lt(cur.nfiles, MAX_FILES);
+	f = &cur.f[cur.nfiles++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return f;
+}
+
+static void cur_write(const char *path, uint32_t seed, size_t at, size_t len)
+{
+	struct file_exp *f = cur_file(path);
+
+	if (f->nex == MAX_EXT) { /* fold the oldest two: only when the newer covers the older */
+		ck_assert(f->e[1].off <= f->e[0].off &&
+			  f->e[1].off + f->e[1].len >= f->e[0].off + f->e[0].len);
+		memmove(&f->e[0], &f->e[1], sizeof(f->e[0]) * --f->nex);
+	}
+	f->e[f->nex++] = (struct ext){(uint32_t)at, (uint32_t)len, seed};
+	if (at + len > f->size)
+		f->size = at + len;
+	hist_add(f);
+}
+
+static void cur_truncate(const char *path, size_t size)
+{
+	struct file_exp *f = cur_file(path);
+
+	for (int k = 0; k < f->nex; k++) {
+		if (f->e[k].off >= size)
+			f->e[k].len = 0;
+		else if (f->e[k].off + f->e[k].len > size)
+			f->e[k].len = (uint32_t)(size - f->e[k].off);
+	}
+	f->size = size;
+	hist_add(f);
+}
+
+static void cur_mkdir(const char *path)
+{
+	struct file_exp *f = cur_file(path);
+
+	f->is_dir = 1;
+	hist_add(f);
+}
+
+/* Rename OLD to NEW in the model, with everything below OLD when it is a directory. */
+static void cur_rename(const char *old, const char *new)
+{
+	size_t ol = strlen(old);
+	int i;
+
+	drop_in(&cur, new);
+	for (i = 0; i < cur.nfiles; i++) {
+		struct file_exp *f = &cur.f[i];
+		char tail[64];
+
+		if (strncmp(f->path, old, ol) || (f->path[ol] && f->path[ol] != '/'))
+			continue;
+		snprintf(tail, sizeof(tail), "%s", f->path + ol);
+		snprintf(f->path, sizeof(f->path), "%s%s", new, tail);
+		hist_add(f);
+	}
+}
+
+static char mount_opts[700] = "cp_interval=0"; /* with the key for encrypted workloads */
+
 static pid_t daemon_start(const char *image)
 {
-	return tu_daemon_start(image, mnt, "cp_interval=0");
+	return tu_daemon_start(image, mnt, mount_opts);
 }
 
 static int daemon_stop(pid_t pid) { return tu_daemon_stop(mnt, pid); }
 
+static const char *at_mnt(char *p, size_t len, const char *rel)
+{
+	snprintf(p, len, "%s/%s", mnt, rel);
+	return p;
+}
+
+/* Write SIZE bytes of SEED's pattern at AT; the model follows. */
 static void write_file(const char *rel, uint32_t seed, size_t size, size_t at, int do_fsync)
 {
 	char p[600];
 	uint8_t *b = malloc(size);
 	int fd;
 
-	snprintf(p, sizeof(p), "%s/%s", mnt, rel);
-	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	fd = open(at_mnt(p, sizeof(p), rel), O_CREAT | O_WRONLY, 0644);
 	ck_assert_int_ge(fd, 0);
 	fill(b, size, seed, at);
 	ck_assert_int_eq(pwrite(fd, b, size, (off_t)at), (ssize_t)size);
+	cur_write(rel, seed, at, size);
 	if (do_fsync)
 		ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
@@ -80,11 +214,73 @@ static void fsync_path(const char *rel)
 	char p[600];
 	int fd;
 
-	snprintf(p, sizeof(p), "%s/%s", mnt, rel);
-	fd = open(p, O_RDONLY);
+	fd = open(at_mnt(p, sizeof(p), rel), O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
+}
+
+static void truncate_file(const char *rel, size_t size)
+{
+	char p[600];
+
+	ck_assert_int_eq(truncate(at_mnt(p, sizeof(p), rel), (off_t)size), 0);
+	cur_truncate(rel, size);
+}
+
+static void rename_path(const char *from, const char *to)
+{
+	char p[600], q[600];
+
+	ck_assert_int_eq(rename(at_mnt(p, sizeof(p), from), at_mnt(q, sizeof(q), to)), 0);
+	cur_rename(from, to);
+}
+
+static void unlink_path(const char *rel)
+{
+	char p[600];
+
+	ck_assert_int_eq(unlink(at_mnt(p, sizeof(p), rel)), 0);
+	drop_in(&cur, rel);
+}
+
+static void mkdir_path(const char *rel)
+{
+	char p[600];
+
+	ck_assert_int_eq(mkdir(at_mnt(p, sizeof(p), rel), 0755), 0);
+	cur_mkdir(rel);
+}
+
+static void rmdir_path(const char *rel)
+{
+	char p[600];
+
+	ck_assert_int_eq(rmdir(at_mnt(p, sizeof(p), rel)), 0);
+	drop_in(&cur, rel);
+}
+
+/* `zlfs-ctl sync`: how a sync reaches the daemon (sync(2) does not reach FUSE daemons). */
+static void ctl_sync(void)
+{
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+}
+
+/* Every operation logged between focus_begin and focus_end is tried as a crash point. */
+static void focus_begin(void)
+{
+	ck_assert_int_lt(nfocus, MAX_FOCUS);
+	focus[nfocus][0] = zemu_log_count(logpath) + 1;
+}
+
+static void focus_end(void) { focus[nfocus++][1] = zemu_log_count(logpath); }
+
+static int in_focus(long n)
+{
+	for (int i = 0; i < nfocus; i++)
+		if (n >= focus[i][0] && n <= focus[i][1])
+			return 1;
+	return 0;
 }
 
 /* Everything the fsyncs so far promised; stage files are copied forward and edited. */
@@ -108,61 +304,94 @@ static void stage_seal(struct stage *s)
 
 static struct file_exp *stage_file(struct stage *s, const char *path)
 {
-	int i;
+	struct file_exp *f = find_in(s, path);
 
-	for (i = 0; i < s->nfiles; i++)
-		if (!strcmp(s->f[i].path, path))
-			return &s->f[i];
+	if (f)
+		return f;
 	ck_assert_int_lt(s->nfiles, MAX_FILES);
-	memset(&s->f[s->nfiles], 0, sizeof(s->f[0]));
-	snprintf(s->f[s->nfiles].path, sizeof(s->f[0].path), "%s", path);
-	return &s->f[s->nfiles++];
+	f = &s->f[s->nfiles++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return f;
 }
 
-static void stage_drop(struct stage *s, const char *path)
+static void stage_drop(struct stage *s, const char *path) { drop_in(s, path); }
+
+/* PATH is durable as the workload has it now (fsync of a file). */
+static void stage_take(struct stage *s, const char *path)
+{
+	struct file_exp *f = find_in(&cur, path);
+
+	ck_assert_ptr_nonnull(f);
+	*stage_file(s, path) = *f;
+}
+
+static int parent_is(const char *path, const char *dir)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dl = strlen(dir);
+
+	if (!strcmp(dir, "."))
+		return !slash;
+	return slash && (size_t)(slash - path) == dl && !strncmp(path, dir, dl);
+}
+
+/* fsync of directory DIR: its entries are durable as they are now - present ones with their
+ * content (a directory fsync is a checkpoint), removed ones gone. */
+static void stage_take_dir(struct stage *s, const char *dir)
 {
 	int i;
 
 	for (i = 0; i < s->nfiles; i++)
-		if (!strcmp(s->f[i].path, path))
-			s->f[i] = s->f[--s->nfiles];
+		if (parent_is(s->f[i].path, dir) && !find_in(&cur, s->f[i].path))
+			s->f[i--] = s->f[--s->nfiles];
+	for (i = 0; i < cur.nfiles; i++)
+		if (parent_is(cur.f[i].path, dir))
+			*stage_file(s, cur.f[i].path) = cur.f[i];
 }
 
-/* The workload: each stage ends with the fsync that makes it durable. */
+/* `zlfs-ctl sync` (a checkpoint): the whole tree is durable as it is now. */
+static void stage_take_all(struct stage *s)
+{
+	memcpy(s->f, cur.f, sizeof(cur.f[0]) * (size_t)cur.nfiles);
+	s->nfiles = cur.nfiles;
+}
+
+/* ---- workloads --------------------------------------------------------------------------
+ * Each stage ends with the fsync, fsyncdir or sync that makes it durable. */
+
+/* create + write + fsync, renames, truncation, roll-forward of files a checkpoint knows. */
 static void workload(void)
 {
 	struct stage *s;
-	char p[600], q[600];
 	int i;
 
 	write_file("a", 1, 64 * 1024, 0, 1);
 	s = stage_next();
-	*stage_file(s, "a") = (struct file_exp){"a", 1, 64 * 1024, 0};
+	stage_take(s, "a");
 	stage_seal(s);
 
-	snprintf(p, sizeof(p), "%s/d", mnt);
-	ck_assert_int_eq(mkdir(p, 0755), 0);
+	mkdir_path("d");
 	write_file("d/b", 2, 200 * 1024 + 100, 0, 1);
 	fsync_path("d");
 	s = stage_next();
-	*stage_file(s, "d/b") = (struct file_exp){"d/b", 2, 200 * 1024 + 100, 0};
+	stage_take_dir(s, "d");
+	stage_take(s, "d");
 	stage_seal(s);
 
 	write_file("c", 4, 1024 * 1024, 0, 0); /* never fsync'ed on its own */
 	write_file("e", 5, 4096, 0, 1);
 	s = stage_next();
-	*stage_file(s, "e") = (struct file_exp){"e", 5, 4096, 0};
-	*stage_file(s, "c") = (struct file_exp){"c", 4, 1024 * 1024, 1};
+	stage_take(s, "e");
+	*stage_file(s, "c") = fe("c", 4, 1024 * 1024, 1);
 	stage_seal(s);
 
-	snprintf(p, sizeof(p), "%s/d/b", mnt);
-	snprintf(q, sizeof(q), "%s/a", mnt);
-	ck_assert_int_eq(rename(p, q), 0);
+	rename_path("d/b", "a"); /* rename over an existing file + fsync of the directories */
 	fsync_path("d");
 	fsync_path(".");
 	s = stage_next();
-	stage_drop(s, "d/b");
-	*stage_file(s, "a") = (struct file_exp){"a", 2, 200 * 1024 + 100, 0};
+	stage_take_dir(s, "d");
+	stage_take_dir(s, ".");
 	stage_seal(s);
 
 	for (i = 0; i < 40; i++) {
@@ -173,86 +402,361 @@ static void workload(void)
 	}
 	fsync_path("d");
 	s = stage_next();
-	for (i = 0; i < 40; i++) {
-		char rel[32];
-
-		struct file_exp *f;
-
-		snprintf(rel, sizeof(rel), "d/s%02d", i);
-		f = stage_file(s, rel);
-		f->seed = 100 + (uint32_t)i;
-		f->size = 100 + (size_t)i * 97;
-		f->may_be_absent = 0;
-	}
+	stage_take_dir(s, "d");
 	stage_seal(s);
 
-	snprintf(p, sizeof(p), "%s/e", mnt);
-	ck_assert_int_eq(unlink(p), 0);
+	unlink_path("e");
 	write_file("big", 9, 3 * 1024 * 1024, 0, 1);
 	s = stage_next();
 	stage_drop(s, "e");
-	*stage_file(s, "big") = (struct file_exp){"big", 9, 3 * 1024 * 1024, 0};
+	stage_take(s, "big");
 	stage_seal(s);
 
 	/* Files that exist in a checkpoint: fsync rolls them forward without one. */
 	write_file("a", 11, 200 * 1024 + 100, 0, 1);
 	s = stage_next();
-	*stage_file(s, "a") = (struct file_exp){"a", 11, 200 * 1024 + 100, 0};
+	stage_take(s, "a");
 	stage_seal(s);
 
 	write_file("big", 9, 3 * 1024 * 1024, 3 * 1024 * 1024, 1); /* grows into direct nodes */
 	s = stage_next();
-	*stage_file(s, "big") = (struct file_exp){"big", 9, 6 * 1024 * 1024, 0};
+	stage_take(s, "big");
 	stage_seal(s);
 
-	snprintf(p, sizeof(p), "%s/a", mnt);
-	ck_assert_int_eq(truncate(p, 5000), 0);
+	truncate_file("a", 5000);
 	fsync_path("a");
 	write_file("d/s07", 12, 100 + 7 * 97, 0, 1);
 	s = stage_next();
-	*stage_file(s, "a") = (struct file_exp){"a", 11, 5000, 0};
-	*stage_file(s, "d/s07") = (struct file_exp){"d/s07", 12, 100 + 7 * 97, 0};
+	stage_take(s, "a");
+	stage_take(s, "d/s07");
 	stage_seal(s);
 }
 
-/* Returns a description of the first mismatch, or NULL. */
-static const char *verify_file(const struct file_exp *f, char *why, size_t wl)
+/* GC under fsync: a small image churned until zones must be migrated, each put fsync'ed. */
+static void workload_gc(void)
+{
+	unsigned rnd = 777;
+	int i, r;
+
+	for (i = 0; i < 20; i++) {
+		char rel[16];
+		struct stage *s;
+
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		write_file(rel, 200 + (uint32_t)i, (size_t)(900 + i * 13) * 1024, 0, 1);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
+	for (r = 0; r < 60; r++) {
+		char rel[16];
+		struct stage *s;
+		size_t size;
+
+		rnd = rnd * 1103515245 + 12345;
+		i = (int)((rnd >> 8) % 20);
+		size = (size_t)(500 + (rnd >> 20) % 500) * 1024;
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		truncate_file(rel, 0);
+		write_file(rel, 300 + (uint32_t)r, size, 0, 1);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
+}
+
+static void fdatasync_path(const char *rel)
+{
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fdatasync(fd), 0);
+	close(fd);
+}
+
+/* Overwrites in the middle of a large file, each made durable by fdatasync: aligned, unaligned,
+ * across the end, and a truncation that drops index nodes. */
+static void workload_overwrite(void)
+{
+	static const struct {
+		size_t at, len;
+	} w[] = {{3 * 1024 * 1024 + 12 * 1024, 256 * 1024}, {5 * 1024 * 1024 + 333, 10000},
+		 {64 * 1024 - 100, 300}, {8 * 1024 * 1024 - 4096, 64 * 1024},
+		 {6 * 1024 * 1024, 1024 * 1024}};
+	struct stage *s;
+	size_t i;
+
+	write_file("L", 40, 8 * 1024 * 1024, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		write_file("L", 41 + (uint32_t)i, w[i].len, w[i].at, 0);
+		fdatasync_path("L");
+		s = stage_next();
+		stage_take(s, "L");
+		stage_seal(s);
+		if (i == 2) {
+			truncate_file("L", 7 * 1024 * 1024 + 5);
+			fdatasync_path("L");
+			s = stage_next();
+			stage_take(s, "L");
+			stage_seal(s);
+		}
+	}
+}
+
+/* Unlink while open: the orphan goes into checkpoints while it is still written to; after a
+ * crash the next mount must free it (the inode count check in try_point sees a leak). */
+static void workload_unlink_open(void)
+{
+	char p[600];
+	uint8_t *b = malloc(512 * 1024);
+	struct stage *s;
+	int fd;
+
+	write_file("keep", 50, 100 * 1024, 0, 1);
+	write_file("u", 51, 2 * 1024 * 1024, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+
+	fd = open(at_mnt(p, sizeof(p), "u"), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	unlink_path("u");
+	fsync_path("."); /* a checkpoint carrying the orphan */
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	fill(b, 512 * 1024, 52, 0);
+	ck_assert_int_eq(pwrite(fd, b, 512 * 1024, 0), 512 * 1024);
+	ck_assert_int_eq(fsync(fd), 0); /* fsync of an inode with no name */
+	write_file("keep", 53, 100 * 1024, 0, 1);
+	s = stage_next();
+	stage_take(s, "keep");
+	stage_seal(s);
+	fsync_path(".");
+	close(fd); /* the last reference: freed now */
+	write_file("after", 54, 8192, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	free(b);
+}
+
+/* Directory tree churn, each step made durable by fsync of the directories it touched. */
+static void workload_dirs(void)
+{
+	struct stage *s;
+
+	mkdir_path("t");
+	mkdir_path("t/a");
+	mkdir_path("t/a/b");
+	mkdir_path("t/e");
+	write_file("t/a/f1", 60, 5000, 0, 0);
+	write_file("t/a/b/f2", 61, 70 * 1024, 0, 0);
+	fsync_path("t/a/b");
+	fsync_path("t/a");
+	fsync_path("t");
+	s = stage_next();
+	stage_take_dir(s, "t/a/b");
+	stage_take_dir(s, "t/a");
+	stage_take_dir(s, "t");
+	stage_seal(s);
+
+	rename_path("t/a", "t/c"); /* a directory moves with its subtree */
+	rmdir_path("t/e");
+	fsync_path("t");
+	s = stage_next();
+	for (int i = 0; i < s->nfiles; i++) /* everything below t/a moved */
+		if (!strncmp(s->f[i].path, "t/a", 3))
+			s->f[i--] = s->f[--s->nfiles];
+	stage_take_dir(s, "t");
+	stage_take_dir(s, "t/c");
+	stage_take_dir(s, "t/c/b");
+	stage_seal(s);
+
+	mkdir_path("x");
+	rename_path("t/c/f1", "x/f1");
+	rename_path("t/c/b", "x/b");
+	write_file("x/b/f3", 62, 3000, 0, 0);
+	fsync_path("x/b");
+	fsync_path("x");
+	fsync_path("t/c");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	unlink_path("x/b/f2");
+	unlink_path("x/b/f3");
+	rmdir_path("x/b");
+	rename_path("x", "t/c/x");
+	fsync_path("t/c");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+}
+
+/* Many small files, then one sync; then changes to many of them, and another sync. */
+static void workload_small(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i;
+
+	mkdir_path("m");
+	for (i = 0; i < 160; i++) {
+		snprintf(rel, sizeof(rel), "%s%03d", i % 2 ? "m/" : "r", i);
+		write_file(rel, 500 + (uint32_t)i, 50 + (size_t)i * 37, 0, 0);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	for (i = 0; i < 160; i += 3) {
+		snprintf(rel, sizeof(rel), "%s%03d", i % 2 ? "m/" : "r", i);
+		if (i % 9 == 0)
+			unlink_path(rel);
+		else
+			write_file(rel, 700 + (uint32_t)i, 9000, 0, 0);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+}
+
+/* Checkpoints in progress: large ones (hundreds of dirty nodes and directory blocks), every
+ * operation of them a crash point. */
+static void workload_checkpoint(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i, round;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(rel, sizeof(rel), "k%d", i);
+		mkdir_path(rel);
+	}
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 240; i++) {
+			snprintf(rel, sizeof(rel), "k%d/f%03d", i % 6, i);
+			write_file(rel, 800 + (uint32_t)(round * 1000 + i), 200 + (size_t)i * 20, 0, 0);
+		}
+		if (round == 1) /* updates of files a checkpoint knows: the bigger pack */
+			focus_begin();
+		ctl_sync();
+		if (round == 1)
+			focus_end();
+		s = stage_next();
+		stage_take_all(s);
+		stage_seal(s);
+	}
+}
+
+/* ---- checking a crash point ------------------------------------------------------------- */
+
+/* F's content, SIZE bytes of it, into B. */
+static void expect_into(const struct file_exp *f, uint8_t *b, size_t size)
+{
+	memset(b, 0, size);
+	for (int k = 0; k < f->nex; k++) {
+		size_t off = f->e[k].off, len = f->e[k].len;
+
+		if (off < size)
+			fill(b + off, off + len > size ? size - off : len, f->e[k].seed, off);
+	}
+}
+
+/* Read PATH whole: its size, or -1. *B is malloc'ed. */
+static ssize_t read_whole(const char *path, uint8_t **b)
+{
+	char p[600];
+	struct stat st;
+	ssize_t n = -1;
+	int fd = open(at_mnt(p, sizeof(p), path), O_RDONLY);
+
+	*b = NULL;
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*b = malloc((size_t)st.st_size + 1);
+	n = read(fd, *b, (size_t)st.st_size + 1);
+	close(fd);
+	return n == st.st_size ? n : -1;
+}
+
+/* NULL when content B of N bytes is F's exactly, or, with PREFIX_OK, a prefix of it. */
+static const char *match(const char *path, const uint8_t *b, ssize_t n,
+			 const struct file_exp *f, int prefix_ok, char *why, size_t wl)
+{
+	uint8_t *e;
+	const char *bad = NULL;
+
+	if ((size_t)n != f->size && !(prefix_ok && (size_t)n < f->size)) {
+		snprintf(why, wl, "%s has size %zd, expected %zu", path, n, f->size);
+		return why;
+	}
+	e = malloc((size_t)n + 1);
+	expect_into(f, e, (size_t)n);
+	if (memcmp(b, e, (size_t)n)) {
+		for (ssize_t i = 0; i < n; i++)
+			if (b[i] != e[i]) {
+				snprintf(why, wl, "%s differs at byte %zd", path, i);
+				break;
+			}
+		bad = why;
+	}
+	free(e);
+	return bad;
+}
+
+/* NULL when the file at PATH holds F's content exactly, or, with PREFIX_OK, a prefix of it. */
+static const char *verify_file_as(const char *path, const struct file_exp *f, int prefix_ok,
+				  char *why, size_t wl)
 {
 	char p[600];
 	struct stat st;
 	uint8_t *b;
 	ssize_t n;
-	int fd;
+	const char *bad;
 
-	snprintf(p, sizeof(p), "%s/%s", mnt, f->path);
-	if (stat(p, &st)) {
-		if (f->may_be_absent)
-			return NULL;
-		snprintf(why, wl, "%s missing", f->path);
+	if (stat(at_mnt(p, sizeof(p), path), &st)) {
+		snprintf(why, wl, "%s missing", path);
 		return why;
 	}
-	if ((size_t)st.st_size != f->size && !(f->may_be_absent && (size_t)st.st_size < f->size)) {
-		snprintf(why, wl, "%s has size %lld, expected %zu", f->path, (long long)st.st_size,
-			 f->size);
+	if (f->is_dir || S_ISDIR(st.st_mode)) {
+		snprintf(why, wl, "%s is %sa directory", path, S_ISDIR(st.st_mode) ? "" : "not ");
+		return f->is_dir == !!S_ISDIR(st.st_mode) ? NULL : why;
+	}
+	n = read_whole(path, &b);
+	if (n < 0) {
+		snprintf(why, wl, "%s: cannot read it whole", path);
+		free(b);
 		return why;
 	}
-	b = malloc(f->size + 1);
-	fd = open(p, O_RDONLY);
-	n = fd >= 0 ? read(fd, b, f->size + 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	for (ssize_t i = 0; n == st.st_size && i < n; i++)
-		if (b[i] != pat(f->seed, (size_t)i)) {
-			snprintf(why, wl, "%s differs at byte %zd", f->path, i);
-			free(b);
-			return why;
-		}
+	bad = match(path, b, n, f, prefix_ok, why, wl);
 	free(b);
-	if (n != st.st_size) {
-		snprintf(why, wl, "%s: read %zd of %lld bytes", f->path, n, (long long)st.st_size);
-		return why;
-	}
-	return NULL;
+	return bad;
+}
+
+static const char *verify_file(const struct file_exp *f, char *why, size_t wl)
+{
+	char p[600];
+	struct stat st;
+
+	if (f->may_be_absent && stat(at_mnt(p, sizeof(p), f->path), &st))
+		return NULL;
+	return verify_file_as(f->path, f, f->may_be_absent, why, wl);
 }
 
 /* A file of stage S may also be found as a later stage left it: the crash came after that
@@ -272,11 +776,84 @@ static const char *verify_any(int si, int fi, char *why, size_t wl)
 				break;
 		if (i < stages[k].nfiles && !verify_file(&stages[k].f[i], later, sizeof(later)))
 			return NULL;
-		snprintf(p, sizeof(p), "%s/%s", mnt, f->path);
-		if (i == stages[k].nfiles && stat(p, &st))
+		if (i == stages[k].nfiles && stat(at_mnt(p, sizeof(p), f->path), &st))
 			return NULL;
 	}
 	return why;
+}
+
+/* No file holds data it never had, no entry the workload never made: every path found must
+ * be, exactly or as a prefix cut by the crash, one of the states that path passed through. */
+static const char *walk_one(const char *rel, int is_dir, char *why, size_t wl)
+{
+	char tmp[256] = "";
+	uint8_t *b = NULL;
+	ssize_t n = is_dir ? 0 : read_whole(rel, &b);
+	int i, seen = 0, ok = 0;
+
+	for (i = 0; i < nhist && !ok && n >= 0; i++) {
+		if (strcmp(hist[i].path, rel))
+			continue;
+		seen = 1;
+		if (is_dir || hist[i].is_dir)
+			ok = is_dir == hist[i].is_dir;
+		else
+			ok = !match(rel, b, n, &hist[i], 1, tmp, sizeof(tmp));
+	}
+	free(b);
+	if (ok)
+		return NULL;
+	if (seen)
+		snprintf(why, wl, "%.60s holds a state it never had (%.150s, for one)", rel, tmp);
+	else
+		snprintf(why, wl, "%.60s: the workload never made it", rel);
+	return why;
+}
+
+static const char *walk_tree(const char *rel, long *inodes, char *why, size_t wl)
+{
+	char p[600], sub[300];
+	struct dirent *de;
+	const char *bad = NULL;
+	DIR *d = opendir(at_mnt(p, sizeof(p), rel));
+
+	if (!d) {
+		snprintf(why, wl, "cannot list %s", rel);
+		return why;
+	}
+	++*inodes;
+	while (!bad && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!strcmp(rel, "."))
+			snprintf(sub, sizeof(sub), "%s", de->d_name);
+		else
+			snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name);
+		bad = walk_one(sub, de->d_type == DT_DIR, why, wl);
+		if (!bad && de->d_type == DT_DIR)
+			bad = walk_tree(sub, inodes, why, wl);
+		else if (!bad)
+			++*inodes;
+	}
+	closedir(d);
+	return bad;
+}
+
+/* The tree holds only states the workload passed through, and the filesystem counts exactly
+ * the inodes the tree has: an orphan left behind by the crash would be one more. */
+static const char *verify_tree(char *why, size_t wl)
+{
+	long inodes = 0, counted;
+
+	if (walk_tree(".", &inodes, why, wl))
+		return why;
+	counted = tu_ctl_stat(mnt, "inodes");
+	if (counted != inodes) {
+		snprintf(why, wl, "%ld inodes in use, %ld in the tree: an orphan was not freed",
+			 counted, inodes);
+		return why;
+	}
+	return NULL;
 }
 
 static int file_there(const char *rel)
@@ -284,34 +861,53 @@ static int file_there(const char *rel)
 	char p[600];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/%s", mnt, rel);
-	return !stat(p, &st) && st.st_size == 4096;
+	return !stat(at_mnt(p, sizeof(p), rel), &st) && st.st_size == 4096;
 }
 
 /* After recovery the filesystem must take new work and make it durable: a new file and a
  * directory fsync (a checkpoint). NULL on success. */
 static const char *life_after(char *why, size_t wl)
 {
-	write_file("after-recovery", 77, 4096, 0, 1);
-	fsync_path(".");
-	if (!file_there("after-recovery")) {
-		snprintf(why, wl, "cannot write after recovery");
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), "after-recovery"), O_CREAT | O_WRONLY, 0644);
+	uint8_t b[4096];
+
+	fill(b, sizeof(b), 77, 0);
+	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b) || fsync(fd)) {
+		snprintf(why, wl, "cannot write after recovery: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return why;
 	}
+	close(fd);
+	fsync_path(".");
 	return NULL;
+}
+
+/* Mount the rebuilt device and check what stage SI promised, and the whole tree. */
+static const char *check_mounted(int si, char *why, size_t wl)
+{
+	const struct stage *s = si >= 0 ? &stages[si] : NULL;
+	int i;
+
+	for (i = 0; s && i < s->nfiles; i++)
+		if (verify_any(si, i, why, wl))
+			return why;
+	if (verify_tree(why, wl))
+		return why;
+	return life_after(why, wl); /* recovered: can it go on? */
 }
 
 /* Rebuild, mount, compare, write more, unmount, remount, fsck. NULL when the point passes. */
 static const char *try_point(long n, int torn, char *why, size_t wl)
 {
-	const struct stage *s = NULL;
+	const char *bad;
 	pid_t pid;
 	int i, rc, si = -1;
 
 	for (i = 0; i < nstages; i++)
 		if (stages[i].ops <= n)
 			si = i;
-	s = si >= 0 ? &stages[si] : NULL;
 	unlink(out);
 	if (zemu_replay(img, logpath, n, out, torn)) {
 		snprintf(why, wl, "replay failed");
@@ -322,14 +918,10 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 		snprintf(why, wl, "mount failed");
 		return why;
 	}
-	for (i = 0; s && i < s->nfiles; i++)
-		if (verify_any(si, i, why, wl))
-			break;
-	if (!(s && i < s->nfiles) && life_after(why, wl)) /* recovered: can it go on? */
-		i = -1;
+	bad = check_mounted(si, why, wl);
 	rc = daemon_stop(pid);
-	if ((s && i < s->nfiles) || i < 0)
-		return why;
+	if (bad)
+		return bad;
 	if (rc) {
 		snprintf(why, wl, "daemon exited with %d", rc);
 		return why;
@@ -350,117 +942,143 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 	return NULL;
 }
 
-/* GC under fsync: a small image churned until zones must be migrated, each put fsync'ed. */
-static void workload_gc(void)
+/* ---- enumeration -------------------------------------------------------------------------- */
+
+/* The files workload with the whole tree encrypted: the root is marked before anything is
+ * created, so every name, symlink and block below it goes through the encrypted paths. */
+static void workload_encrypted(void)
 {
-	unsigned rnd = 777;
-	int i, r;
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
 
-	for (i = 0; i < 20; i++) {
-		char rel[16];
-		struct stage *s;
-		struct file_exp *f;
-
-		snprintf(rel, sizeof(rel), "g%02d", i);
-		write_file(rel, 200 + (uint32_t)i, (size_t)(900 + i * 13) * 1024, 0, 1);
-		s = stage_next();
-		f = stage_file(s, rel);
-		f->seed = 200 + (uint32_t)i;
-		f->size = (size_t)(900 + i * 13) * 1024;
-		stage_seal(s);
-	}
-	for (r = 0; r < 60; r++) {
-		char rel[16], p[600];
-		struct stage *s;
-		struct file_exp *f;
-		size_t size;
-
-		rnd = rnd * 1103515245 + 12345;
-		i = (int)((rnd >> 8) % 20);
-		size = (size_t)(500 + (rnd >> 20) % 500) * 1024;
-		snprintf(rel, sizeof(rel), "g%02d", i);
-		snprintf(p, sizeof(p), "%s/%s", mnt, rel);
-		ck_assert_int_eq(truncate(p, 0), 0);
-		write_file(rel, 300 + (uint32_t)r, size, 0, 1);
-		s = stage_next();
-		f = stage_file(s, rel);
-		f->seed = 300 + (uint32_t)r;
-		f->size = size;
-		stage_seal(s);
-	}
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, ZLFS_IOC_SET_ENCRYPT), 0);
+	close(fd);
+	workload();
 }
 
-/* Run WORKLOAD on a fresh logged image of SIZE, then try crash points (see below), or every
- * operation, whole and torn, with ZLFS_CRASH_ALL=1. */
-static long enumerate(const char *name, uint64_t size, void (*wl)(void), long max,
-		      int every_flush)
-{
-	struct zemu_create_opts o = {.size = size, .zone_size = 2 << 20, .max_open = 12,
-				     .max_active = 12};
-	char why[256], *kinds, file[64];
-	long total, n, tried = 0, failed = 0, points = 0, first, step, gc_zones;
-	/* ZLFS_CRASH_ALL=1: every logged operation, not a sample */
-	int all = getenv("ZLFS_CRASH_ALL") && atoi(getenv("ZLFS_CRASH_ALL"));
-	pid_t pid;
-	int torn;
+/* A workload and how its crash points are chosen. Adding one is one entry here. */
+struct workload_def {
+	const char *name;
+	uint64_t size;    /* image bytes */
+	void (*run)(void);
+	long max;         /* sampled crash points in the quick run */
+	int every_flush;  /* also every flush boundary and the write before each (torn) */
+	int encrypt;      /* mkfs --encrypt, mounted with its key */
+};
 
+static const struct workload_def workloads[] = {
+	{"files", 256ULL << 20, workload, 30, 1},
+	{"gc", 64ULL << 20, workload_gc, 30, 0},
+	{"overwrite", 64ULL << 20, workload_overwrite, 8, 0},
+	{"unlink-open", 64ULL << 20, workload_unlink_open, 8, 0},
+	{"dirs", 64ULL << 20, workload_dirs, 8, 0},
+	{"small", 64ULL << 20, workload_small, 6, 0},
+	{"checkpoint", 64ULL << 20, workload_checkpoint, 4, 0},
+	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
+};
+
+/* An image formatted with encryption and a key file next to it; mounts pass the key. */
+static void encrypted_fs(const char *file, const struct zemu_create_opts *o)
+{
+	char key[512];
+
+	tu_fresh_fs(file, o, img, sizeof(img), mnt, sizeof(mnt));
+	tu_path(key, sizeof(key), "crash.key");
+	unlink(key);
+	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), key), 0);
+	ck_assert_int_eq(tu_sh("%s -q -f --encrypt --keyfile %s %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), key, img), 0);
+	snprintf(mount_opts, sizeof(mount_opts), "cp_interval=0,keyfile=%s", key);
+}
+
+static void model_reset(void)
+{
 	nstages = 0;
-	snprintf(file, sizeof(file), "%s.log", name);
+	nhist = 0;
+	nfocus = 0;
+	memset(&cur, 0, sizeof(cur));
+}
+
+/* Run the workload on a fresh logged image; returns the zones GC reclaimed meanwhile. */
+static long record(const struct workload_def *w, long *first)
+{
+	struct zemu_create_opts o = {.size = w->size, .zone_size = 2 << 20, .max_open = 12,
+				     .max_active = 12};
+	char file[64];
+	long gc_zones;
+	pid_t pid;
+
+	model_reset();
+	snprintf(file, sizeof(file), "%s.log", w->name);
 	tu_path(logpath, sizeof(logpath), file);
 	tu_path(out, sizeof(out), "crash-out.img");
 	unlink(out);
 	o.log_path = logpath;
-	snprintf(file, sizeof(file), "%s.img", name);
-	tu_fresh_fs(file, &o, img, sizeof(img), mnt, sizeof(mnt));
-	first = zemu_log_count(logpath); /* before this the device holds no filesystem yet */
+	snprintf(file, sizeof(file), "%s.img", w->name);
+	snprintf(mount_opts, sizeof(mount_opts), "cp_interval=0");
+	if (w->encrypt)
+		encrypted_fs(file, &o);
+	else
+		tu_fresh_fs(file, &o, img, sizeof(img), mnt, sizeof(mnt));
+	*first = zemu_log_count(logpath); /* before this the device holds no filesystem yet */
 	pid = daemon_start(img);
 	ck_assert_int_gt(pid, 0);
-	wl();
+	w->run();
 	gc_zones = tu_ctl_stat(mnt, "zones_reclaimed");
 	ck_assert_int_eq(daemon_stop(pid), 0);
+	return gc_zones;
+}
 
+/* Try crash points of workload W: with every_flush, every flush boundary and the write just
+ * before each flush, torn (a checkpoint pack, the last slot of an fsync); every operation in
+ * a focus range, whole and torn; a sample of about MAX other writes (whole and torn); the
+ * end. With ZLFS_CRASH_ALL=1, every operation, whole and torn. */
+static long enumerate(const struct workload_def *w)
+{
+	char why[512], *kinds;
+	long total, n, tried = 0, failed = 0, points = 0, first, step, gc_zones;
+	int all = getenv("ZLFS_CRASH_ALL") && atoi(getenv("ZLFS_CRASH_ALL"));
+	int torn;
+
+	gc_zones = record(w, &first);
 	total = zemu_log_count(logpath);
 	kinds = malloc((size_t)total + 1);
 	ck_assert_int_eq(zemu_log_kinds(logpath, kinds, total), total);
-	/* With EVERY_FLUSH: every flush boundary and the write just before each flush, torn (a
-	 * checkpoint pack, the last slot of an fsync), plus a sample of about MAX other writes.
-	 * Without: a sample of about MAX of all of them. */
 	for (n = first; n <= total; n++)
-		points += kinds[n - 1] == 'W' || (!every_flush && kinds[n - 1] == 'F');
-	step = all || points <= max ? 1 : points / max + 1;
+		points += kinds[n - 1] == 'W' || (!w->every_flush && kinds[n - 1] == 'F');
+	step = all || points <= w->max ? 1 : points / w->max + 1;
 	for (n = first, points = 0; n <= total; n++) {
-		int w = kinds[n - 1] == 'W', f = kinds[n - 1] == 'F';
-		int before_flush = every_flush && w && n < total && kinds[n] == 'F';
-		int sampled = (w || (f && !every_flush)) && (points++ % step == 0);
+		int wr = kinds[n - 1] == 'W', f = kinds[n - 1] == 'F', foc = in_focus(n);
+		int before_flush = w->every_flush && wr && n < total && kinds[n] == 'F';
+		int sampled = (wr || (f && !w->every_flush)) && (points++ % step == 0);
 
-		if (!(f && every_flush) && !before_flush && !sampled && n != total)
+		if (!(f && w->every_flush) && !before_flush && !sampled && !foc && n != total)
 			continue;
-		for (torn = before_flush && !sampled; torn <= w; torn++) {
+		for (torn = before_flush && !sampled && !foc; torn <= wr; torn++) {
 			tried++;
 			if (try_point(n, torn, why, sizeof(why))) {
 				failed++;
-				printf("%s: crash point %ld/%ld%s: %s\n", name, n, total,
+				printf("%s: crash point %ld/%ld%s: %s\n", w->name, n, total,
 				       torn ? " (torn)" : "", why);
 			}
 		}
 	}
 	printf("%s: crash points tried: %ld, failed: %ld (%ld logged operations, %d durable "
-	       "stages, %ld zones reclaimed by GC)\n", name, tried, failed, total, nstages, gc_zones);
+	       "stages, %ld zones reclaimed by GC)\n", w->name, tried, failed, total, nstages,
+	       gc_zones);
+	fflush(stdout);
 	free(kinds);
 	ck_assert_int_gt(tried, 10);
 	ck_assert_int_eq(failed, 0);
 	return gc_zones;
 }
 
-START_TEST(t_crash_files)
+START_TEST(t_crash)
 {
-	enumerate("files", 256ULL << 20, workload, 40, 1);
-}
-END_TEST
+	long gc = enumerate(&workloads[_i]);
 
-START_TEST(t_crash_gc)
-{
-	ck_assert_int_gt(enumerate("gc", 64ULL << 20, workload_gc, 40, 0), 0); /* GC did run */
+	if (!strcmp(workloads[_i].name, "gc"))
+		ck_assert_int_gt(gc, 0); /* GC did run */
 }
 END_TEST
 
@@ -468,17 +1086,16 @@ int main(void)
 {
 	Suite *s;
 	TCase *tc;
+	int i, n = (int)(sizeof(workloads) / sizeof(workloads[0]));
 
 	if (tu_fuse_missing())
 		return 77;
 	s = suite_create("crash");
-	tc = tcase_create("files"); /* CK_RUN_CASE=files or gc runs one of them */
-	tcase_set_timeout(tc, 900);
-	tcase_add_test(tc, t_crash_files);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("gc");
-	tcase_set_timeout(tc, 900);
-	tcase_add_test(tc, t_crash_gc);
-	suite_add_tcase(s, tc);
+	for (i = 0; i < n; i++) { /* CK_RUN_CASE=<workload name> runs one of them */
+		tc = tcase_create(workloads[i].name);
+		tcase_set_timeout(tc, 1800);
+		tcase_add_loop_test(tc, t_crash, i, i + 1);
+		suite_add_tcase(s, tc);
+	}
 	return tu_run_suite(s);
 }

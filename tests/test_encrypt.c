@@ -483,6 +483,33 @@ END_TEST
 
 #define NFILES 40
 
+static void put_marker(const char *rel, size_t size)
+{
+	char *b = malloc(size);
+	int fd = open(mp(rel), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+	for (size_t i = 0; i < size; i++)
+		b[i] = MARK[i % (sizeof(MARK) - 1)];
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, size), (ssize_t)size);
+	ck_assert_int_eq(close(fd), 0);
+	free(b);
+}
+
+static void expect_marker(const char *rel, size_t size)
+{
+	char *b = malloc(size + 1);
+	int fd = open(mp(rel), O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, b, size + 1), (ssize_t)size);
+	close(fd);
+	for (size_t i = 0; i < size; i++)
+		if (b[i] != MARK[i % (sizeof(MARK) - 1)])
+			ck_abort_msg("%s: byte %zu differs", rel, i);
+	free(b);
+}
+
 /* GC migrates encrypted blocks as they are: contents survive, nothing turns plain. */
 START_TEST(t_gc_moves_ciphertext)
 {
@@ -496,6 +523,7 @@ START_TEST(t_gc_moves_ciphertext)
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(set_encrypt(mnt), 0); /* the whole tree, names at the top included */
+	put_marker("marker", 1 << 20); /* old data: GC will have to move it */
 	for (i = 0; i < NFILES; i++) {
 		snprintf(rel, sizeof(rel), "encrypted-name-%02d", i);
 		seeds[i] = (uint32_t)i + 1;
@@ -509,6 +537,10 @@ START_TEST(t_gc_moves_ciphertext)
 		put(rel, seeds[i], 800 * 1024, 0);
 	}
 	ck_assert_int_gt(tu_ctl_stat(mnt, "zones_reclaimed"), 0);
+	ck_assert_int_gt(tu_ctl_stat(mnt, "bytes_migrated"), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	ck_assert_int_eq(image_count(MARK), 0);
+	expect_marker("marker", 1 << 20);
 	for (i = 0; i < NFILES; i++) {
 		snprintf(rel, sizeof(rel), "encrypted-name-%02d", i);
 		expect(rel, seeds[i], 800 * 1024, 0, 0);

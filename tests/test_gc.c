@@ -159,6 +159,75 @@ START_TEST(t_phases)
 }
 END_TEST
 
+/* Near full, with garbage spread thin (one small file in twenty deleted), no zone is worth
+ * moving: deletes must not each set off a foreground pass that rewrites whole zones to win
+ * back one file's blocks. The data stays intact and fsck is clean. */
+START_TEST(t_thin_garbage_near_full)
+{
+	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20, .max_open = 10,
+				     .max_active = 10};
+	static uint8_t buf[128 * 1024];
+	long before, after;
+	char p[600];
+	pid_t pid;
+	int n, i, fd;
+
+	tu_fresh_fs("thin.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	for (n = 0;; n++) { /* fill with 128 KiB files until the device says no */
+		snprintf(p, sizeof(p), "%s/t%04d", mnt, n);
+		memset(buf, n & 0xff, sizeof(buf));
+		fd = open(p, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			break;
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+			close(fd);
+			unlink(p);
+			break;
+		}
+		close(fd);
+		if (n % 50 == 49) /* checkpoints come along as they would with the timer */
+			ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	}
+	ck_assert_int_gt(n, 200);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	before = tu_ctl_stat(mnt, "bytes_migrated");
+	for (i = 0; i < n; i += 20) { /* one delete per request, each one ends in unlock() */
+		snprintf(p, sizeof(p), "%s/t%04d", mnt, i);
+		ck_assert_int_eq(unlink(p), 0);
+		ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	}
+	after = tu_ctl_stat(mnt, "bytes_migrated");
+	printf("thin garbage: %d files, %d deleted, GC moved %ld bytes meanwhile\n", n,
+	       (n + 19) / 20, after - before);
+	ck_assert_int_lt(after - before, 4L * (2 << 20)); /* at most a couple of zones */
+	for (i = 1; i < n / 3; i += 2) { /* real garbage: half of a third of the files */
+		snprintf(p, sizeof(p), "%s/t%04d", mnt, i);
+		unlink(p);
+	}
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	snprintf(p, sizeof(p), "%s/after-gc", mnt); /* GC turns it into room for new files */
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	ck_assert_msg(fd >= 0, "no file can be created after deleting a sixth: %s", strerror(errno));
+	ck_assert_int_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+	for (i = n / 3 + 1; i < n; i += 37) {
+		if (i % 20 == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/t%04d", mnt, i);
+		fd = open(p, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(read(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		close(fd);
+		ck_assert_uint_eq(buf[0], (unsigned)(i & 0xff));
+		ck_assert_uint_eq(buf[sizeof(buf) - 1], (unsigned)(i & 0xff));
+	}
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -171,6 +240,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, t_churn);
 	tcase_add_test(tc, t_phases);
+	tcase_add_test(tc, t_thin_garbage_near_full);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -23,8 +23,13 @@ static const char usage_text[] =
 	"\n"
 	"  create IMAGE --size SIZE --zone-size SIZE [--zone-capacity SIZE]\n"
 	"         [--block-size 512|4096] [--conventional N] [--max-open N] [--max-active N]\n"
-	"         [--journal-slots N] [--log FILE]\n"
+	"         [--journal-slots N] [--log FILE] [--timing SPEC]\n"
 	"      Create (or overwrite) an emulated host-managed zoned device image.\n"
+	"  timing IMAGE [SPEC]\n"
+	"      Print the image's timing model, or set it to SPEC (the image must not be open).\n"
+	"      SPEC: off (the default), ufs40 (4 dies, 192K units, 285us programs, 4600 MB/s\n"
+	"      link), or overrides of ufs40 such as dies=8,unit=96K,prog=560us,link=2300.\n"
+	"      Time is simulated; see docs/emulator.md.\n"
 	"  report IMAGE [--json]\n"
 	"      Print the geometry and every zone: index, start, len, capacity, wp, type, cond.\n"
 	"  inject IMAGE {offline|readonly|eio-read|eio-write} TARGET [--offset]\n"
@@ -124,6 +129,7 @@ static int cmd_create(int argc, char **argv)
 		{"max-active", required_argument, NULL, 'a'},
 		{"journal-slots", required_argument, NULL, 'j'},
 		{"log", required_argument, NULL, 'l'},
+		{"timing", required_argument, NULL, 't'},
 		{NULL, 0, NULL, 0},
 	};
 	struct zemu_create_opts o = {0};
@@ -141,6 +147,10 @@ static int cmd_create(int argc, char **argv)
 		case 'a': bad = parse_u32(optarg, &o.max_active); break;
 		case 'j': bad = parse_u32(optarg, &o.journal_slots); break;
 		case 'l': o.log_path = optarg; break;
+		case 't':
+			if (zemu_timing_parse(optarg, &o.timing))
+				return usage_error("create: bad timing model '%s'", optarg);
+			break;
 		default: return usage_error("create: bad option%s", "");
 		}
 		if (bad)
@@ -152,6 +162,50 @@ static int cmd_create(int argc, char **argv)
 		return usage_error("create: --size and --zone-size are required%s", "");
 	ret = zemu_create(argv[optind], &o);
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* ---- timing ---------------------------------------------------------------------------- */
+
+static void print_timing(const struct zemu_timing *t, int json)
+{
+	if (json && !t->dies)
+		printf("null");
+	else if (json)
+		printf("{\"dies\": %u, \"prog_unit\": %u, \"prog_ns\": %u, \"link_mbs\": %u}",
+		       t->dies, t->prog_unit, t->prog_ns, t->link_mbs);
+	else if (!t->dies)
+		printf("off");
+	else
+		printf("dies=%u,unit=%uK,prog=%uns,link=%u", t->dies, t->prog_unit >> 10,
+		       t->prog_ns, t->link_mbs);
+}
+
+static int cmd_timing(int argc, char **argv)
+{
+	struct zemu_timing t;
+	struct zdev_open_opts oo = {.readonly = 1};
+	struct zemu_stats st;
+	struct zdev *dev;
+	int ret;
+
+	if (argc < 2 || argc > 3 || argv[1][0] == '-')
+		return usage_error("timing: expected IMAGE [SPEC]%s", "");
+	if (argc == 3) {
+		if (zemu_timing_parse(argv[2], &t))
+			return usage_error("timing: bad timing model '%s'", argv[2]);
+		ret = zemu_set_timing(argv[1], &t);
+		return ret ? fail(argv[1], ret) : EXIT_SUCCESS;
+	}
+	ret = zemu_open(argv[1], &oo, &dev);
+	if (ret)
+		return fail(argv[1], ret);
+	ret = zemu_dev_stats(dev, &st);
+	zdev_close(dev);
+	if (ret)
+		return fail(argv[1], ret);
+	print_timing(&st.timing, 0);
+	putchar('\n');
+	return EXIT_SUCCESS;
 }
 
 /* ---- report ---------------------------------------------------------------------------- */
@@ -173,6 +227,9 @@ static void report_text(const struct zdev_geometry *g, const struct zemu_stats *
 	       path, g->nr_zones, g->nr_conv, g->zone_size, g->zone_capacity, g->lblock_size,
 	       g->max_open, g->max_active, g->capacity, st->generation, st->unflushed,
 	       st->pending_faults, st->log_path[0] ? st->log_path : "none");
+	printf("timing model: ");
+	print_timing(&st->timing, 0);
+	putchar('\n');
 	printf("%6s %12s %12s %12s %12s  %-20s %s\n", "zone", "start", "len", "capacity", "wp",
 	       "type", "cond");
 	for (uint32_t i = 0; i < g->nr_zones; i++) {
@@ -206,10 +263,12 @@ static void report_json(const struct zdev_geometry *g, const struct zemu_stats *
 	printf(", \"nr_zones\": %u, \"nr_conv\": %u, \"zone_size\": %" PRIu64
 	       ", \"zone_capacity\": %" PRIu64 ", \"block_size\": %u, \"max_open\": %u"
 	       ", \"max_active\": %u, \"capacity\": %" PRIu64 ", \"generation\": %" PRIu64
-	       ", \"unflushed\": %ld, \"pending_faults\": %d,\n \"zones\": [",
+	       ", \"unflushed\": %ld, \"pending_faults\": %d, \"timing\": ",
 	       g->nr_zones, g->nr_conv, g->zone_size, g->zone_capacity, g->lblock_size,
 	       g->max_open, g->max_active, g->capacity, st->generation, st->unflushed,
 	       st->pending_faults);
+	print_timing(&st->timing, 1);
+	printf(",\n \"zones\": [");
 	for (uint32_t i = 0; i < g->nr_zones; i++) {
 		const struct zdev_zone *z = &zones[i];
 		printf("%s\n  {\"zone\": %u, \"start\": %" PRIu64 ", \"len\": %" PRIu64
@@ -416,6 +475,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"create", cmd_create}, {"report", cmd_report}, {"inject", cmd_inject},
 		{"powercut", cmd_powercut}, {"replay", cmd_replay}, {"log-count", cmd_log_count},
+		{"timing", cmd_timing},
 	};
 
 	zlog_set_ident("zlfs-emu");

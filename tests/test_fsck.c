@@ -1,0 +1,638 @@
+/*
+ * test_fsck.c - fsck.zlfs modes, exit codes and reports on damaged emulated images.
+ *
+ * Images are populated and damaged through the library (no FUSE), then the real fsck.zlfs
+ * binary runs on them: -n writes nothing (image bytes and write pointers compared), -p
+ * repairs link counts and rolls a checkpoint mismatch forward, -y also fills /lost+found and
+ * drops dangling entries, a device write-pointer error stays exit 4 in every mode with its
+ * class in the text and the JSON, no zone holding valid blocks is ever reset, a clean
+ * writing run records the scan time (shown by zlfs-ctl stats), and a power cut anywhere in a
+ * repair leaves an image that mounts and checks clean after another run.
+ */
+#include "testutil.h"
+
+#include "verify.h"
+#include "zdev_emu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char img[512], mnt[512], bin[512], out[512];
+
+static const char *fsck_bin(void) { return tu_bin(bin, sizeof(bin), "fsck.zlfs"); }
+
+static int fsck(const char *flags, const char *image)
+{
+	char err[600];
+
+	tu_path(out, sizeof(out), "fsck.out");
+	return tu_sh("%s %s %s > %s 2> %s", fsck_bin(), flags, image, out,
+		     tu_path(err, sizeof(err), "fsck.err"));
+}
+
+/* Whether FILE contains S. */
+static int file_has(const char *file, const char *s)
+{
+	char buf[1 << 16];
+	FILE *f = fopen(file, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return strstr(buf, s) != NULL;
+}
+
+/* Whether the standard output (or error) of the last fsck() contains S. */
+static int said(const char *s) { return file_has(out, s); }
+
+static int said_err(const char *s)
+{
+	char err[600];
+
+	return file_has(tu_path(err, sizeof(err), "fsck.err"), s);
+}
+
+static struct zlfs_fs *mount_rw(const char *image, int ro)
+{
+	struct zlfs_mount_opts mo = {.readonly = ro};
+	struct zlfs_fs *fs = NULL;
+
+	ck_assert_int_eq(files_mount(image, &mo, &fs), 0);
+	return fs;
+}
+
+static uint8_t pat(uint32_t ino, size_t i) { return (uint8_t)(ino * 31 + i * 7); }
+
+/* A file or directory NAME under PARENT, SIZE bytes of a pattern; its inode number. */
+static uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, int dir, size_t size)
+{
+	struct node_page *p, *np;
+	uint32_t mode = dir ? S_IFDIR | 0755 : S_IFREG | 0644, ino;
+	uint8_t *b;
+
+	ck_assert_int_eq(inode_get(fs, parent, &p), 0);
+	ck_assert_int_eq(inode_new(fs, mode, 0, 0, 0, parent, &np), 0);
+	ino = np->nid;
+	ck_assert_int_eq(dir_add(fs, p, name, strlen(name), ino, dir ? DT_DIR : DT_REG), 0);
+	if (dir) {
+		inode_of(p)->nlink = le32_put(le32_get(inode_of(p)->nlink) + 1);
+		node_dirty(fs, p);
+	}
+	b = malloc(size + 1);
+	for (size_t i = 0; i < size; i++)
+		b[i] = pat(ino, i);
+	if (size)
+		ck_assert_int_eq(data_write(fs, np, b, size, 0), (int)size);
+	free(b);
+	node_put(fs, np);
+	node_put(fs, p);
+	return ino;
+}
+
+static int same_data(struct zlfs_fs *fs, uint32_t ino, size_t size)
+{
+	struct node_page *np;
+	uint8_t *b = malloc(size + 1);
+	int ok = !inode_get(fs, ino, &np);
+
+	if (ok) {
+		ok = data_read(fs, np, b, size, 0) == (int)size;
+		for (size_t i = 0; ok && i < size; i++)
+			ok = b[i] == pat(ino, i);
+		node_put(fs, np);
+	}
+	free(b);
+	return ok;
+}
+
+static uint32_t ino_d, ino_f1, ino_f2;
+#define F1_SIZE (20 * 1024 + 5)
+#define F2_SIZE (1024 * 1024)
+
+/* A fresh image NAME (write log LOG, or none) with /d, /d/f1 and /f2. */
+static void populate(const char *name, const char *log)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20, .log_path = log};
+	struct zlfs_fs *fs;
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	fs = mount_rw(img, 0);
+	ino_d = mk(fs, ZLFS_ROOT_INO, "d", 1, 0);
+	ino_f1 = mk(fs, ino_d, "f1", 0, F1_SIZE);
+	ino_f2 = mk(fs, ZLFS_ROOT_INO, "f2", 0, F2_SIZE);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+
+static void set_nlink(uint32_t ino, uint32_t n)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *np;
+
+	ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+	inode_of(np)->nlink = le32_put(n);
+	node_dirty(fs, np);
+	node_put(fs, np);
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+
+/* Write pointers of every zone, and a checksum of the image file. */
+struct snap {
+	uint64_t wp[64];
+	uint8_t cond[64];
+	uint32_t valid[64];   /* valid blocks per zone, as the checkpoint has them */
+	unsigned long sum;
+};
+
+static void snapshot_raw(struct snap *s)
+{
+	struct zdev_open_opts oo = {.readonly = 1};
+	struct zdev_zone z[64];
+	struct zdev *dev;
+	FILE *f = fopen(img, "rb");
+	static unsigned long buf[1 << 14];
+	size_t n, i;
+
+	memset(s, 0, sizeof(*s));
+	ck_assert_ptr_nonnull(f);
+	while ((n = fread(buf, sizeof(buf[0]), 1 << 14, f)) > 0)
+		for (i = 0; i < n; i++)
+			s->sum = s->sum * 131 + buf[i];
+	fclose(f);
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zdev_report(dev, 0, 32, z), 0);
+	for (i = 0; i < 32; i++) {
+		s->wp[i] = z[i].wp;
+		s->cond[i] = z[i].cond;
+	}
+	zdev_close(dev);
+}
+
+static void snapshot(struct snap *s)
+{
+	struct zlfs_fs *fs;
+	uint32_t i;
+
+	snapshot_raw(s);
+	fs = mount_rw(img, 1);
+	for (i = 0; i < fs->sb.main_zones && fs->sb.main_zone_first + i < 64; i++)
+		s->valid[fs->sb.main_zone_first + i] = fs->zone_valid[i];
+	files_unmount(fs);
+}
+
+/* No zone holding valid blocks went back: its write pointer did not move backwards. */
+static void no_zone_rewound(const struct snap *a, const struct snap *b, uint32_t first_main)
+{
+	for (uint32_t i = first_main; i < 32; i++)
+		if (a->valid[i])
+			ck_assert_msg(b->wp[i] >= a->wp[i] || b->cond[i] == ZDEV_COND_FULL,
+				      "zone %u was reset or rewound by fsck", i);
+}
+
+static uint32_t main_first(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	uint32_t z = fs->sb.main_zone_first;
+
+	files_unmount(fs);
+	return z;
+}
+
+static uint64_t sb_scan_time(void)
+{
+	struct zdev_open_opts oo = {.readonly = 1};
+	struct zlfs_sb_info sb;
+	struct zdev *dev;
+
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zlfs_sb_read(dev, &sb, NULL), 0);
+	zdev_close(dev);
+	return sb.last_fsck_time;
+}
+
+static int json_valid(void)
+{
+	return tu_sh("python3 -c 'import json,sys; json.load(open(sys.argv[1]))' %s", out) == 0;
+}
+
+START_TEST(t_clean_and_usage)
+{
+	struct snap a, b;
+	char missing[600];
+
+	populate("clean.img", NULL);
+	snapshot(&a);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	ck_assert_int_eq(fsck("-n --json", img), 0);
+	ck_assert(json_valid());
+	ck_assert(said("\"scan_recorded\": false"));
+	snapshot(&b);
+	ck_assert_uint_eq(a.sum, b.sum); /* -n wrote nothing */
+	ck_assert_int_eq(sb_scan_time(), 0);
+	ck_assert_int_eq(fsck("-n -C", img), 0);
+	ck_assert(said_err("pass 5/5 (usage): 100%"));
+	ck_assert_int_eq(fsck("-n -y", img), 16);
+	ck_assert_int_eq(tu_sh("%s >/dev/null 2>&1", fsck_bin()), 16);
+	ck_assert_int_eq(fsck("-n --bogus", img), 16);
+	ck_assert_int_eq(fsck("-n", tu_path(missing, sizeof(missing), "no-such.img")), 8);
+	ck_assert_int_eq(fsck("-n --json", missing), 8);
+	ck_assert(json_valid());
+	/* a clean writing run records the scan time; repeated, the superblock ping-pongs */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(fsck(i == 1 ? "-y" : "-p", img), 0);
+		ck_assert(said("clean scan recorded"));
+		ck_assert_uint_gt(sb_scan_time(), 1600000000);
+	}
+	ck_assert_int_eq(fsck("-n --json", img), 0);
+	ck_assert(said("\"last_consistency_scan\": 1"));
+	ck_assert(said("\"storage_mode\": \"emulated\""));
+	ck_assert(said("\"format_revision\": "));
+	ck_assert(said("\"feature_incompat\": "));
+	ck_assert(said("\"free_zone_reserve\": "));
+	ck_assert(said("\"kernel\": "));
+	ck_assert(said("\"firmware\": "));
+	ck_assert(said("\"vendor\": "));
+	ck_assert(said("\"model\": "));
+}
+END_TEST
+
+START_TEST(t_not_zlfs)
+{
+	struct zemu_create_opts o = {.size = 16 << 20, .zone_size = 2 << 20};
+
+	tu_path(img, sizeof(img), "empty.img");
+	unlink(img);
+	ck_assert_int_eq(zemu_create(img, &o), 0);
+	ck_assert_int_eq(fsck("-n", img), 8);
+	ck_assert_int_eq(fsck("-y", img), 8);
+}
+END_TEST
+
+START_TEST(t_link_count)
+{
+	struct snap a, b;
+	struct zlfs_fs *fs;
+
+	populate("nlink.img", NULL);
+	set_nlink(ino_f2, 5);
+	snapshot(&a);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert(said("link count 5, expected 1"));
+	snapshot(&b);
+	ck_assert_uint_eq(a.sum, b.sum);
+	ck_assert_int_eq(fsck("-p", img), 1);
+	ck_assert(said("link count set to 1"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+	ck_assert_uint_gt(sb_scan_time(), 0);
+	fs = mount_rw(img, 1);
+	ck_assert(same_data(fs, ino_f2, F2_SIZE));
+	files_unmount(fs);
+}
+END_TEST
+
+/* A file whose name is gone but whose inode is not: -p leaves it (4), -y moves it. */
+START_TEST(t_lost_found)
+{
+	struct snap a, b;
+	struct node_page *d, *root, *lf;
+	struct zlfs_fs *fs;
+	uint32_t ino, lfino;
+	char name[32];
+
+	populate("lost.img", NULL);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ino_d, &d), 0);
+	ck_assert_int_eq(dir_remove(fs, d, "f1", 2), 0);
+	node_put(fs, d);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n --json", img), 4);
+	ck_assert(json_valid());
+	ck_assert(said("no directory names it"));
+	ck_assert_int_eq(fsck("-p", img), 4);
+	ck_assert(said("run fsck.zlfs -y"));
+	ck_assert_int_eq(sb_scan_time(), 0); /* not clean: no scan recorded */
+	snapshot(&a);
+	ck_assert_int_eq(fsck("-y --json", img), 1);
+	snapshot(&b);
+	no_zone_rewound(&a, &b, main_first());
+	ck_assert(json_valid());
+	ck_assert(said("lost+found"));
+	ck_assert(said("\"exit_code\": 1"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(dir_lookup(fs, root, "lost+found", 10, &lfino, NULL), 0);
+	ck_assert_int_eq(inode_get(fs, lfino, &lf), 0);
+	snprintf(name, sizeof(name), "#%u", ino_f1);
+	ck_assert_int_eq(dir_lookup(fs, lf, name, strlen(name), &ino, NULL), 0);
+	ck_assert_uint_eq(ino, ino_f1);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	node_put(fs, lf);
+	node_put(fs, root);
+	files_unmount(fs);
+}
+END_TEST
+
+/* A block nothing references but the SIT calls valid (a leak): -p frees it. */
+START_TEST(t_leak_preen)
+{
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	uint32_t old;
+	uint8_t b[4096];
+
+	populate("leak.img", NULL);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ino_f2, &np), 0);
+	ck_assert_int_eq(data_addr(fs, np, 0, &old), 0);
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = pat(ino_f2, i);
+	ck_assert_int_eq(data_write(fs, np, b, sizeof(b), 0), (int)sizeof(b)); /* moves block 0 */
+	node_put(fs, np);
+	ck_assert_int_eq(files_sync(fs), 0);
+	seg_mark(fs, old, 1); /* the old copy stays "valid": leaked */
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert(said("is valid in the SIT but not referenced"));
+	ck_assert_int_eq(fsck("-p", img), 1);
+	ck_assert(said("unreferenced, freed"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert(same_data(fs, ino_f2, F2_SIZE));
+	files_unmount(fs);
+}
+END_TEST
+
+START_TEST(t_dangling_entry)
+{
+	struct node_page *root;
+	struct zlfs_fs *fs;
+
+	populate("dangle.img", NULL);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(dir_add(fs, root, "ghost", 5, fs->sb.max_nid - 3, DT_REG), 0);
+	node_put(fs, root);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert(said("\"ghost\" points to inode"));
+	ck_assert_int_eq(fsck("-p", img), 4);
+	ck_assert_int_eq(fsck("-y", img), 1);
+	ck_assert(said("removed"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
+/* A file fsync'ed after the last checkpoint, then the process dies: the write pointer of
+ * the node log is ahead of the checkpoint. */
+static void crash_after_fsync(int cut)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct zlfs_mount_opts mo = {0};
+		struct node_page *np;
+		struct zlfs_fs *fs;
+		uint8_t b[8192];
+
+		if (files_mount(img, &mo, &fs) || inode_get(fs, ino_f2, &np))
+			_exit(1);
+		memset(b, 0xee, sizeof(b));
+		if (data_write(fs, np, b, sizeof(b), F2_SIZE) != (int)sizeof(b))
+			_exit(2);
+		node_put(fs, np);
+		_exit(files_fsync(fs, ino_f2) ? 3 : 0); /* no unmount, no checkpoint */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	if (cut) /* nothing unflushed should be left; a write log cannot replay past a cut */
+		ck_assert_int_ge(zemu_powercut(img, -1, 0, 0), 0);
+}
+
+START_TEST(t_wp_ahead_is_checkpoint_mismatch)
+{
+	struct snap a, b, c;
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	uint32_t first;
+
+	populate("ahead.img", NULL);
+	first = main_first();
+	crash_after_fsync(1);
+	snapshot(&a);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	ck_assert(said("checkpoint-mismatch: "));
+	ck_assert(said("checkpoint mismatch only"));
+	ck_assert_int_eq(fsck("-n --json", img), 0);
+	ck_assert(json_valid());
+	ck_assert(said("\"class\": \"checkpoint-mismatch\""));
+	ck_assert(!said("device-write-pointer-error\""));
+	snapshot(&b);
+	ck_assert_uint_eq(a.sum, b.sum); /* -n wrote nothing */
+	ck_assert_int_eq(fsck("-p", img), 1);
+	ck_assert(said("rolled forward"));
+	snapshot(&c);
+	no_zone_rewound(&a, &c, first);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	ck_assert(!said("checkpoint-mismatch"));
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, ino_f2, &np), 0);
+	ck_assert_uint_eq(le64_get(inode_of(np)->size), F2_SIZE + 8192);
+	node_put(fs, np);
+	ck_assert(same_data(fs, ino_f2, F2_SIZE));
+	files_unmount(fs);
+}
+END_TEST
+
+/* The zone holding f2's first block, from a read-only mount. */
+static uint32_t zone_of_f2(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct node_page *np;
+	uint32_t addr, zone;
+
+	ck_assert_int_eq(inode_get(fs, ino_f2, &np), 0);
+	ck_assert_int_eq(data_addr(fs, np, 0, &addr), 0);
+	zone = addr / zlfs_zone_blocks(&fs->sb);
+	node_put(fs, np);
+	files_unmount(fs);
+	return zone;
+}
+
+static void expect_device_error_everywhere(uint32_t first)
+{
+	static const char *const modes[] = {"-n", "-p", "-y", "-n --json", "-y --json"};
+	struct snap a, b;
+
+	snapshot(&a);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(fsck(modes[i], img), 4);
+		ck_assert(said(strstr(modes[i], "json") ? "\"class\": \"device-write-pointer-error\""
+							: "device-write-pointer-error: zone"));
+		ck_assert(!said("repaired:") && !said("\"action\""));
+		if (strstr(modes[i], "json"))
+			ck_assert(json_valid());
+		snapshot(&b);
+		ck_assert_uint_eq(a.sum, b.sum); /* no mode writes on a device error */
+		no_zone_rewound(&a, &b, first);
+	}
+	ck_assert_int_eq(sb_scan_time(), 0);
+}
+
+START_TEST(t_wp_behind_is_device_error)
+{
+	struct zdev_open_opts oo = {0};
+	struct zdev *dev;
+	uint32_t zone, first;
+
+	populate("behind.img", NULL);
+	first = main_first();
+	zone = zone_of_f2();
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zdev_zone_reset(dev, zone), 0); /* reset underneath valid blocks */
+	zdev_close(dev);
+	expect_device_error_everywhere(first);
+}
+END_TEST
+
+START_TEST(t_offline_zone_is_device_error)
+{
+	uint32_t zone, first;
+
+	populate("offline.img", NULL);
+	first = main_first();
+	zone = zone_of_f2();
+	ck_assert_int_eq(zemu_inject(img, ZEMU_FAULT_OFFLINE, (uint64_t)zone * (2 << 20)), 0);
+	expect_device_error_everywhere(first);
+	ck_assert(said("offline"));
+}
+END_TEST
+
+/* The meta log's zone goes offline: the mount fails, and the report says why. */
+START_TEST(t_offline_meta_zone)
+{
+	struct zlfs_fs *fs;
+	uint32_t zone;
+	struct snap a, b;
+
+	populate("offmeta.img", NULL);
+	fs = mount_rw(img, 1);
+	zone = fs->meta_zone;
+	files_unmount(fs);
+	ck_assert_int_eq(zemu_inject(img, ZEMU_FAULT_OFFLINE, (uint64_t)zone * (2 << 20)), 0);
+	snapshot_raw(&a);
+	ck_assert_int_eq(fsck("-y", img), 4);
+	ck_assert(said("device-write-pointer-error: zone"));
+	ck_assert(said("is offline"));
+	ck_assert_int_eq(fsck("-n --json", img), 4);
+	ck_assert(json_valid());
+	ck_assert(said("\"class\": \"device-write-pointer-error\""));
+	snapshot_raw(&b);
+	ck_assert_uint_eq(a.sum, b.sum);
+}
+END_TEST
+
+/* A power cut at every step of a repair (-y: roll-forward, link count, lost+found): the image
+ * mounts, and another fsck -y leaves it clean with the files intact. */
+START_TEST(t_powercut_during_repair)
+{
+	char log[600], cut[600], kinds[8192];
+	struct node_page *d;
+	struct zlfs_fs *fs;
+	long n0, n1, n, tried = 0;
+	int torn;
+
+	tu_path(log, sizeof(log), "repair.log");
+	tu_path(cut, sizeof(cut), "cut.img");
+	populate("repair.img", log);
+	set_nlink(ino_f2, 3);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ino_d, &d), 0);
+	ck_assert_int_eq(dir_remove(fs, d, "f1", 2), 0);
+	node_put(fs, d);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	crash_after_fsync(0);
+	n0 = zemu_log_count(log);
+	ck_assert_int_eq(fsck("-y", img), 1);
+	n1 = zemu_log_count(log);
+	ck_assert_int_gt(n1, n0);
+	ck_assert_int_lt(n1, (long)sizeof(kinds));
+	ck_assert_int_eq(zemu_log_kinds(log, kinds, n1), n1);
+	for (n = n0; n <= n1; n++) {
+		for (torn = 0; torn <= (kinds[n - 1] == 'W'); torn++) {
+			int rc;
+
+			unlink(cut);
+			ck_assert_int_eq(zemu_replay(img, log, n, cut, torn), 0);
+			rc = fsck("-n", cut);
+			ck_assert_msg(rc == 0 || rc == 4, "cut at %ld%s: fsck -n exits %d", n,
+				      torn ? " (torn)" : "", rc);
+			ck_assert_msg(!said("device-write-pointer-error"), "cut at %ld: device error", n);
+			rc = fsck("-y", cut);
+			ck_assert_msg(rc == 0 || rc == 1, "cut at %ld%s: fsck -y exits %d", n,
+				      torn ? " (torn)" : "", rc);
+			ck_assert_int_eq(fsck("-n", cut), 0);
+			fs = mount_rw(cut, 0);
+			ck_assert(same_data(fs, ino_f2, F2_SIZE));
+			ck_assert(same_data(fs, ino_f1, F1_SIZE));
+			ck_assert_int_eq(files_unmount(fs), 0);
+			tried++;
+		}
+	}
+	printf("power cuts during fsck -y: %ld points over %ld operations\n", tried, n1 - n0);
+	ck_assert_int_gt(tried, 5);
+}
+END_TEST
+
+/* zlfs-ctl stats shows the scan time fsck recorded. */
+START_TEST(t_stats_show_scan)
+{
+	uint64_t t;
+	long shown;
+	pid_t pid;
+
+	if (tu_fuse_missing())
+		return;
+	populate("stats.img", NULL);
+	ck_assert_int_eq(fsck("-p", img), 0);
+	t = sb_scan_time();
+	ck_assert_uint_gt(t, 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	shown = tu_ctl_stat(mnt, "last_consistency_scan");
+	ck_assert_int_gt(tu_ctl_stat(mnt, "free_zone_reserve"), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(shown, (long)t);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fsck");
+	TCase *tc = tcase_create("fsck");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, t_clean_and_usage);
+	tcase_add_test(tc, t_not_zlfs);
+	tcase_add_test(tc, t_link_count);
+	tcase_add_test(tc, t_lost_found);
+	tcase_add_test(tc, t_leak_preen);
+	tcase_add_test(tc, t_dangling_entry);
+	tcase_add_test(tc, t_wp_ahead_is_checkpoint_mismatch);
+	tcase_add_test(tc, t_wp_behind_is_device_error);
+	tcase_add_test(tc, t_offline_zone_is_device_error);
+	tcase_add_test(tc, t_offline_meta_zone);
+	tcase_add_test(tc, t_powercut_during_repair);
+	tcase_add_test(tc, t_stats_show_scan);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}

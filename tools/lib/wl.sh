@@ -1,0 +1,278 @@
+# shellcheck shell=bash disable=SC2034
+# tools/lib/wl.sh - shared by the workload scripts tools/age, tools/install-verify and
+# tools/bench-randrange (sourced, not run): building, the filesystems under test, the zoned
+# guest, commands.txt. The Python side (workloads, summaries, plots) is tools/lib/workloads.py.
+#
+# The script sets PROG and its defaults (BUILD, IMG_SIZE, ZONE_SIZE, FS_LIST, ...) first.
+#
+# Filesystems under test (--fs, comma separated), each made fresh by wl_prepare:
+#   zlfs          host: a zlfs-emu image WORK/zlfs.img (--image-size, --zone-size, --max-open
+#                 14 --max-active 14) mounted with -o dev_direct, as tools/bench;
+#                 in the zoned guest: mkfs.zlfs -f on the guest's zoned device
+#   passthrough   host only: zlfs-passthrough over WORK/src, a directory of the host
+#                 filesystem (tools/bench's baseline)
+#   f2fs          guest only: kernel F2FS on the null_blk zoned disk, mkfs.f2fs -m (its
+#                 metadata goes to the disk's conventional zones)
+#   f2fs-conv     guest only: kernel F2FS on a conventional null_blk disk of the same size
+#   dir:PATH      any mounted directory: the workload runs in PATH/zlfs-wl (removed after)
+# --guest nullb|zns reruns the whole script inside tools/zoned-vm on a null_blk zoned disk or
+# an NVMe ZNS namespace of --image-size (see docs/zoned-guest.md); plots are drawn on the host.
+
+WL_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+WL_PY=$WL_REPO/tools/lib/workloads.py
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+log() { printf '%s\n' "$*" >>"$CMDS"; }
+
+bytes() { # SIZE with an optional K, M, G, T suffix -> bytes
+	local n=${1%[kKmMgGtT]} u=${1: -1}
+	[[ $n =~ ^[0-9]+$ ]] || die "bad size $1"
+	case $u in
+	k|K) echo $((n << 10)) ;; m|M) echo $((n << 20)) ;; g|G) echo $((n << 30)) ;;
+	t|T) echo $((n << 40)) ;; *) echo "$n" ;;
+	esac
+}
+
+# ---- building ---------------------------------------------------------------------------------
+wl_build() { # TARGETS...: build them in $BUILD unless --no-build; BIN is $BUILD/bin
+	BUILD=$(realpath -m "$BUILD")
+	BIN=$BUILD/bin
+	if [[ $DO_BUILD == 1 ]]; then
+		if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+			cmake -S "$WL_REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZLFS_TESTS=OFF >/dev/null
+		fi
+		cmake --build "$BUILD" -j"$(nproc)" --target "$@" >"$BUILD/$PROG-build.log" 2>&1 ||
+			{ tail -20 "$BUILD/$PROG-build.log" >&2; die "build failed"; }
+	fi
+	local b
+	for b in "$@"; do
+		[[ -x $BIN/$b ]] || die "$BIN/$b is missing (build it, or drop --no-build)"
+	done
+}
+
+# ---- the filesystems under test ---------------------------------------------------------------
+DPID= # the FUSE daemon of the current mount, if any
+MNT=  # where the current filesystem is mounted
+DIR=  # where the workload runs (MNT, or PATH/zlfs-wl for dir:PATH)
+CTL=  # zlfs-ctl stats works on MNT (zlfs only)
+BLKDEV= # the block device under a kernel filesystem (its /sys/block/NAME/stat), or empty
+CONV_DEV= # the conventional null_blk of f2fs-conv, created once per guest run
+
+mounted() { awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
+
+wait_mounted() { # PID MNT
+	local i
+	for ((i = 0; i < 200; i++)); do
+		mounted "$2" && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+wl_check_fs() { # FS: can it run here? dies with the reason if not
+	case $1 in
+	zlfs) ;;
+	passthrough) [[ -z $GUEST_DEV ]] || die "passthrough is a host baseline: not in the guest" ;;
+	f2fs|f2fs-conv)
+		[[ -n $GUEST_DEV ]] || die "$1 runs only in the zoned guest (--guest nullb)"
+		[[ $GUEST_DEV == /dev/nullb* ]] || die "$1: F2FS on an NVMe ZNS namespace needs a second, conventional device for its metadata (mkfs.f2fs -c); use --guest nullb"
+		command -v mkfs.f2fs >/dev/null || die "$1: mkfs.f2fs is not installed; the guest runs the host's tools (apt-get install f2fs-tools, or tools/install-deps --tests)" ;;
+	dir:*) [[ -d ${1#dir:} ]] || die "$1: no such directory" ;;
+	*) die "unknown filesystem '$1' (zlfs, passthrough, f2fs, f2fs-conv, dir:PATH)" ;;
+	esac
+}
+
+conv_nullb() { # a conventional null_blk of GUEST_SIZE bytes in the guest -> CONV_DEV
+	[[ -n $CONV_DEV ]] && return 0
+	local k=0 d
+	while [[ -e /sys/kernel/config/nullb/nullb$k || -e /dev/nullb$k ]]; do k=$((k + 1)); done
+	d=/sys/kernel/config/nullb/nullb$k
+	mkdir "$d" || die "cannot create $d (null_blk configfs)"
+	echo $((GUEST_SIZE >> 20)) >"$d/size"
+	local kv
+	for kv in blocksize=4096 memory_backed=1 irqmode=0 completion_nsec=0 power=1; do
+		echo "${kv#*=}" >"$d/${kv%%=*}" || die "conventional null_blk: ${kv%%=*}"
+	done
+	for ((kv = 0; kv < 100; kv++)); do [[ -b /dev/nullb$k ]] && break; sleep 0.1; done
+	[[ -b /dev/nullb$k ]] || die "/dev/nullb$k did not appear"
+	CONV_DEV=/dev/nullb$k
+}
+
+wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
+	local fs=$1 tag=$2
+	MNT=$WORK/mnt-$tag DIR='' CTL='' BLKDEV=''
+	DLOG=$OUT/daemon-$tag.log
+	case $fs in
+	dir:*)
+		MNT=${fs#dir:} DIR=$MNT/zlfs-wl
+		rm -rf "$DIR"
+		mkdir -p "$DIR" || die "cannot create $DIR"
+		log "mkdir $DIR   # $tag: dir:$MNT"
+		return 0 ;;
+	zlfs)
+		if [[ -n $GUEST_DEV ]]; then
+			log "$BIN/mkfs.zlfs -f -q $GUEST_DEV"
+			"$BIN/mkfs.zlfs" -f -q "$GUEST_DEV" || die "mkfs.zlfs $GUEST_DEV failed"
+		else
+			local img=$WORK/zlfs.img
+			rm -f "$img"
+			log "$BIN/zlfs-emu create $img --size $IMG_SIZE --zone-size $ZONE_SIZE --max-open 14 --max-active 14"
+			"$BIN/zlfs-emu" create "$img" --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
+				--max-open 14 --max-active 14 >/dev/null || die "zlfs-emu create failed"
+			log "$BIN/mkfs.zlfs -q $img"
+			"$BIN/mkfs.zlfs" -q "$img" || die "mkfs.zlfs $img failed"
+		fi ;;
+	passthrough)
+		rm -rf "$WORK/src"
+		mkdir -p "$WORK/src" ;;
+	f2fs)
+		log "mkfs.f2fs -f -m $GUEST_DEV"
+		mkfs.f2fs -f -m "$GUEST_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
+			{ tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.f2fs -m $GUEST_DEV failed (it needs conventional zones for its metadata: --conv)"; } ;;
+	f2fs-conv)
+		conv_nullb
+		log "mkfs.f2fs -f $CONV_DEV   # conventional null_blk, $((GUEST_SIZE >> 20)) MiB"
+		mkfs.f2fs -f "$CONV_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
+			{ tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.f2fs $CONV_DEV failed"; } ;;
+	esac
+	wl_mount "$fs" "$tag"
+}
+
+wl_mount() { # FS TAG: mount what wl_prepare made (again)
+	local fs=$1 tag=$2 dev
+	MNT=$WORK/mnt-$tag DIR=$WORK/mnt-$tag CTL='' BLKDEV=''
+	DLOG=$OUT/daemon-$tag.log
+	case $fs in dir:*) MNT=${fs#dir:} DIR=$MNT/zlfs-wl; return 0 ;; esac
+	mkdir -p "$MNT"
+	! mounted "$MNT" || fusermount3 -u "$MNT" || umount "$MNT" || die "$MNT is mounted and busy"
+	case $fs in
+	zlfs)
+		dev=${GUEST_DEV:-$WORK/zlfs.img}
+		# a kernel zoned device is always O_DIRECT (libzbd); the emulator's image needs dev_direct
+		local opts=
+		[[ -n $GUEST_DEV ]] || opts=dev_direct
+		opts+=${ZLFS_OPTS:+${opts:+,}$ZLFS_OPTS}
+		log "$BIN/zlfs -f ${opts:+-o $opts }$dev $MNT   # $tag"
+		"$BIN/zlfs" -f ${opts:+-o "$opts"} "$dev" "$MNT" >>"$DLOG" 2>&1 &
+		DPID=$!
+		CTL=$BIN/zlfs-ctl ;;
+	passthrough)
+		log "$BIN/zlfs-passthrough -f $WORK/src $MNT   # $tag"
+		"$BIN/zlfs-passthrough" -f "$WORK/src" "$MNT" >>"$DLOG" 2>&1 &
+		DPID=$! ;;
+	f2fs|f2fs-conv)
+		dev=$GUEST_DEV
+		[[ $fs == f2fs ]] || dev=$CONV_DEV
+		log "mount -t f2fs $dev $MNT   # $tag"
+		mount -t f2fs "$dev" "$MNT" 2>>"$DLOG" || { cat "$DLOG" >&2; die "mount -t f2fs $dev failed"; }
+		BLKDEV=${dev#/dev/}
+		return 0 ;;
+	esac
+	wait_mounted "$DPID" "$MNT" || { tail -5 "$DLOG" >&2; die "$tag: $fs did not mount (log: $DLOG)"; }
+}
+
+wl_unmount() { # unmount MNT and wait for its daemon; fails if the daemon did not exit with 0
+	local rc=0 i
+	[[ -n $MNT && -n $DIR && $DIR != "$MNT" ]] && { MNT='' DIR=''; return 0; } # dir:PATH
+	[[ -n $MNT ]] || return 0
+	if mounted "$MNT"; then
+		for ((i = 0; i < 50; i++)); do
+			if [[ -n $DPID ]]; then fusermount3 -u "$MNT" 2>/dev/null && break
+			else umount "$MNT" 2>/dev/null && break; fi
+			sleep 0.2 # busy: a reader still closing its files
+		done
+		if mounted "$MNT"; then
+			say "$MNT stays busy: lazy unmount"
+			if [[ -n $DPID ]]; then fusermount3 -uz "$MNT" || true; else umount -l "$MNT" || true; fi
+		fi
+	fi
+	if [[ -n $DPID ]]; then
+		wait "$DPID" || rc=$?
+		[[ $rc == 0 ]] || say "daemon $DPID exited with status $rc (log: $DLOG)"
+	fi
+	DPID='' MNT='' DIR=''
+	return $rc
+}
+
+wl_cleanup() {
+	local p
+	# the workload runs in the background (wl_run): SIGINT is ignored there, TERM stops it
+	for p in ${WL_CHILD:-}; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	WL_CHILD=
+	if [[ -n ${DIR:-} && -n ${MNT:-} && $DIR != "$MNT" ]]; then rm -rf "$DIR"; fi
+	wl_unmount || true
+	[[ -z ${WORK:-} || -n ${GUEST_DEV:-} ]] || rm -f "$WORK/zlfs.img"
+	[[ -z ${WORK:-} ]] || rm -rf "$WORK/src"
+}
+
+wl_run() { # CMD...: in the background and waited for, so ^C and TERM reach the trap at once
+	"$@" &
+	WL_CHILD=$!
+	local rc=0
+	wait "$WL_CHILD" || rc=$?
+	WL_CHILD=
+	return $rc
+}
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
+
+wl_stats() { # FILE: zlfs-ctl stats of the current zlfs mount, or nothing
+	[[ -n $CTL ]] || return 0
+	"$CTL" stats "$MNT" >"$1" || die "zlfs-ctl stats $MNT failed"
+}
+
+# ---- commands.txt -----------------------------------------------------------------------------
+wl_header() { # ARGS: what the run was started with
+	{
+		echo "# $PROG $(date -u +%Y-%m-%dT%H:%M:%SZ): $*"
+		echo "# host: nproc=$(nproc) mem=$(awk '/MemTotal/ { printf "%.1fGiB", $2 / 1048576 }' /proc/meminfo)" \
+			"kernel=$(uname -r)${GUEST_DEV:+ (zoned guest, device $GUEST_DEV)}"
+		echo "# workdir: $WORK on $(df -P "$WORK" | awk 'NR == 2 { print $1 " (" $6 ")" }')"
+		echo "# zlfs commit: $(git -C "$WL_REPO" rev-parse HEAD 2>/dev/null || echo none)," \
+			"uncommitted changes in fs/: $(git -C "$WL_REPO" status --porcelain -- fs 2>/dev/null |
+			awk '{ printf "%s%s", n++ ? " " : "", $2 } END { if (!n) printf "none" }')"
+		[[ ! -x ${BIN:-/nonexistent}/zlfs ]] ||
+			echo "# binaries: $BIN/zlfs built $(date -u -r "$BIN/zlfs" +%Y-%m-%dT%H:%M:%SZ)," \
+				"sha256 $(sha256sum "$BIN/zlfs" | cut -c1-16)$([[ $DO_BUILD == 1 ]] || echo ", --no-build")"
+	} >>"$CMDS"
+}
+
+# ---- the zoned guest --------------------------------------------------------------------------
+# wl_guest KIND ARGS...: rerun this script in tools/zoned-vm with a zoned device of IMG_SIZE
+# (KIND nullb or zns) and --in-guest DEV ARGS; the results land in OUT (shared writable).
+wl_guest() {
+	local kind=$1 mb conv zones zb mem spec dev
+	shift
+	mb=$(($(bytes "$IMG_SIZE") >> 20))
+	zb=$(($(bytes "$ZONE_SIZE") >> 20))
+	((mb > 0 && zb > 0 && mb % zb == 0)) || die "--image-size must be a multiple of --zone-size in the guest"
+	zones=$((mb / zb))
+	case $kind in
+	nullb)
+		# F2FS keeps its metadata in the conventional zones: 6% of them, at least 8
+		conv=$(((zones * 6 + 99) / 100)); ((conv >= 8)) || conv=8
+		spec="--nullb size=${mb}M,zone_size=${zb}M,conv=$conv,max_open=14,max_active=14"
+		dev=/dev/nullb0
+		# room for the null_blk disks (RAM-backed): the zoned one and, for f2fs-conv, another
+		mem=$((1024 + mb))
+		[[ ,$FS_LIST, != *,f2fs-conv,* ]] || mem=$((mem + mb)) ;;
+	zns)
+		spec="--zns size=${mb}M,zone_size=${zb}M,max_open=14,max_active=14"
+		dev=/dev/nvme0n1
+		mem=1536 ;;
+	*) die "--guest nullb|zns" ;;
+	esac
+	[[ -x $WL_REPO/tools/zoned-vm ]] || die "tools/zoned-vm is missing"
+	"$WL_REPO/tools/zoned-vm" --check >/dev/null 2>&1 || {
+		"$WL_REPO/tools/zoned-vm" --check >&2 || true
+		echo "$PROG: the zoned guest cannot run here (tools/zoned-vm --setup fetches its kernel)" >&2
+		exit 77
+	}
+	mkdir -p "$OUT"
+	say "rerunning in the zoned guest ($kind: $IMG_SIZE, ${zb} MiB zones${conv:+, $conv conventional}, ${mem} MiB guest)"
+	# shellcheck disable=SC2086
+	"$WL_REPO/tools/zoned-vm" $spec -m "$mem" -w "$OUT" --timeout "${GUEST_TIMEOUT:-14400}" \
+		-e "ZLFS_WL_GUEST_SIZE=$((mb << 20))" -C "$WL_REPO" -- "$0" --in-guest "$dev" "$@"
+}
