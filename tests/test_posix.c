@@ -2846,6 +2846,10 @@ static int full_write(const char *path, uint64_t seed)
 	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644), err = 0;
 	ssize_t n;
 
+	if (fd < 0 && errno == ENOSPC) { /* new files stop once only the GC reserve is left */
+		free(buf);
+		return ENOSPC;
+	}
 	ck_assert_int_ge(fd, 0);
 	pat_fill(buf, FULL_CHUNK, seed, 0);
 	n = pwrite(fd, buf, FULL_CHUNK, 0);
