@@ -243,6 +243,7 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		   struct data_rplan *p)
 {
 	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, i;
+	struct dkey dk;
 	int ret = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -251,19 +252,14 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	end = off + size < fsize ? off + size : fsize;
 	first = off / ZLFS_BLOCK_SIZE;
 	p->first = first;
-	if (fcrypt_is_encrypted(inode) && S_ISREG_OR_LNK(le32_get(inode_of(inode)->mode))) {
-		struct dkey dk;
-
-		ret = dkey_get(fs, inode, &dk);
-		p->key = ret ? NULL : malloc(sizeof(*p->key));
-		if (!ret && p->key)
-			*p->key = dk.k;
-		dkey_put(&dk);
-		if (!ret && !p->key)
-			ret = -ENOMEM;
-		if (ret)
-			return ret;
-	}
+	ret = dkey_get(fs, inode, &dk);
+	if (!ret && dk.on && !(p->key = malloc(sizeof(*p->key))))
+		ret = -ENOMEM;
+	if (!ret && dk.on)
+		*p->key = dk.k;
+	dkey_put(&dk);
+	if (ret)
+		return ret;
 	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
 	p->len = (size_t)(end - off);
 	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);

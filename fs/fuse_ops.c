@@ -1190,16 +1190,17 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 static int encrypt_policy_set(struct zfuse *z, fuse_req_t req, struct node_page *np)
 {
 	uid_t uid = fuse_req_ctx(req)->uid;
-	int ret = writable(z);
+	int ret = writable(z), was;
 
 	if (!ret && uid && uid != le32_get(inode_of(np)->uid))
 		ret = -EACCES; /* only the owner (or root) chooses a directory's policy */
-	if (ret || fcrypt_is_encrypted(np))
-		return ret ? ret : fcrypt_set_policy(z->fs, np);
+	if (ret)
+		return ret;
+	was = fcrypt_is_encrypted(np);
 	ret = fcrypt_set_policy(z->fs, np);
 	/* durable before the call returns: names added later are read as ciphertext only if
 	 * the flag and nonce they were made under survive a crash */
-	return ret ? ret : files_sync(z->fs);
+	return ret || was ? ret : files_sync(z->fs);
 }
 
 static void ioctl_encrypt(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, size_t out_size)

@@ -426,14 +426,33 @@ START_TEST(t_link_count)
 }
 END_TEST
 
+/* Mount IMG read-only and check that INO, SIZE bytes of its pattern, sits in /lost+found as
+ * "#INO"; returns the mounted filesystem for more checks (files_unmount it). */
+static struct zlfs_fs *mount_expect_lost_found(uint32_t ino, size_t size)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct node_page *root, *lf;
+	uint32_t lfino, got;
+	char name[32];
+
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(dir_lookup(fs, root, "lost+found", 10, &lfino, NULL), 0);
+	ck_assert_int_eq(inode_get(fs, lfino, &lf), 0);
+	snprintf(name, sizeof(name), "#%u", ino);
+	ck_assert_int_eq(dir_lookup(fs, lf, name, strlen(name), &got, NULL), 0);
+	ck_assert_uint_eq(got, ino);
+	ck_assert(same_data(fs, ino, size));
+	node_put(fs, lf);
+	node_put(fs, root);
+	return fs;
+}
+
 /* A file whose name is gone but whose inode is not: -p leaves it (4), -y moves it. */
 START_TEST(t_lost_found)
 {
 	struct snap a, b;
-	struct node_page *d, *root, *lf;
+	struct node_page *d;
 	struct zlfs_fs *fs;
-	uint32_t ino, lfino;
-	char name[32];
 
 	populate("lost.img", NULL);
 	fs = mount_rw(img, 0);
@@ -455,17 +474,7 @@ START_TEST(t_lost_found)
 	ck_assert(said("lost+found"));
 	ck_assert(said("\"exit_code\": 1"));
 	ck_assert_int_eq(fsck("-n", img), 0);
-	fs = mount_rw(img, 1);
-	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
-	ck_assert_int_eq(dir_lookup(fs, root, "lost+found", 10, &lfino, NULL), 0);
-	ck_assert_int_eq(inode_get(fs, lfino, &lf), 0);
-	snprintf(name, sizeof(name), "#%u", ino_f1);
-	ck_assert_int_eq(dir_lookup(fs, lf, name, strlen(name), &ino, NULL), 0);
-	ck_assert_uint_eq(ino, ino_f1);
-	ck_assert(same_data(fs, ino_f1, F1_SIZE));
-	node_put(fs, lf);
-	node_put(fs, root);
-	files_unmount(fs);
+	files_unmount(mount_expect_lost_found(ino_f1, F1_SIZE));
 }
 END_TEST
 
@@ -867,10 +876,9 @@ END_TEST
  * the unreadable directory left. */
 START_TEST(t_dentry_flipped)
 {
-	struct node_page *root, *lf;
 	struct zlfs_fs *fs;
 	struct snap a, b;
-	uint32_t addr, first, lfino, ino;
+	uint32_t addr, first;
 	char s[80], name[32];
 
 	populate("dentflip.img", NULL);
@@ -897,17 +905,8 @@ START_TEST(t_dentry_flipped)
 	json_counts(1, 0, 0);
 	ck_assert(said(s));
 	ck_assert(!said("no directory names it"));
-	fs = mount_rw(img, 1);
-	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
-	ck_assert_int_eq(dir_lookup(fs, root, "lost+found", 10, &lfino, NULL), 0);
-	ck_assert_int_eq(inode_get(fs, lfino, &lf), 0);
-	snprintf(name, sizeof(name), "#%u", ino_f1);
-	ck_assert_int_eq(dir_lookup(fs, lf, name, strlen(name), &ino, NULL), 0);
-	ck_assert_uint_eq(ino, ino_f1);
-	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	fs = mount_expect_lost_found(ino_f1, F1_SIZE);
 	ck_assert(same_data(fs, ino_f2, F2_SIZE));
-	node_put(fs, lf);
-	node_put(fs, root);
 	files_unmount(fs);
 }
 END_TEST
