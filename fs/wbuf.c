@@ -71,7 +71,8 @@ static int slot_write(struct wbuf *wb, struct wslot *s)
 			 zone_off(wb, s->zone, s->start + s->written));
 	if (!ret) {
 		s->written = s->nblocks;
-		wb->bytes_written += (uint64_t)n * WBUF_BLOCK;
+		/* the flusher writes without the lock; stats read it with the lock held */
+		__atomic_fetch_add(&wb->bytes_written, (uint64_t)n * WBUF_BLOCK, __ATOMIC_RELAXED);
 	}
 	return ret;
 }
@@ -357,7 +358,7 @@ int wbuf_error(struct wbuf *wb, uint32_t *zone)
 void wbuf_stats(struct wbuf *wb, struct wbuf_stats *st)
 {
 	pthread_mutex_lock(&wb->lock);
-	st->bytes_written = wb->bytes_written;
+	st->bytes_written = __atomic_load_n(&wb->bytes_written, __ATOMIC_RELAXED);
 	st->waits = wb->waits;
 	st->nslots = wb->nslots;
 	st->slot_bytes = (uint64_t)wb->slot_blocks * WBUF_BLOCK;

@@ -94,7 +94,8 @@ START_TEST(t_churn)
 	reclaimed = tu_ctl_stat(mnt, "zones_reclaimed");
 	printf("churn: %d rounds, GC reclaimed %ld zones, write amplification line follows\n",
 	       ROUNDS, reclaimed);
-	tu_sh("%s stats %s | grep -E 'write_amplification|bytes_migrated'", bin, mnt);
+	tu_sh("%s stats %s | grep -E 'write_amplification|bytes_migrated'",
+	      tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt);
 	ck_assert_int_gt(reclaimed, 0);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(tu_sh("%s -n %s", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
