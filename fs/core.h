@@ -141,6 +141,7 @@ struct zlfs_fs {
 	struct node_page **ncache;
 	uint32_t ncache_buckets;
 	uint32_t nr_cached, nr_dirty_nodes;
+	uint32_t owed_of[ZLFS_NR_LOG_TYPES]; /* by active log: changed blocks in memory (seg_owe) */
 	struct iattr_cache *icache;
 
 	/* inodes unlinked while still open: carried in every checkpoint, freed at mount */
@@ -215,8 +216,14 @@ int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
 /* Zones emptied since the last checkpoint, waiting for the next one to become free. */
 uint32_t seg_prefree_zones(const struct zlfs_fs *fs);
-/* Blocks free for new data (what statfs reports): zones held for GC are not counted. */
+/* Free zones user data leaves alone so GC can always run: the superblock's reserve, and
+ * never fewer than a GC pass needs (images made when mkfs's minimum was 2 hold 3). */
+uint32_t seg_reserve(const struct zlfs_fs *fs);
+/* Blocks free for new data (what statfs reports): zones held for GC are not counted, nor
+ * the room that changed nodes and directory blocks will take at the next checkpoint. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs);
+/* DELTA blocks changed in memory that will be appended to the log of TYPE. */
+void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta);
 /* Whether a new file may still be created: names and inodes never eat into the reserve. */
 int seg_room_for_user(const struct zlfs_fs *fs);
 int seg_init(struct zlfs_fs *fs);
@@ -230,10 +237,13 @@ struct node_page {
 	uint32_t nid;
 	int dirty;
 	int hot;                    /* belongs to a directory: written to the hot node log */
+	uint8_t owed_type;          /* while dirty: the log type its room is kept in (seg_owe) */
 	int refs;
 	void *buf;                  /* 4 KiB, aligned */
 };
 
+/* Mark a page as a directory's (hot) or not; a dirty page's owed room follows it. */
+void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot);
 /* Allocate a free nid for inode INO (or a new inode when INO is 0: nid == ino). -EAGAIN when
  * the only free nids were freed since the last checkpoint (write one, then retry). */
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);

@@ -101,7 +101,7 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	if (nid) {
 		ret = node_get(fs, nid, out);
 		if (!ret)
-			(*out)->hot = parent->hot;
+			node_set_hot(fs, *out, parent->hot);
 		return ret;
 	}
 	if (!create)
@@ -115,7 +115,7 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 		return ret;
 	}
 	((struct zlfs_node *)(*out)->buf)->ofs = le32_put(ofs);
-	(*out)->hot = parent->hot;
+	node_set_hot(fs, *out, parent->hot);
 	*p = le32_put(nid);
 	node_dirty(fs, parent);
 	return 0;

@@ -82,8 +82,24 @@ static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u <<
 static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
 static void bit_clear(uint8_t *map, uint32_t i) { map[i / 8] &= (uint8_t)~(1u << (i % 8)); }
 
-static void dpage_free(struct dpage *p)
+/* A changed block owes room in the hot data log until it is written (seg_owe). */
+static void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
 {
+	if (!p->dirty)
+		seg_owe(fs, ZLFS_LOG_HOT_DATA, 1);
+	p->dirty = 1;
+}
+
+static void dpage_clean(struct zlfs_fs *fs, struct dpage *p)
+{
+	if (p->dirty)
+		seg_owe(fs, ZLFS_LOG_HOT_DATA, -1);
+	p->dirty = 0;
+}
+
+static void dpage_free(struct zlfs_fs *fs, struct dpage *p)
+{
+	dpage_clean(fs, p);
 	zdev_buf_free(p->blk);
 	free(p);
 }
@@ -99,7 +115,7 @@ static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
 	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
 	node_put(fs, dir);
 	if (!ret)
-		p->dirty = 0;
+		dpage_clean(fs, p);
 	return ret;
 }
 
@@ -132,7 +148,7 @@ static int dcache_shrink(struct zlfs_fs *fs, struct dir_cache *dc)
 	for (b = 0; b < dc->nbuckets; b++) {
 		for (pp = &dc->bucket[b]; (p = *pp);) {
 			*pp = p->next;
-			dpage_free(p);
+			dpage_free(fs, p);
 			dc->count--;
 		}
 	}
@@ -149,7 +165,7 @@ void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
 		for (pp = &dc->bucket[b]; (p = *pp);) {
 			if (p->ino == ino) {
 				*pp = p->next;
-				dpage_free(p);
+				dpage_free(fs, p);
 				dc->count--;
 			} else {
 				pp = &p->next;
@@ -169,7 +185,7 @@ void dir_cache_destroy(struct zlfs_fs *fs)
 	for (b = 0; b < dc->nbuckets; b++)
 		while ((p = dc->bucket[b])) {
 			dc->bucket[b] = p->next;
-			dpage_free(p);
+			dpage_free(fs, p);
 		}
 	free(dc->bucket);
 	free(dc);
@@ -212,7 +228,7 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 	if (addr == ZLFS_ADDR_NULL) {
 		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
 		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, idx, dir->nid, fs->cp_ver);
-		p->dirty = 1;
+		dpage_dirty(fs, p);
 	} else {
 		ret = seg_read(fs, addr, p->blk);
 		if (!ret)
@@ -222,7 +238,7 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 		if (ret) {
 			zlog_err("directory %u block %u is damaged (%s): run fsck.zlfs", dir->nid,
 				 idx, strerror(-ret));
-			dpage_free(p);
+			dpage_free(fs, p);
 			return ret;
 		}
 	}
@@ -355,7 +371,7 @@ int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t
 			if (slot < 0)
 				continue;
 			slot_fill(p->blk, slot, hash, name, len, ino, type);
-			p->dirty = 1;
+			dpage_dirty(fs, p);
 			if (l == depth) {
 				in->dir_depth = le32_put(depth + 1);
 				in->size = le64_put((uint64_t)level_first_block(depth + 1) *
@@ -382,7 +398,7 @@ int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 	for (i = 0; i < n; i++)
 		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
 	memset(&loc.page->blk->d[loc.slot], 0, sizeof(loc.page->blk->d[0]));
-	loc.page->dirty = 1;
+	dpage_dirty(fs, loc.page);
 	in->dir_entries = le32_put(le32_get(in->dir_entries) - 1);
 	node_dirty(fs, dir);
 	return 0;
@@ -398,7 +414,7 @@ int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, si
 		return ret;
 	loc.page->blk->d[loc.slot].ino = le32_put(ino);
 	loc.page->blk->d[loc.slot].type = type;
-	loc.page->dirty = 1;
+	dpage_dirty(fs, loc.page);
 	return 0;
 }
 

@@ -132,7 +132,7 @@ static void user_left(struct zlfs_fs *fs)
  * they become free. */
 static int gc_foreground(struct zlfs_fs *fs)
 {
-	int ret = gc_reclaim(fs, fs->sb.reserved_zones + fs->sb.nr_logs + 2, 1, 4);
+	int ret = gc_reclaim(fs, seg_reserve(fs) + fs->sb.nr_logs + 2, 1, 4);
 
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint. */
 	if (ret >= 0 && seg_prefree_zones(fs))
@@ -378,6 +378,8 @@ static int make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 			mode |= S_ISGID;
 	}
 	ret = inode_new(z->fs, mode, ctx->uid, gid, (uint32_t)rdev, dir->nid, &np);
+	if (ret == -ENOSPC && gc_foreground(z->fs) >= 0) /* the room may be in dead blocks */
+		ret = inode_new(z->fs, mode, ctx->uid, gid, (uint32_t)rdev, dir->nid, &np);
 	if (!ret) {
 		ret = fcrypt_inherit(z->fs, dir, np);
 		if (!ret)
@@ -1089,7 +1091,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	(void)ino;
 	lock(z);
 	st.f_bsize = st.f_frsize = ZLFS_BLOCK_SIZE;
-	st.f_blocks = (fsblkcnt_t)(s->main_zones - s->reserved_zones) * seg_usable_per_zone(z->fs);
+	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs)) * seg_usable_per_zone(z->fs);
 	st.f_bfree = st.f_bavail = (fsblkcnt_t)seg_free_blocks(z->fs);
 	st.f_files = s->max_nid - 1;
 	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - z->fs->valid_nodes);

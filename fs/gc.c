@@ -52,7 +52,6 @@ static double gc_score(const struct zlfs_fs *fs, uint32_t mz, int greedy, uint64
  * (a foreground pass per request, write amplification without bound) and never reaches the
  * free zones it is after. Such thin garbage waits until more of its zone dies. */
 #define GC_MIN_GAIN 8
-#define GC_ZONES_NEEDED 3
 
 int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone)
 {
@@ -207,10 +206,9 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 			prefree += fs->zone_prefree[mz];
 		if (fs->free_zones + prefree >= want_free || done >= max_zones)
 			return (int)done;
-		/* Moving a zone may open a zone for moved data and one for re-pointed nodes, and
-		 * only the checkpoint after it frees the victim: with fewer zones left, a pass
-		 * could spend the last ones and leave nothing to write that checkpoint with. */
-		if (fs->free_zones < GC_ZONES_NEEDED)
+		/* With fewer zones left a pass could spend the last ones and leave nothing to
+		 * write the checkpoint that frees its victim with. */
+		if (fs->free_zones < ZLFS_GC_ZONES_NEEDED)
 			return done ? (int)done : -ENOSPC;
 		ret = gc_pick_victim(fs, greedy, &zone);
 		if (ret)
@@ -226,7 +224,7 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
  * per log: below that a log could need a zone that only GC can give. */
 int gc_urgent(const struct zlfs_fs *fs)
 {
-	return !fs->readonly && fs->free_zones <= fs->sb.reserved_zones + fs->sb.nr_logs;
+	return !fs->readonly && fs->free_zones <= seg_reserve(fs) + fs->sb.nr_logs;
 }
 
 void gc_defaults(struct gc_opts *o)
@@ -257,7 +255,7 @@ const char *gc_phase_name(enum gc_phase p)
 enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 {
 	uint64_t pct = fs->sb.main_zones ? (uint64_t)fs->free_zones * 100 / fs->sb.main_zones : 0;
-	uint32_t fg = fs->sb.reserved_zones + fs->sb.nr_logs;
+	uint32_t fg = seg_reserve(fs) + fs->sb.nr_logs;
 	enum gc_phase cur = fs->gc.phase, p = GC_NONE;
 	struct timespec ts;
 

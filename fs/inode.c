@@ -33,7 +33,7 @@ int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np)
 		zlog_err("node %u is not an inode: run fsck.zlfs", ino);
 		return -EUCLEAN;
 	}
-	(*np)->hot = S_ISDIR(le32_get(inode_of(*np)->mode));
+	node_set_hot(fs, *np, S_ISDIR(le32_get(inode_of(*np)->mode)));
 	return 0;
 }
 
@@ -75,7 +75,7 @@ int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uin
 	in->parent_ino = le32_put(parent);
 	in->generation = le32_put(gen);
 	in->atime_ns = in->mtime_ns = in->ctime_ns = in->crtime_ns = le64_put(now);
-	(*out)->hot = S_ISDIR(mode);
+	node_set_hot(fs, *out, S_ISDIR(mode));
 	return 0;
 }
 

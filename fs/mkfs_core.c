@@ -53,7 +53,7 @@ static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp)
 {
 	uint32_t r = (uint32_t)div_up((uint64_t)main_zones * ovp, 100);
 
-	return r < 2 ? 2 : r;
+	return r < ZLFS_GC_ZONES_NEEDED ? ZLFS_GC_ZONES_NEEDED : r;
 }
 
 /* Logs the device's open/active limits allow, beside the checkpoint and metadata logs. */

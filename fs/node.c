@@ -158,6 +158,25 @@ static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	return 0;
 }
 
+/* Directory nodes are hot, file nodes warm, indirect nodes (rarely rewritten) cold. */
+static enum zlfs_log_type node_temp(const struct node_page *np)
+{
+	const struct zlfs_blkhdr *h = np->buf;
+
+	if (le16_get(h->kind) == ZLFS_KIND_INDNODE)
+		return ZLFS_LOG_COLD_NODE;
+	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
+}
+
+static void node_clean(struct zlfs_fs *fs, struct node_page *np)
+{
+	if (!np->dirty)
+		return;
+	np->dirty = 0;
+	seg_owe(fs, np->owed_type, -1);
+	fs->nr_dirty_nodes--;
+}
+
 static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 {
 	struct node_page **pp = &fs->ncache[nhash(fs, victim->nid)];
@@ -166,8 +185,7 @@ static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = victim->next;
-	if (victim->dirty)
-		fs->nr_dirty_nodes--;
+	node_clean(fs, victim);
 	fs->nr_cached--;
 	zdev_buf_free(victim->buf);
 	free(victim);
@@ -255,9 +273,23 @@ void node_dirty(struct zlfs_fs *fs, struct node_page *np)
 	iattr_update(fs, np);
 	if (!np->dirty) {
 		np->dirty = 1;
+		np->owed_type = (uint8_t)node_temp(np);
+		seg_owe(fs, np->owed_type, 1);
 		fs->nr_dirty_nodes++;
 	}
 	fs->dirty = 1;
+}
+
+void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot)
+{
+	if (np->hot == hot)
+		return;
+	np->hot = hot;
+	if (np->dirty) { /* its room is now kept in the other log */
+		seg_owe(fs, np->owed_type, -1);
+		np->owed_type = (uint8_t)node_temp(np);
+		seg_owe(fs, np->owed_type, 1);
+	}
 }
 
 void node_free(struct zlfs_fs *fs, uint32_t nid)
@@ -281,16 +313,6 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 	nat_set(fs, nid, ZLFS_ADDR_NULL, 0);
 }
 
-/* Directory nodes are hot, file nodes warm, indirect nodes (rarely rewritten) cold. */
-static enum zlfs_log_type node_temp(const struct node_page *np)
-{
-	const struct zlfs_blkhdr *h = np->buf;
-
-	if (le16_get(h->kind) == ZLFS_KIND_INDNODE)
-		return ZLFS_LOG_COLD_NODE;
-	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
-}
-
 static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flags,
 			 enum zlfs_log_type log)
 {
@@ -305,10 +327,7 @@ static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flag
 		return ret;
 	seg_mark(fs, old, 0);
 	nat_set(fs, np->nid, addr, le32_get(h->ino));
-	if (np->dirty) {
-		np->dirty = 0;
-		fs->nr_dirty_nodes--;
-	}
+	node_clean(fs, np);
 	return 0;
 }
 

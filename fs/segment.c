@@ -91,7 +91,13 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
  * deletions back into free space (a device wedged full with nothing left to move into). */
 int seg_room_for_user(const struct zlfs_fs *fs)
 {
-	return fs->free_zones > fs->sb.reserved_zones && seg_free_blocks(fs) > 0;
+	return fs->free_zones > seg_reserve(fs) && seg_free_blocks(fs) > 0;
+}
+
+uint32_t seg_reserve(const struct zlfs_fs *fs)
+{
+	return fs->sb.reserved_zones > ZLFS_GC_ZONES_NEEDED ? fs->sb.reserved_zones :
+							      ZLFS_GC_ZONES_NEEDED;
 }
 
 uint32_t seg_prefree_zones(const struct zlfs_fs *fs)
@@ -103,23 +109,60 @@ uint32_t seg_prefree_zones(const struct zlfs_fs *fs)
 	return n;
 }
 
+/* Blocks left in the zone a log appends to, summary slots not counted. */
+static uint64_t log_room(const struct zlfs_fs *fs, const struct zlog_state *l)
+{
+	uint64_t per = seg_usable_per_zone(fs), used;
+
+	if (l->zone == ZLFS_ZONE_NONE)
+		return 0;
+	used = l->next_blk - l->next_blk / fs->sb.seg_blocks;
+	return used < per ? per - used : 0;
+}
+
+void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta)
+{
+	fs->owed_of[fs->log_of[type]] += (uint32_t)delta;
+}
+
+/* Blocks changed in memory (nodes, directory blocks) take log blocks when the next
+ * checkpoint writes them. User data must leave them that room: a device filled to its last
+ * block by data has no place for the nodes that point to the data, the checkpoint fails, and
+ * every file written since the previous one is gone at unmount. A log owes what its changed
+ * blocks need, with their segment summaries, beyond the room left in its zone. The nodes one
+ * more data block dirties are owed from the next check on; until then the GC reserve, which
+ * nodes may use, covers them. *DATA_OWED is what the data log itself owes. */
+static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
+{
+	uint64_t per = seg_usable_per_zone(fs), need, room;
+	uint32_t data = fs->log_of[ZLFS_LOG_WARM_DATA], owed = 0, i;
+
+	*data_owed = 0;
+	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
+		if (!fs->owed_of[i])
+			continue;
+		need = fs->owed_of[i] + fs->owed_of[i] / (fs->sb.seg_blocks - 1) + 1;
+		room = log_room(fs, &fs->logs[i]);
+		if (i == data) /* directory blocks sharing the data log: taken from its room */
+			*data_owed = need < room ? need : room;
+		if (need > room)
+			owed += (uint32_t)((need - room + per - 1) / per);
+	}
+	return owed;
+}
+
 /* What user data can still take: the rest of the data log's zone and the free zones above
- * the reserve. Room left in node and directory logs is not data space. */
+ * the reserve, less what changed metadata owes. Room left in other logs is not data space. */
 uint64_t seg_free_blocks(const struct zlfs_fs *fs)
 {
-	const struct zlog_state *l = &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]];
-	uint64_t per = seg_usable_per_zone(fs), n = 0;
-	uint32_t held = fs->sb.reserved_zones;
+	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
+	uint64_t data_owed;
+	uint32_t owed = seg_zones_owed(fs, &data_owed);
 
-	if (l->zone != ZLFS_ZONE_NONE) {
-		uint32_t used = l->next_blk - l->next_blk / fs->sb.seg_blocks; /* minus summaries */
-
-		if (used < per)
-			n += per - used;
-	}
-	if (fs->free_zones > held)
-		n += (uint64_t)(fs->free_zones - held) * per;
-	return n;
+	if (owed > avail)
+		return 0;
+	return log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
+	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
 }
 
 void blk_seal(struct zlfs_fs *fs, void *buf)
@@ -251,7 +294,7 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 	uint32_t i, mz;
 	int ret;
 
-	if (!fs->free_zones || (seg_is_user_data(type) && fs->free_zones <= fs->sb.reserved_zones))
+	if (!fs->free_zones || (seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs)))
 		return -ENOSPC;
 	for (i = 0; i < fs->sb.main_zones; i++) {
 		mz = i;
@@ -312,6 +355,8 @@ int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uin
 
 	if (fs->readonly)
 		return -EROFS;
+	if (seg_is_user_data(type) && !seg_free_blocks(fs))
+		return -ENOSPC; /* what is left is owed to dirty nodes and the GC reserve */
 	for (;;) { /* a position on a summary slot happens only after a crash: close it first */
 		if (l->zone == ZLFS_ZONE_NONE || l->next_blk >= fs->sb.segs_per_zone * seg)
 			ret = seg_next_zone(fs, l, type);

@@ -64,7 +64,7 @@ static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
 		   "  \"feature_ro_compat\": %u,\n  \"feature_incompat\": %u,\n",
 		fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, fs->sb.feat_incompat);
 	jprintf(j, "  \"last_consistency_scan\": %llu,\n  \"free_zone_reserve\": %u,\n",
-		(unsigned long long)fs->sb.last_fsck_time, fs->sb.reserved_zones);
+		(unsigned long long)fs->sb.last_fsck_time, seg_reserve(fs));
 }
 
 static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
@@ -79,7 +79,7 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"zones\": {\"main\": %u, \"free\": %u, \"open\": %u, \"in_use\": %u, "
 		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u},\n",
 		fs->sb.main_zones, fs->free_zones, open, used, dirty, seg_prefree_zones(fs),
-		fs->sb.reserved_zones);
+		seg_reserve(fs));
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu},\n",
 		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",

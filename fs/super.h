@@ -14,6 +14,10 @@
 
 #include <stddef.h>
 
+/* Free zones a GC pass needs in hand: one for moved data, one for re-pointed nodes, and one
+ * for the checkpoint after it that frees the victim. mkfs reserves at least this many. */
+#define ZLFS_GC_ZONES_NEEDED 3
+
 /* Encryption fields mkfs records (the key itself is never stored: only its check value). */
 struct zlfs_mkfs_enc {
 	uint32_t kdf;          /* 1 key file, 2 scrypt passphrase */

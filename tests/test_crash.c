@@ -210,6 +210,30 @@ static void write_file(const char *rel, uint32_t seed, size_t size, size_t at, i
 	free(b);
 }
 
+/* As write_file, for a device that may be full: the open or the write may stop at ENOSPC,
+ * and the model follows what was written. Returns 0 or ENOSPC. */
+static int write_file_room(const char *rel, uint32_t seed, size_t size)
+{
+	char p[600];
+	uint8_t *b;
+	ssize_t n;
+	int fd = open(at_mnt(p, sizeof(p), rel), O_CREAT | O_WRONLY, 0644);
+
+	if (fd < 0) {
+		ck_assert_int_eq(errno, ENOSPC);
+		return ENOSPC;
+	}
+	b = malloc(size);
+	fill(b, size, seed, 0);
+	n = pwrite(fd, b, size, 0);
+	if (n < 0)
+		ck_assert_int_eq(errno, ENOSPC);
+	cur_write(rel, seed, 0, n > 0 ? (size_t)n : 0);
+	close(fd);
+	free(b);
+	return n == (ssize_t)size ? 0 : ENOSPC;
+}
+
 static void fsync_path(const char *rel)
 {
 	char p[600];
@@ -663,6 +687,49 @@ static void workload_checkpoint(void)
 	}
 }
 
+/* Filling the device with files synced in batches until ENOSPC, then the checkpoint of the
+ * full device (every operation of it a crash point), deletes, and an fsync'ed file in the
+ * room they made. */
+static void workload_full(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i, n, err = 0;
+
+	mkdir_path("full");
+	for (n = 0; !err; n++) {
+		ck_assert_int_lt(n, MAX_FILES - 8);
+		snprintf(rel, sizeof(rel), "full/f%03d", n);
+		err = write_file_room(rel, 1100 + (uint32_t)n, 120 * 1024);
+		if (n % 60 == 59 && !err) {
+			ctl_sync();
+			s = stage_next();
+			stage_take_all(s);
+			stage_seal(s);
+		}
+	}
+	ck_assert_int_eq(err, ENOSPC);
+	focus_begin();
+	ctl_sync();
+	focus_end();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	for (i = 0; i < n - 1; i += 4) {
+		snprintf(rel, sizeof(rel), "full/f%03d", i);
+		unlink_path(rel);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+	write_file("full/after", 1700, 300 * 1024, 0, 1);
+	s = stage_next();
+	stage_take(s, "full/after");
+	stage_seal(s);
+}
+
 /* ---- checking a crash point ------------------------------------------------------------- */
 
 /* F's content, SIZE bytes of it, into B. */
@@ -873,16 +940,25 @@ static int file_there(const char *rel)
 }
 
 /* After recovery the filesystem must take new work and make it durable: a new file and a
- * directory fsync (a checkpoint). NULL on success. */
-static const char *life_after(char *why, size_t wl)
+ * directory fsync (a checkpoint). A device left full (only the GC reserve free) may refuse
+ * the new file. NULL on success. */
+static const char *life_after(char *why, size_t wl, int *was_full)
 {
 	char p[600];
 	int fd = open(at_mnt(p, sizeof(p), "after-recovery"), O_CREAT | O_WRONLY, 0644);
+	const char *step = fd < 0 ? "create" : "write";
 	uint8_t b[4096];
 
+	*was_full = fd < 0 && errno == ENOSPC &&
+		    tu_ctl_stat(mnt, "free") <= tu_ctl_stat(mnt, "free_zone_reserve");
+	if (*was_full)
+		return NULL;
+
 	fill(b, sizeof(b), 77, 0);
-	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b) || fsync(fd)) {
-		snprintf(why, wl, "cannot write after recovery: %s", strerror(errno));
+	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b) || (step = "fsync", fsync(fd))) {
+		snprintf(why, wl, "cannot %s after recovery: %s (%ld zones free, %ld blocks valid, %ld free for data)",
+			 step, strerror(errno), tu_ctl_stat(mnt, "free"), tu_ctl_stat(mnt, "valid"),
+			 tu_ctl_stat(mnt, "free_for_data"));
 		if (fd >= 0)
 			close(fd);
 		return why;
@@ -893,7 +969,7 @@ static const char *life_after(char *why, size_t wl)
 }
 
 /* Mount the rebuilt device and check what stage SI promised, and the whole tree. */
-static const char *check_mounted(int si, char *why, size_t wl)
+static const char *check_mounted(int si, char *why, size_t wl, int *was_full)
 {
 	const struct stage *s = si >= 0 ? &stages[si] : NULL;
 	int i;
@@ -903,7 +979,7 @@ static const char *check_mounted(int si, char *why, size_t wl)
 			return why;
 	if (verify_tree(why, wl))
 		return why;
-	return life_after(why, wl); /* recovered: can it go on? */
+	return life_after(why, wl, was_full); /* recovered: can it go on? */
 }
 
 /* Rebuild, mount, compare, write more, unmount, remount, fsck. NULL when the point passes. */
@@ -911,7 +987,7 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 {
 	const char *bad;
 	pid_t pid;
-	int i, rc, si = -1;
+	int i, rc, si = -1, was_full = 0;
 
 	for (i = 0; i < nstages; i++)
 		if (stages[i].ops <= n)
@@ -926,7 +1002,7 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 		snprintf(why, wl, "mount failed");
 		return why;
 	}
-	bad = check_mounted(si, why, wl);
+	bad = check_mounted(si, why, wl, &was_full);
 	rc = daemon_stop(pid);
 	if (bad)
 		return bad;
@@ -935,7 +1011,7 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 		return why;
 	}
 	pid = daemon_start(out); /* what it wrote after recovery is there after a remount */
-	if (pid < 0 || !file_there("after-recovery")) {
+	if (pid < 0 || (!was_full && !file_there("after-recovery"))) {
 		if (pid > 0)
 			daemon_stop(pid);
 		snprintf(why, wl, "a file made durable after recovery is lost at the next mount");
@@ -982,6 +1058,7 @@ static const struct workload_def workloads[] = {
 	{"dirs", 64ULL << 20, workload_dirs, 8, 0},
 	{"small", 64ULL << 20, workload_small, 6, 0},
 	{"checkpoint", 64ULL << 20, workload_checkpoint, 4, 0},
+	{"full", 64ULL << 20, workload_full, 6, 0},
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
 };
 

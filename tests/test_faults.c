@@ -3,7 +3,8 @@
  *
  * Full: writing until the device is full gives the writer ENOSPC (never a hang or damage),
  * statfs says so, what was fsync'ed is intact after a remount, fsck is clean, and deleting
- * files gives the space back.
+ * files gives the space back. Filled with small files and never synced, the device still has
+ * room for the checkpoint that records them all.
  * Failing: a write error in a zone turns the filesystem read-only with the fsync that met it
  * failing, and everything fsync'ed before it survives a remount.
  */
@@ -36,17 +37,18 @@ static int fsck_rc(void)
 	return tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img);
 }
 
-/* Write pattern SEED to PATH until SIZE bytes or an error; returns bytes written and the
- * errno of the failure (0 if none) in *ERR. */
-static size_t fill_file(const char *path, uint8_t seed, size_t size, int *err)
+/* Write pattern SEED to PATH until SIZE bytes or an error, then fsync when SYNC; returns
+ * bytes written and the errno of the failure (0 if none) in *ERR. */
+static size_t fill_file(const char *path, uint8_t seed, size_t size, int sync, int *err)
 {
 	static uint8_t buf[256 * 1024];
 	size_t done = 0;
 	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 
-	ck_assert_int_ge(fd, 0);
+	*err = fd < 0 ? errno : 0;
+	if (fd < 0)
+		return 0;
 	memset(buf, seed, sizeof(buf));
-	*err = 0;
 	while (done < size) {
 		ssize_t n = write(fd, buf, sizeof(buf) < size - done ? sizeof(buf) : size - done);
 
@@ -56,7 +58,7 @@ static size_t fill_file(const char *path, uint8_t seed, size_t size, int *err)
 		}
 		done += (size_t)n;
 	}
-	if (!*err && fsync(fd))
+	if (!*err && sync && fsync(fd))
 		*err = errno;
 	close(fd);
 	return done;
@@ -94,9 +96,9 @@ START_TEST(t_full_device)
 	snprintf(big, sizeof(big), "%s/big", mnt);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
-	ck_assert_uint_eq(fill_file(keep, 0x5a, 1 << 20, &err), 1 << 20);
+	ck_assert_uint_eq(fill_file(keep, 0x5a, 1 << 20, 1, &err), 1 << 20);
 	ck_assert_int_eq(err, 0);
-	wrote = fill_file(big, 0xa5, 1ULL << 30, &err);
+	wrote = fill_file(big, 0xa5, 1ULL << 30, 1, &err);
 	ck_assert_int_eq(err, ENOSPC);
 	ck_assert_uint_gt(wrote, 8 << 20);
 	ck_assert_int_eq(statvfs(mnt, &sv), 0);
@@ -111,13 +113,66 @@ START_TEST(t_full_device)
 	ck_assert(same_bytes(keep, 0x5a, 1 << 20));
 	ck_assert_int_eq(unlink(big), 0);
 	/* No timer, no sync: the space of the deleted file must come back on its own. */
-	again = fill_file(big, 0x3c, wrote / 2, &err);
+	again = fill_file(big, 0x3c, wrote / 2, 1, &err);
 	ck_assert_int_eq(err, 0);
 	ck_assert_uint_eq(again, wrote / 2);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(fsck_rc(), 0);
 }
 END_TEST
+
+/* Small files, no sync, until ENOSPC: every one of them is there after a clean unmount. The
+ * checkpoint at unmount must find room for their nodes and directory blocks; it did not
+ * when user data could take the last free zones (the checkpoint failed with ENOSPC and the
+ * remount found an empty filesystem). */
+#define SMALL_SIZE 40000
+
+static void small_path(char *p, size_t len, int i)
+{
+	snprintf(p, len, "%s/d%02d/f%04d", mnt, i / 200, i);
+}
+
+START_TEST(t_full_of_small_files)
+{
+	char p[600];
+	struct statvfs sv;
+	size_t last = 0;
+	pid_t pid;
+	int i, n, err = 0;
+
+	setup("small.img", 64 << 20);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	for (n = 0; !err; n++) {
+		snprintf(p, sizeof(p), "%s/d%02d", mnt, n / 200);
+		if (n % 200 == 0 && mkdir(p, 0755))
+			err = errno;
+		small_path(p, sizeof(p), n);
+		if (!err)
+			last = fill_file(p, (uint8_t)(n * 7 + 1), SMALL_SIZE, 0, &err);
+	}
+	n--; /* the file (or directory) the device had no room for */
+	ck_assert_int_eq(err, ENOSPC);
+	ck_assert_int_eq(statvfs(mnt, &sv), 0);
+	printf("full of small files: %d files of %d bytes, ENOSPC in the next (%zu bytes of it "
+	       "written), %lu blocks free\n", n, SMALL_SIZE, last, (unsigned long)sv.f_bfree);
+	ck_assert_int_gt(n, 600); /* most of the 64 MiB went to files, not to the reserve */
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	for (i = 0; i < n; i++) {
+		small_path(p, sizeof(p), i);
+		ck_assert_msg(same_bytes(p, (uint8_t)(i * 7 + 1), SMALL_SIZE), "%s lost", p);
+	}
+	small_path(p, sizeof(p), n);
+	ck_assert(access(p, F_OK) || same_bytes(p, (uint8_t)(n * 7 + 1), last));
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+}
+END_TEST
+
 
 START_TEST(t_write_error_goes_read_only)
 {
@@ -131,7 +186,7 @@ START_TEST(t_write_error_goes_read_only)
 	snprintf(c, sizeof(c), "%s/c", mnt);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
-	ck_assert_uint_eq(fill_file(a, 0x11, 3 << 20, &err), 3 << 20);
+	ck_assert_uint_eq(fill_file(a, 0x11, 3 << 20, 1, &err), 3 << 20);
 	ck_assert_int_eq(err, 0);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	/* Fail every next write to the zones the data log will take next. */
@@ -140,7 +195,7 @@ START_TEST(t_write_error_goes_read_only)
 		      img, z);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
-	fill_file(b, 0x22, 4 << 20, &err);
+	fill_file(b, 0x22, 4 << 20, 1, &err);
 	ck_assert_msg(err == EIO || err == EROFS, "the fsync that met the error said %s",
 		      strerror(err));
 	fd = open(c, O_CREAT | O_WRONLY, 0644);
@@ -174,7 +229,7 @@ START_TEST(t_ctl)
 	unlink(key);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
-	ck_assert_uint_eq(fill_file(f, 1, 3 << 20, &err), 3 << 20);
+	ck_assert_uint_eq(fill_file(f, 1, 3 << 20, 1, &err), 3 << 20);
 	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
 	ck_assert_int_eq(tu_sh("%s stats %s > %s", bin, mnt, out), 0);
 	ck_assert_int_ne(tu_sh("%s stats /proc 2>/dev/null", bin), 0);
@@ -210,7 +265,7 @@ START_TEST(t_clean_remount_writes_nothing)
 	snprintf(f, sizeof(f), "%s/f", mnt);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
 	ck_assert_int_gt(pid, 0);
-	ck_assert_uint_eq(fill_file(f, 7, 5 << 20, &err), 5 << 20);
+	ck_assert_uint_eq(fill_file(f, 7, 5 << 20, 1, &err), 5 << 20);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	before = zemu_log_count(log);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
@@ -239,8 +294,8 @@ START_TEST(t_nid_not_reused_before_checkpoint)
 	snprintf(b, sizeof(b), "%s/b", mnt);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
 	ck_assert_int_gt(pid, 0);
-	ck_assert_uint_eq(fill_file(b, 0x42, 5 << 20, &err), 5 << 20); /* past the inode: a node */
-	ck_assert_uint_eq(fill_file(a, 0x24, 1 << 20, &err), 1 << 20);
+	ck_assert_uint_eq(fill_file(b, 0x42, 5 << 20, 1, &err), 5 << 20); /* past the inode: a node */
+	ck_assert_uint_eq(fill_file(a, 0x24, 1 << 20, 1, &err), 1 << 20);
 	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
 	ck_assert_int_eq(stat(b, &st), 0);
 	ck_assert_int_eq(st.st_ino, 2); /* root 1, b 2, b's direct node 3, a 4 */
@@ -296,6 +351,7 @@ int main(void)
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_full_device);
+	tcase_add_test(tc, t_full_of_small_files);
 	tcase_add_test(tc, t_write_error_goes_read_only);
 	tcase_add_test(tc, t_ctl);
 	tcase_add_test(tc, t_clean_remount_writes_nothing);
