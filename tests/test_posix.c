@@ -3028,6 +3028,16 @@ int main(void)
 	tcase_add_test(tc, t_fsync_kill);
 	tcase_add_test(tc, t_unmount);
 	suite_add_tcase(s, tc);
+	/* CK_RUN_CASE=threads: the concurrent tests alone, on a fresh filesystem (ctest runs it
+	 * as test_posix_threads, under ThreadSanitizer in tools/run-tests). */
+	if (getenv("CK_RUN_CASE") && !strcmp(getenv("CK_RUN_CASE"), "threads")) {
+		tc = tcase_create("threads");
+		tcase_add_unchecked_fixture(tc, setup_fs, teardown_fs);
+		tcase_add_checked_fixture(tc, need_mount, NULL);
+		tcase_add_test(tc, t_threads);
+		tcase_add_test(tc, t_fsync_kill);
+		suite_add_tcase(s, tc);
+	}
 	tc = tcase_create("full");
 	tcase_add_unchecked_fixture(tc, setup_small, teardown_fs);
 	tcase_add_checked_fixture(tc, need_mount, NULL);
