@@ -941,7 +941,7 @@ static int log_continue(struct emu_dev *d, const char *log, int fd)
 	struct log_tail tail = {0};
 	struct emu_lhdr lh;
 	struct stat st;
-	uint64_t end;
+	uint64_t end = 0; /* log_size stays defined when the walk fails */
 	int ret;
 
 	ret = full_pread(fd, &lh, sizeof(lh), 0);
