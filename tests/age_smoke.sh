@@ -3,10 +3,14 @@
 #   1. `tools/age --summary` on a hand-written CSV: the write floor, the read drop, the
 #      iteration where each GC phase began and the zlfs/passthrough ratios must be the
 #      figures worked out by hand below (runs even without /dev/fuse);
-#   2. `tools/age --quick` on a tiny image against the binaries of BUILD_DIR: a CSV with the
-#      expected columns and rows for zlfs and passthrough, a non-empty PNG, a summary, and
-#      nothing left mounted.
-# Exit 77 (skipped) when /dev/fuse or gnuplot is missing (after part 1).
+#   2. `tools/age --quick --fs zlfs,passthrough` on a tiny image against the binaries of
+#      BUILD_DIR: a CSV with the expected columns and rows for zlfs and passthrough, a
+#      non-empty PNG, a summary, and nothing left mounted;
+#   3. `tools/age --quick --fs zlfs,passthrough-ext4` (tools/age's default baseline): rows for
+#      the passthrough over a loop-mounted ext4 whose free space is its image's, the ratio,
+#      and no mount, loop device or image left behind.
+# Exit 77 (skipped) when /dev/fuse or gnuplot is missing (after part 1), or when
+# passthrough-ext4 cannot run here: no loop devices and no fuse2fs (after part 2).
 set -uo pipefail
 BUILD=${1:?usage: age_smoke.sh BUILD_DIR}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -76,7 +80,7 @@ grep -qE '^  zlfs +5 +100\.0 +50\.0 +4 +60\.0 +200\.0 +130\.0 +35\.0 +21\.7 +no-
 command -v gnuplot >/dev/null || { echo "SKIP: gnuplot is not installed"; exit $((fail ? 1 : 77)); }
 OUT=$T/out
 WORK=$T/work
-smoke_run age "$T" "$OUT" "$WORK" --quick
+smoke_run age "$T" "$OUT" "$WORK" --quick --fs zlfs,passthrough
 smoke_left_mounted "$WORK" && fail=1
 want=fs,iter,elapsed_s,files,file_bytes,fill_s,test_bytes,write_MiBps,read_MiBps,free_bytes,free_pct,gc_phase,gc_phases_seen,waf,free_zones,gc_bytes_migrated,direct
 [[ $(head -1 "$OUT/age.csv") == "$want" ]] || { echo "FAIL: age.csv columns: $(head -1 "$OUT/age.csv")"; fail=1; }
@@ -94,4 +98,37 @@ grep -q '^zlfs/passthrough,ratio_write_floor_MiBps,[0-9.]*,' "$OUT/summary.csv" 
 "$REPO/tools/age" --summary "$OUT/age.csv" >"$T/resummary.txt"
 cmp -s "$T/resummary.txt" "$OUT/summary.txt" || { echo "FAIL: the run's summary differs from --summary of its CSV"; fail=1; }
 [[ $fail == 0 ]] && echo "PASS: tools/age --quick: CSV, plot and summary"
+
+# ---- 3. the baseline that ages: passthrough over an ext4 image -------------------------------
+OUT=$T/out-ext4
+WORK=$T/work-ext4
+"$REPO/tools/age" --no-build --build "$BUILD" --workdir "$WORK" --out "$OUT" --quick \
+	--fs zlfs,passthrough-ext4 >"$T/stdout-ext4" 2>"$T/stderr-ext4"
+rc=$?
+cat "$T/stdout-ext4"
+if [[ $rc == 77 ]]; then
+	echo "SKIP: passthrough-ext4: $(tail -1 "$T/stderr-ext4")"
+	exit $((fail ? 1 : 77))
+fi
+if [[ $rc != 0 ]]; then
+	tail -30 "$T/stderr-ext4"
+	echo "FAIL: tools/age --quick --fs zlfs,passthrough-ext4 exited with $rc"
+	exit 1
+fi
+smoke_left_mounted "$WORK" && fail=1
+n=$(awk -F, '$1 == "passthrough-ext4" && $2 ~ /^[0-9]+$/ && $8 > 0 && $9 > 0' "$OUT/age.csv" | wc -l)
+[[ $n == 4 ]] || { echo "FAIL: age.csv has $n good rows for passthrough-ext4, expected 4"; fail=1; }
+# its free space is the 256 MiB image's (free_bytes / free_pct), not the host's
+awk -F, '$1 == "passthrough-ext4" && !($11 > 0 && $10 * 100 / $11 <= 268435456 * 1.01) { f = 1 } END { exit f }' \
+	"$OUT/age.csv" || { echo "FAIL: passthrough-ext4's free space is not its 256 MiB image's"; fail=1; }
+grep -q '^zlfs/passthrough-ext4,ratio_write_floor_MiBps,[0-9.]*,' "$OUT/summary.csv" ||
+	{ echo "FAIL: summary.csv has no zlfs/passthrough-ext4 write-floor ratio"; fail=1; }
+grep -q '^losetup .*--direct-io=on' "$OUT/commands.txt" || grep -q '^fuse2fs ' "$OUT/commands.txt" ||
+	{ echo "FAIL: commands.txt does not say how the ext4 image was mounted"; fail=1; }
+if [[ -n $(losetup -j "$WORK/ext4.img" 2>/dev/null) ]]; then
+	echo "FAIL: a loop device is left on $WORK/ext4.img"
+	fail=1
+fi
+[[ ! -e $WORK/ext4.img && ! -e $WORK/ext4 ]] || { echo "FAIL: the ext4 image or its mount point is left behind"; fail=1; }
+[[ $fail == 0 ]] && echo "PASS: tools/age --quick --fs zlfs,passthrough-ext4: rows, capacity, cleanup"
 exit $fail

@@ -10,7 +10,22 @@
 #                 14 --max-active 14) mounted with -o dev_direct, as tools/bench;
 #                 in the zoned guest: mkfs.zlfs -f on the guest's zoned device
 #   passthrough   host only: zlfs-passthrough over WORK/src, a directory of the host
-#                 filesystem (tools/bench's baseline)
+#                 filesystem (tools/bench's baseline); its free space is the host's, so it
+#                 never fills up or ages
+#   passthrough-ext4
+#                 host only: a baseline that fills up and ages like zlfs. A sparse file
+#                 WORK/ext4.img of --image-size (the size of zlfs's image), mkfs.ext4 -q -F
+#                 -b 4096 -m 0 (no blocks reserved for root: the whole image is usable, as
+#                 the free space the workloads see) -E lazy_itable_init=0,lazy_journal_init=0
+#                 (nothing written in the background), on a loop device with direct I/O on
+#                 the image file (losetup --direct-io=on: like zlfs's -o dev_direct; the
+#                 explicit form of mount -o loop) mounted on WORK/ext4, and zlfs-passthrough
+#                 over WORK/ext4/src. Unmounting it unmounts the ext4 too (the loop device
+#                 is set to detach itself then); the EXIT trap (wl_cleanup) does the same on
+#                 an error or an interrupt and removes the image. Needs mkfs.ext4 (e2fsprogs)
+#                 and root with loop devices; without loop devices it falls back to fuse2fs
+#                 (ext4 in FUSE: a second FUSE layer, slower), and without that either it
+#                 exits with 77. ZLFS_WL_EXT4=fuse2fs forces fuse2fs.
 #   f2fs          guest only: kernel F2FS on the null_blk zoned disk, mkfs.f2fs -m (its
 #                 metadata goes to the disk's conventional zones)
 #   f2fs-conv     guest only: kernel F2FS on a conventional null_blk disk of the same size
@@ -75,12 +90,22 @@ wl_check_fs() { # FS: can it run here? dies with the reason if not
 	case $1 in
 	zlfs) ;;
 	passthrough) [[ -z $GUEST_DEV ]] || die "passthrough is a host baseline: not in the guest" ;;
+	passthrough-ext4)
+		[[ -z $GUEST_DEV ]] || die "$1 is a host baseline: not in the guest"
+		command -v mkfs.ext4 >/dev/null || {
+			echo "$PROG: $1: mkfs.ext4 is not installed (apt-get install e2fsprogs)" >&2
+			exit 77
+		}
+		ext4_can_loop || command -v fuse2fs >/dev/null || {
+			echo "$PROG: $1 needs loop devices (root, /dev/loop-control, losetup) or fuse2fs (apt-get install fuse2fs); neither is here" >&2
+			exit 77
+		} ;;
 	f2fs|f2fs-conv)
 		[[ -n $GUEST_DEV ]] || die "$1 runs only in the zoned guest (--guest nullb)"
 		[[ $GUEST_DEV == /dev/nullb* ]] || die "$1: F2FS on an NVMe ZNS namespace needs a second, conventional device for its metadata (mkfs.f2fs -c); use --guest nullb"
 		command -v mkfs.f2fs >/dev/null || die "$1: mkfs.f2fs is not installed; the guest runs the host's tools (apt-get install f2fs-tools, or tools/install-deps --tests)" ;;
 	dir:*) [[ -d ${1#dir:} ]] || die "$1: no such directory" ;;
-	*) die "unknown filesystem '$1' (zlfs, passthrough, f2fs, f2fs-conv, dir:PATH)" ;;
+	*) die "unknown filesystem '$1' (zlfs, passthrough, passthrough-ext4, f2fs, f2fs-conv, dir:PATH)" ;;
 	esac
 }
 
@@ -98,6 +123,90 @@ conv_nullb() { # a conventional null_blk of GUEST_SIZE bytes in the guest -> CON
 	for ((kv = 0; kv < 100; kv++)); do [[ -b /dev/nullb$k ]] && break; sleep 0.1; done
 	[[ -b /dev/nullb$k ]] || die "/dev/nullb$k did not appear"
 	CONV_DEV=/dev/nullb$k
+}
+
+# ---- passthrough-ext4: a host baseline with a capacity of its own -----------------------------
+EXT4_IMG= # the image file (WORK/ext4.img) while it exists
+EXT4_MNT= # where the ext4 is mounted (WORK/ext4) while it is
+EXT4_LOOP= # its loop device, or empty (fuse2fs)
+EXT4_PID= # the fuse2fs daemon, or empty (a loop device)
+
+ext4_can_loop() { # root, loop devices and losetup (and not ZLFS_WL_EXT4=fuse2fs)
+	[[ $EUID == 0 && -e /dev/loop-control && ${ZLFS_WL_EXT4:-} != fuse2fs ]] && command -v losetup >/dev/null
+}
+
+wl_ext4_ok() { # can passthrough-ext4 run here? (for a default list: no message)
+	[[ -z ${GUEST_DEV:-} ]] && command -v mkfs.ext4 >/dev/null && { ext4_can_loop || command -v fuse2fs >/dev/null; }
+}
+
+ext4_make() { # TAG: a fresh ext4 of IMG_SIZE in the sparse file WORK/ext4.img
+	local tag=$1 mkfs_opts=(-q -F -b 4096 -m 0 -E "lazy_itable_init=0,lazy_journal_init=0")
+	EXT4_IMG=$WORK/ext4.img
+	rm -f "$EXT4_IMG"
+	log "truncate -s $(bytes "$IMG_SIZE") $EXT4_IMG   # $tag: sparse, the size of zlfs's image"
+	truncate -s "$(bytes "$IMG_SIZE")" "$EXT4_IMG" || die "cannot create $EXT4_IMG"
+	log "mkfs.ext4 ${mkfs_opts[*]} $EXT4_IMG"
+	mkfs.ext4 "${mkfs_opts[@]}" "$EXT4_IMG" >"$OUT/mkfs-$tag.log" 2>&1 ||
+		{ tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.ext4 $EXT4_IMG failed"; }
+}
+
+ext4_attach() { # mount WORK/ext4.img on WORK/ext4: a loop device, else fuse2fs; sets BLKDEV
+	local dio
+	EXT4_IMG=$WORK/ext4.img EXT4_MNT=$WORK/ext4
+	mkdir -p "$EXT4_MNT"
+	! mounted "$EXT4_MNT" || umount "$EXT4_MNT" || die "$EXT4_MNT is mounted and busy"
+	if ext4_can_loop; then
+		if EXT4_LOOP=$(losetup --find --show --direct-io=on "$EXT4_IMG" 2>>"$DLOG"); then
+			dio=$(losetup -n -O DIO "$EXT4_LOOP" 2>/dev/null | tr -d ' ')
+			log "losetup --find --show --direct-io=on $EXT4_IMG   # $EXT4_LOOP, direct I/O ${dio:-?}"
+			log "mount -t ext4 $EXT4_LOOP $EXT4_MNT"
+			if mount -t ext4 "$EXT4_LOOP" "$EXT4_MNT" 2>>"$DLOG"; then
+				# detach now: a device in use is only marked to detach itself once released
+				# (autoclear, as mount -o loop sets it), so no way out, kill -9 included,
+				# leaves it behind once the ext4 is unmounted
+				log "losetup -d $EXT4_LOOP   # autoclear: detached at the unmount"
+				losetup -d "$EXT4_LOOP" 2>>"$DLOG" || say "losetup -d $EXT4_LOOP failed: detached at the cleanup"
+				BLKDEV=${EXT4_LOOP#/dev/}
+				return 0
+			fi
+			losetup -d "$EXT4_LOOP" 2>/dev/null || true
+			EXT4_LOOP=
+		fi
+		command -v fuse2fs >/dev/null ||
+			{ tail -3 "$DLOG" >&2; die "passthrough-ext4: cannot loop-mount $EXT4_IMG (log: $DLOG), and fuse2fs is not installed (apt-get install fuse2fs)"; }
+		say "passthrough-ext4: cannot loop-mount $EXT4_IMG (log: $DLOG): fuse2fs instead"
+	fi
+	log "fuse2fs -f $EXT4_IMG $EXT4_MNT   # no loop device: ext4 in FUSE, under the passthrough"
+	fuse2fs -f "$EXT4_IMG" "$EXT4_MNT" >>"$DLOG" 2>&1 &
+	EXT4_PID=$!
+	wait_mounted "$EXT4_PID" "$EXT4_MNT" || { tail -5 "$DLOG" >&2; die "fuse2fs $EXT4_IMG did not mount (log: $DLOG)"; }
+}
+
+ext4_detach() { # unmount WORK/ext4 and detach its loop device or stop fuse2fs; idempotent
+	local i back
+	if [[ -n $EXT4_MNT ]] && mounted "$EXT4_MNT"; then
+		for ((i = 0; i < 50; i++)); do
+			umount "$EXT4_MNT" 2>/dev/null && break
+			sleep 0.2
+		done
+		if mounted "$EXT4_MNT"; then
+			say "$EXT4_MNT stays busy: lazy unmount (its loop device detaches itself when released)"
+			umount -l "$EXT4_MNT" || true
+		fi
+	fi
+	if [[ -n $EXT4_LOOP ]]; then
+		# still bound to our image (losetup -d failed after the mount)? never touch another's
+		back=$(losetup -n -O BACK-FILE "$EXT4_LOOP" 2>/dev/null) || back=
+		back=${back%% (deleted)}
+		if [[ -n $back && $(realpath -m "$back") == "$(realpath -m "$EXT4_IMG")" ]]; then
+			losetup -d "$EXT4_LOOP" 2>/dev/null || say "cannot detach $EXT4_LOOP (busy: it detaches itself when released)"
+		fi
+	fi
+	if [[ -n $EXT4_PID ]]; then
+		wait "$EXT4_PID" 2>/dev/null || say "fuse2fs exited with an error (log: $DLOG)"
+	fi
+	EXT4_MNT='' EXT4_LOOP='' EXT4_PID=''
+	return 0
 }
 
 wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
@@ -127,6 +236,7 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 	passthrough)
 		rm -rf "$WORK/src"
 		mkdir -p "$WORK/src" ;;
+	passthrough-ext4) ext4_make "$tag" ;;
 	f2fs)
 		log "mkfs.f2fs -f -m $GUEST_DEV"
 		mkfs.f2fs -f -m "$GUEST_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
@@ -162,6 +272,12 @@ wl_mount() { # FS TAG: mount what wl_prepare made (again)
 		log "$BIN/zlfs-passthrough -f $WORK/src $MNT   # $tag"
 		"$BIN/zlfs-passthrough" -f "$WORK/src" "$MNT" >>"$DLOG" 2>&1 &
 		DPID=$! ;;
+	passthrough-ext4)
+		ext4_attach
+		mkdir -p "$EXT4_MNT/src" || die "cannot create $EXT4_MNT/src"
+		log "$BIN/zlfs-passthrough -f $EXT4_MNT/src $MNT   # $tag: over the ext4 of $EXT4_IMG"
+		"$BIN/zlfs-passthrough" -f "$EXT4_MNT/src" "$MNT" >>"$DLOG" 2>&1 &
+		DPID=$! ;;
 	f2fs|f2fs-conv)
 		dev=$GUEST_DEV
 		[[ $fs == f2fs ]] || dev=$CONV_DEV
@@ -173,10 +289,11 @@ wl_mount() { # FS TAG: mount what wl_prepare made (again)
 	wait_mounted "$DPID" "$MNT" || { tail -5 "$DLOG" >&2; die "$tag: $fs did not mount (log: $DLOG)"; }
 }
 
-wl_unmount() { # unmount MNT and wait for its daemon; fails if the daemon did not exit with 0
+wl_unmount() { # unmount MNT and wait for its daemon, then the ext4 under passthrough-ext4;
+	# fails if the daemon did not exit with 0
 	local rc=0 i
 	[[ -n $MNT && -n $DIR && $DIR != "$MNT" ]] && { MNT='' DIR=''; return 0; } # dir:PATH
-	[[ -n $MNT ]] || return 0
+	[[ -n $MNT ]] || { ext4_detach; return 0; }
 	if mounted "$MNT"; then
 		for ((i = 0; i < 50; i++)); do
 			if [[ -n $DPID ]]; then fusermount3 -u "$MNT" 2>/dev/null && break
@@ -193,6 +310,7 @@ wl_unmount() { # unmount MNT and wait for its daemon; fails if the daemon did no
 		[[ $rc == 0 ]] || say "daemon $DPID exited with status $rc (log: $DLOG)"
 	fi
 	DPID='' MNT='' DIR=''
+	ext4_detach
 	return $rc
 }
 
@@ -203,8 +321,12 @@ wl_cleanup() {
 	WL_CHILD=
 	if [[ -n ${DIR:-} && -n ${MNT:-} && $DIR != "$MNT" ]]; then rm -rf "$DIR"; fi
 	wl_unmount || true
+	ext4_detach
 	[[ -z ${WORK:-} || -n ${GUEST_DEV:-} ]] || rm -f "$WORK/zlfs.img"
 	[[ -z ${WORK:-} ]] || rm -rf "$WORK/src"
+	if [[ -n ${WORK:-} && -z ${GUEST_DEV:-} ]]; then # the ext4 image, once nothing has it mounted
+		mounted "$WORK/ext4" || { rm -f "$WORK/ext4.img"; rmdir "$WORK/ext4" 2>/dev/null || true; }
+	fi
 }
 
 wl_run() { # CMD...: in the background and waited for, so ^C and TERM reach the trap at once

@@ -356,12 +356,12 @@ def age_summary(a):
             if p in s["phase_began"]:
                 out.append((fs, "phase_%s_began_iter" % p.replace("-", "_"), s["phase_began"][p], "iter"))
     print("Aging: %s; first iterations = the first %d" % (a.csv, a.first))
-    print("  %-12s %6s %10s %10s %6s %9s %10s %10s %8s %8s  %s" % (
+    print("  %-16s %6s %10s %10s %6s %9s %10s %10s %8s %8s  %s" % (
         "fs", "iters", "write0", "wfloor", "@iter", "wfloor~%d" % a.window, "read0", "read min", "drop%",
         "drop%end", "phases began (iter)"))
     for fs, s in st.items():
         ph = ", ".join("%s %d" % (p, s["phase_began"][p]) for p in PHASES if p in s["phase_began"])
-        print("  %-12s %6d %10.1f %10.1f %6d %9.1f %10.1f %10.1f %8.1f %8.1f  %s" % (
+        print("  %-16s %6d %10.1f %10.1f %6d %9.1f %10.1f %10.1f %8.1f %8.1f  %s" % (
             fs, s["iterations"], s["write_first_MiBps"], s["write_floor_MiBps"], s["write_floor_iter"],
             s["write_floor_med_MiBps"], s["read_first_MiBps"], s["read_min_MiBps"], s["read_drop_pct"],
             s["read_drop_last_pct"], ph or "-"))
@@ -527,7 +527,7 @@ def iv_summary(a):
         sys.exit("install-verify: %s lacks columns %s" % (a.csv, ", ".join(missing)))
     out = []
     print("Install and verify: %s" % a.csv)
-    print("  %-12s %8s %10s %9s %10s %9s %10s %9s  %s" % (
+    print("  %-16s %8s %10s %9s %10s %9s %10s %9s  %s" % (
         "fs", "GiB", "install s", "MiB/s", "verify s", "MiB/s", "dev reads", "mean KiB",
         "device reads by size, % of reads: " + " ".join(BUCKET_LABELS)))
     for r in rows:
@@ -535,7 +535,7 @@ def iv_summary(a):
         n = [num(r, "reads_" + b) for b in BUCKETS]
         tot = sum(x for x in n if x is not None) if any(x is not None for x in n) else None
         pct = [100.0 * x / tot if tot else None for x in n] if tot else [None] * len(BUCKETS)
-        print("  %-12s %8.2f %10.2f %9.1f %10.2f %9.1f %10s %9s  %s" % (
+        print("  %-16s %8.2f %10.2f %9.1f %10.2f %9.1f %10s %9s  %s" % (
             fs, num(r, "bytes") / GiB, num(r, "install_s"), num(r, "install_MiBps"), num(r, "verify_s"),
             num(r, "verify_MiBps"), r["dev_reads"] or "-", fnum(num(r, "mean_read_KiB")),
             " ".join("%s %s" % (l, fnum(p)) for l, p in zip(BUCKET_LABELS, pct)) if tot else "(no per-size counts)"))
@@ -545,7 +545,7 @@ def iv_summary(a):
                 out.append((fs, "pct_reads_" + b, p, "%"))
         g = num(r, "gc_migrated_bytes")
         if g:
-            print("  %-12s GC moved %.2f MiB during the verification: its reads (4 KiB per block) are"
+            print("  %-16s GC moved %.2f MiB during the verification: its reads (4 KiB per block) are"
                   " counted too, about %d of the 4-8K ones" % ("", g / MiB, g // 4096))
             out.append((fs, "gc_migrated_bytes_during_verify", g, "B"))
         if r["mismatches"] not in ("", "0"):
@@ -627,7 +627,7 @@ def rr_summary(a):
         ks = sorted(rs)
         lo, hi = rs[ks[0]], rs[ks[-1]]
         drop = 100.0 * (1 - num(hi, "iops") / num(lo, "iops")) if num(lo, "iops") else 0.0
-        print("  %-12s %-7s IOPS %s; drop from %s to %s: %.1f%%; p99 us %s" % (
+        print("  %-16s %-7s IOPS %s; drop from %s to %s: %.1f%%; p99 us %s" % (
             fs, job, " ".join("%s:%.0f" % (fsize(k), num(rs[k], "iops")) for k in ks),
             fsize(ks[0]), fsize(ks[-1]), drop, " ".join("%s:%.0f" % (fsize(k), num(rs[k], "p99_us")) for k in ks)))
         out += [(fs, job, "iops_smallest_range", num(lo, "iops")), (fs, job, "iops_largest_range", num(hi, "iops")),
