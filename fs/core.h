@@ -47,6 +47,7 @@ enum zone_state {
 	ZONE_FREE = 0,  /* no valid block as of the last durable checkpoint: may be reset */
 	ZONE_OPEN,      /* a log appends to it */
 	ZONE_USED,      /* holds or held blocks since the last durable checkpoint */
+	ZONE_RETIRED,   /* free, but offline or read-only on the device: never taken */
 };
 
 struct node_page;
@@ -124,6 +125,7 @@ struct zlfs_fs {
 	uint8_t *zone_state;        /* per main zone, enum zone_state */
 	uint8_t *zone_prefree;      /* per main zone: emptied since the last checkpoint */
 	uint32_t free_zones;
+	uint32_t retired_zones;
 	uint64_t valid_blocks;
 
 	/* meta log */
@@ -216,6 +218,9 @@ int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
 /* Zones emptied since the last checkpoint, waiting for the next one to become free. */
 uint32_t seg_prefree_zones(const struct zlfs_fs *fs);
+/* Leave free zones the device reports offline or read-only (Z: the report of every zone,
+ * from zone 0) out of the free pool. */
+void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z);
 /* Free zones user data leaves alone so GC can always run: the superblock's reserve, and
  * never fewer than a GC pass needs (images made when mkfs's minimum was 2 hold 3). */
 uint32_t seg_reserve(const struct zlfs_fs *fs);

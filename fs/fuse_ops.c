@@ -1091,7 +1091,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	(void)ino;
 	lock(z);
 	st.f_bsize = st.f_frsize = ZLFS_BLOCK_SIZE;
-	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs)) * seg_usable_per_zone(z->fs);
+	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs) - z->fs->retired_zones) *
+		      seg_usable_per_zone(z->fs);
 	st.f_bfree = st.f_bavail = (fsblkcnt_t)seg_free_blocks(z->fs);
 	st.f_files = s->max_nid - 1;
 	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - z->fs->valid_nodes);

@@ -422,8 +422,10 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered)
 	r.old = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (r.zones && r.post && r.buf && r.old)
 		ret = zdev_report(fs->dev, 0, g->nr_zones, r.zones);
-	if (!ret)
+	if (!ret) {
+		seg_retire_bad_zones(fs, r.zones);
 		ret = scan_all(&r);
+	}
 	if (!ret)
 		ret = apply_all(&r);
 	if (!ret) {

@@ -287,6 +287,33 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
  * room, or a full device could not write the checkpoint that records what it holds. */
 static int seg_is_user_data(enum zlfs_log_type type) { return type == ZLFS_LOG_WARM_DATA; }
 
+static int zone_is_bad(const struct zdev_zone *z)
+{
+	return z->cond == ZDEV_COND_OFFLINE || z->cond == ZDEV_COND_RDONLY;
+}
+
+/* A device retires worn zones (offline, or read-only first). A free one holds nothing of
+ * ours: it leaves the free pool, statfs shrinks by a zone, and writing goes on elsewhere. */
+static void seg_retire(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone *z)
+{
+	if (fs->zone_state[mz] != ZONE_FREE)
+		return;
+	fs->zone_state[mz] = ZONE_RETIRED;
+	fs->free_zones--;
+	fs->retired_zones++;
+	zlog_warn("zone %u is %s on the device: no longer used (%u zones retired)",
+		  fs->sb.main_zone_first + mz, zdev_cond_name(z->cond), fs->retired_zones);
+}
+
+void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z)
+{
+	uint32_t mz;
+
+	for (mz = 0; mz < fs->sb.main_zones; mz++)
+		if (zone_is_bad(&z[fs->sb.main_zone_first + mz]))
+			seg_retire(fs, mz, &z[fs->sb.main_zone_first + mz]);
+}
+
 /* Take a free zone for a log; user data leaves the reserve alone. */
 static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone)
 {
@@ -302,6 +329,13 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 			continue;
 		*zone = fs->sb.main_zone_first + mz;
 		ret = zdev_report_one(fs->dev, *zone, &z);
+		if (!ret && zone_is_bad(&z)) {
+			seg_retire(fs, mz, &z);
+			if (!fs->free_zones ||
+			    (seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs)))
+				return -ENOSPC;
+			continue;
+		}
 		if (!ret && z.cond != ZDEV_COND_EMPTY) {
 			/* Readers working without fs->lock may still be reading old blocks here. */
 			pthread_rwlock_wrlock(&fs->io_lock);
@@ -405,6 +439,7 @@ int seg_init(struct zlfs_fs *fs)
 	uint32_t mz, s, i;
 
 	fs->free_zones = 0;
+	fs->retired_zones = 0;
 	fs->valid_blocks = 0;
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		fs->zone_valid[mz] = 0;

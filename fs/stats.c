@@ -77,9 +77,9 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		dirty += fs->zone_state[mz] == ZONE_USED && fs->zone_valid[mz] < seg_usable_per_zone(fs);
 	}
 	jprintf(j, "  \"zones\": {\"main\": %u, \"free\": %u, \"open\": %u, \"in_use\": %u, "
-		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u},\n",
+		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u, \"retired\": %u},\n",
 		fs->sb.main_zones, fs->free_zones, open, used, dirty, seg_prefree_zones(fs),
-		seg_reserve(fs));
+		seg_reserve(fs), fs->retired_zones);
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu},\n",
 		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",

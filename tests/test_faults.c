@@ -6,7 +6,8 @@
  * files gives the space back. Filled with small files and never synced, the device still has
  * room for the checkpoint that records them all.
  * Failing: a write error in a zone turns the filesystem read-only with the fsync that met it
- * failing, and everything fsync'ed before it survives a remount.
+ * failing, and everything fsync'ed before it survives a remount. Free zones the device
+ * retires (offline, read-only) are left out and writing goes on elsewhere.
  */
 #include "testutil.h"
 
@@ -168,6 +169,39 @@ START_TEST(t_full_of_small_files)
 	}
 	small_path(p, sizeof(p), n);
 	ck_assert(access(p, F_OK) || same_bytes(p, (uint8_t)(n * 7 + 1), last));
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+}
+END_TEST
+
+
+/* Zones a device retires while free (offline, or read-only first) leave the free pool: writes
+ * go on in other zones, statfs shrinks, and nothing is lost. They used to stop every write
+ * (the zone could not be reset) and then the checkpoint at unmount, losing what was written. */
+START_TEST(t_retired_free_zones)
+{
+	static const char *faults[] = {"offline 12", "offline 13", "readonly 14", "offline 20"};
+	char big[600];
+	pid_t pid;
+	int err;
+
+	setup("retired.img", 64 << 20);
+	snprintf(big, sizeof(big), "%s/big", mnt);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		ck_assert_int_eq(tu_sh("%s inject %s %s >/dev/null", tu_bin(bin, sizeof(bin), "zlfs-emu"),
+				       img, faults[i]), 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "retired"), 4);
+	ck_assert_uint_eq(fill_file(big, 0x6b, 20 << 20, 1, &err), 20 << 20);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert(same_bytes(big, 0x6b, 20 << 20));
+	ck_assert_int_eq(tu_ctl_stat(mnt, "retired"), 4);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(fsck_rc(), 0);
 }
@@ -352,6 +386,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_full_device);
 	tcase_add_test(tc, t_full_of_small_files);
+	tcase_add_test(tc, t_retired_free_zones);
 	tcase_add_test(tc, t_write_error_goes_read_only);
 	tcase_add_test(tc, t_ctl);
 	tcase_add_test(tc, t_clean_remount_writes_nothing);
