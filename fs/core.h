@@ -80,7 +80,10 @@ struct gc_state {
 	int has_victim;
 	struct zlfs_summary *sum;   /* summary of segment sum_segno, read once per segment */
 	uint32_t sum_segno;
-	uint8_t *buf;
+	struct gc_window {          /* blocks of the victim read ahead (gc.c) */
+		uint32_t start, n;
+		uint8_t *buf;
+	} win;
 	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
 };
 

@@ -211,7 +211,7 @@ static int mount_recover(struct zlfs_fs *fs)
 static void fs_free(struct zlfs_fs *fs)
 {
 	zdev_buf_free(fs->gc.sum);
-	zdev_buf_free(fs->gc.buf);
+	zdev_buf_free(fs->gc.win.buf);
 	wbuf_destroy(fs->wb);
 	free(fs->orphans);
 	node_destroy(fs);
