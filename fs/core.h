@@ -232,6 +232,8 @@ uint32_t seg_reserve(const struct zlfs_fs *fs);
 uint64_t seg_free_blocks(const struct zlfs_fs *fs);
 /* DELTA blocks changed in memory that will be appended to the log of TYPE. */
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta);
+/* Blocks changed in memory in all (0 right after a checkpoint). */
+uint64_t seg_owed_blocks(const struct zlfs_fs *fs);
 /* Whether a new file may still be created: names and inodes never eat into the reserve. */
 int seg_room_for_user(const struct zlfs_fs *fs);
 int seg_init(struct zlfs_fs *fs);

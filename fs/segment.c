@@ -125,6 +125,15 @@ void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta)
 	fs->owed_of[fs->log_of[type]] += (uint32_t)delta;
 }
 
+uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < ZLFS_NR_LOG_TYPES; i++)
+		n += fs->owed_of[i];
+	return n;
+}
+
 /* Blocks changed in memory (nodes, directory blocks) take log blocks when the next
  * checkpoint writes them. User data must leave them that room: a device filled to its last
  * block by data has no place for the nodes that point to the data, the checkpoint fails, and

@@ -80,8 +80,10 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u, \"retired\": %u},\n",
 		fs->sb.main_zones, fs->free_zones, open, used, dirty, seg_prefree_zones(fs),
 		seg_reserve(fs), fs->retired_zones);
-	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu},\n",
-		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs));
+	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu, "
+		   "\"owed_to_checkpoint\": %llu},\n",
+		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs),
+		(unsigned long long)seg_owed_blocks(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
 		(unsigned long long)fs->valid_nodes, (unsigned long long)fs->valid_inodes,
 		fs->sb.max_nid);

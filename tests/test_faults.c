@@ -169,6 +169,14 @@ START_TEST(t_full_of_small_files)
 	}
 	small_path(p, sizeof(p), n);
 	ck_assert(access(p, F_OK) || same_bytes(p, (uint8_t)(n * 7 + 1), last));
+	/* the room kept for changed blocks is all given back once they are written */
+	for (i = 0; i < n; i += 50) {
+		small_path(p, sizeof(p), i);
+		ck_assert_int_eq(unlink(p), 0);
+	}
+	ck_assert_int_gt(tu_ctl_stat(mnt, "owed_to_checkpoint"), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "owed_to_checkpoint"), 0);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(fsck_rc(), 0);
 }
