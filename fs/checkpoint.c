@@ -392,7 +392,7 @@ int ckpt_load(struct zlfs_fs *fs)
 	fs->valid_inodes = fs->cp.valid_inodes;
 	fs->user_bytes = fs->cp.user_bytes;
 	fs->dev_bytes = fs->cp.dev_bytes;
-	fs->gc_bytes = fs->cp.gc_bytes;
+	fs->gc_bytes = fs->gc_bytes_at_mount = fs->cp.gc_bytes;
 	return 0;
 }
 

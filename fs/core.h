@@ -157,7 +157,8 @@ struct zlfs_fs {
 	uint64_t user_bytes, dev_bytes;
 	uint64_t dev_bytes_main, dev_bytes_node, dev_bytes_meta; /* this mount: main-area logs,
 							  * node logs among them, meta log + packs */
-	uint64_t gc_bytes;          /* bytes migrated by garbage collection */
+	uint64_t gc_bytes;          /* bytes migrated by garbage collection (lifetime) */
+	uint64_t gc_bytes_at_mount; /* gc_bytes when this mount began */
 	uint64_t gc_zones;          /* zones emptied by garbage collection (this mount) */
 	struct gc_state gc;
 	/* user activity, kept by the FUSE layer so background work can stand aside */

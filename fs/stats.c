@@ -90,14 +90,16 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 }
 
 /* Energy per reclaimed GiB from the per-byte model: what GC read and wrote, over what it
- * freed. Lifetime: TBW = capacity x P/E cycles / WAF. */
+ * freed, all of this mount (bytes_migrated is the lifetime count, zones_reclaimed this
+ * mount's). Lifetime: TBW = capacity x P/E cycles / WAF. */
 static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 {
 	const struct gc_state *g = &fs->gc;
 	double freed_gib = (double)fs->gc_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE /
 			   (1024.0 * 1024 * 1024);
 	double joules = ((double)g->bytes_read * g->o.read_nj_per_byte +
-			 (double)fs->gc_bytes * g->o.write_nj_per_byte) * 1e-9;
+			 (double)(fs->gc_bytes - fs->gc_bytes_at_mount) * g->o.write_nj_per_byte) *
+			1e-9;
 	double waf = fs->user_bytes ? (double)fs->dev_bytes / (double)fs->user_bytes : 1.0;
 	double cap = (double)fs->sb.main_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE;
 	uint32_t i, n = g->nlog < GC_LOG_MAX ? g->nlog : GC_LOG_MAX;
