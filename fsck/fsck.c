@@ -198,7 +198,7 @@ static void report_head_json(struct zlfs_fs *fs, const struct fsck_args *a)
 		       "  \"checkpoint_version\": %llu,\n  \"free_zone_reserve\": %u,\n",
 		       fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat,
 		       fs->sb.feat_incompat, (unsigned long long)fs->cp.version,
-		       fs->sb.reserved_zones);
+		       seg_reserve(fs));
 	printf("  \"findings\": [");
 }
 
