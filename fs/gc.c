@@ -293,7 +293,8 @@ const char *gc_phase_name(enum gc_phase p)
 
 enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 {
-	uint64_t pct = fs->sb.main_zones ? (uint64_t)fs->free_zones * 100 / fs->sb.main_zones : 0;
+	uint32_t usable = fs->sb.main_zones - fs->retired_zones;
+	uint64_t pct = usable ? (uint64_t)fs->free_zones * 100 / usable : 0;
 	uint32_t fg = seg_reserve(fs) + fs->sb.nr_logs;
 	enum gc_phase cur = fs->gc.phase, p = GC_NONE;
 	struct timespec ts;
@@ -371,9 +372,11 @@ int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget)
 	}
 	if (!fs->gc.sum) {
 		fs->gc.sum = zdev_buf_alloc(sizeof(*fs->gc.sum));
+		fs->gc.sum_segno = UINT32_MAX;
+	}
+	if (!fs->gc.win.buf) { /* apart: one failed allocation must not stick for the mount */
 		fs->gc.win.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
 		fs->gc.win.n = 0;
-		fs->gc.sum_segno = UINT32_MAX;
 	}
 	ret = fs->gc.sum && fs->gc.win.buf ? gc_step_blocks(fs, budget) : -ENOMEM;
 	if (ret || fs->gc.cursor < fs->sb.segs_per_zone * fs->sb.seg_blocks)

@@ -422,13 +422,13 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered)
 	r.old = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (r.zones && r.post && r.buf && r.old)
 		ret = zdev_report(fs->dev, 0, g->nr_zones, r.zones);
-	if (!ret) {
-		seg_retire_bad_zones(fs, r.zones);
+	if (!ret)
 		ret = scan_all(&r);
-	}
 	if (!ret)
 		ret = apply_all(&r);
 	if (!ret) {
+		/* after roll-forward: a zone it filled holds valid blocks and is not free */
+		seg_retire_bad_zones(fs, r.zones);
 		/* Any node of the coming version on the device, fsync'ed or not: the next
 		 * checkpoint must move the version past it before anything new is written. */
 		if (r.nnodes_seen)

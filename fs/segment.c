@@ -122,7 +122,15 @@ static uint64_t log_room(const struct zlfs_fs *fs, const struct zlog_state *l)
 
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta)
 {
-	fs->owed_of[fs->log_of[type]] += (uint32_t)delta;
+	uint32_t *n = &fs->owed_of[fs->log_of[type]];
+
+	if (delta < 0 && *n < (uint32_t)-delta) { /* would wrap and refuse all data for good */
+		zlog_err("accounting error: log %u owes %u blocks, %d given back", fs->log_of[type],
+			 *n, -delta);
+		*n = 0;
+		return;
+	}
+	*n += (uint32_t)delta;
 }
 
 uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
@@ -137,8 +145,9 @@ uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
 /* Blocks changed in memory (nodes, directory blocks) take log blocks when the next
  * checkpoint writes them. User data must leave them that room: a device filled to its last
  * block by data has no place for the nodes that point to the data, the checkpoint fails, and
- * every file written since the previous one is gone at unmount. A log owes what its changed
- * blocks need, with their segment summaries, beyond the room left in its zone. The nodes one
+ * every file written since the previous one is gone at unmount. A log owes the zones its
+ * changed blocks need beyond the room left in its zone (both in usable blocks: segment
+ * summaries have their own slots). The nodes one
  * more data block dirties are owed from the next check on; until then the GC reserve, which
  * nodes may use, covers them. *DATA_OWED is what the data log itself owes. */
 static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
@@ -150,7 +159,7 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
 		if (!fs->owed_of[i])
 			continue;
-		need = fs->owed_of[i] + fs->owed_of[i] / (fs->sb.seg_blocks - 1) + 1;
+		need = fs->owed_of[i]; /* room and zones are counted without summary slots */
 		room = log_room(fs, &fs->logs[i]);
 		if (i == data) /* directory blocks sharing the data log: taken from its room */
 			*data_owed = need < room ? need : room;

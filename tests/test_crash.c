@@ -939,32 +939,45 @@ static int file_there(const char *rel)
 	return !stat(at_mnt(p, sizeof(p), rel), &st) && st.st_size == 4096;
 }
 
+/* Whether the device was left full: no free zone above the GC reserve, or no room for data
+ * (what a new inode and its directory block owe can take the last of it). */
+static int device_left_full(void)
+{
+	long free = tu_ctl_stat(mnt, "free"), reserve = tu_ctl_stat(mnt, "free_zone_reserve");
+	long room = tu_ctl_stat(mnt, "free_for_data");
+
+	if (free < 0 || reserve < 0 || room < 0)
+		return 0; /* stats unreadable: no excuse */
+	return free <= reserve || room == 0;
+}
+
 /* After recovery the filesystem must take new work and make it durable: a new file and a
- * directory fsync (a checkpoint). A device left full (only the GC reserve free) may refuse
- * the new file. NULL on success. */
+ * directory fsync (a checkpoint). A device left full may refuse it with ENOSPC (*WAS_FULL).
+ * NULL on success. */
 static const char *life_after(char *why, size_t wl, int *was_full)
 {
 	char p[600];
-	int fd = open(at_mnt(p, sizeof(p), "after-recovery"), O_CREAT | O_WRONLY, 0644);
-	const char *step = fd < 0 ? "create" : "write";
 	uint8_t b[4096];
-
-	*was_full = fd < 0 && errno == ENOSPC &&
-		    tu_ctl_stat(mnt, "free") <= tu_ctl_stat(mnt, "free_zone_reserve");
-	if (*was_full)
-		return NULL;
+	const char *step = "create";
+	int fd = open(at_mnt(p, sizeof(p), "after-recovery"), O_CREAT | O_WRONLY, 0644);
+	int err = fd < 0 ? errno : 0;
 
 	fill(b, sizeof(b), 77, 0);
-	if (fd < 0 || write(fd, b, sizeof(b)) != (ssize_t)sizeof(b) || (step = "fsync", fsync(fd))) {
-		snprintf(why, wl, "cannot %s after recovery: %s (%ld zones free, %ld blocks valid, %ld free for data)",
-			 step, strerror(errno), tu_ctl_stat(mnt, "free"), tu_ctl_stat(mnt, "valid"),
-			 tu_ctl_stat(mnt, "free_for_data"));
-		if (fd >= 0)
-			close(fd);
+	errno = 0;
+	if (fd >= 0 && ((step = "write", write(fd, b, sizeof(b)) != (ssize_t)sizeof(b)) ||
+			(step = "fsync", fsync(fd))))
+		err = errno ? errno : EIO; /* a short write sets no errno */
+	if (fd >= 0)
+		close(fd);
+	*was_full = err == ENOSPC && device_left_full();
+	if (err && !*was_full) {
+		snprintf(why, wl, "cannot %s after recovery: %s (%ld zones free, %ld blocks valid, "
+			 "%ld free for data)", step, strerror(err), tu_ctl_stat(mnt, "free"),
+			 tu_ctl_stat(mnt, "valid"), tu_ctl_stat(mnt, "free_for_data"));
 		return why;
 	}
-	close(fd);
-	fsync_path(".");
+	if (!err)
+		fsync_path(".");
 	return NULL;
 }
 
