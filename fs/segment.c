@@ -147,9 +147,9 @@ uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
  * block by data has no place for the nodes that point to the data, the checkpoint fails, and
  * every file written since the previous one is gone at unmount. A log owes the zones its
  * changed blocks need beyond the room left in its zone (both in usable blocks: segment
- * summaries have their own slots). The nodes one
- * more data block dirties are owed from the next check on; until then the GC reserve, which
- * nodes may use, covers them. *DATA_OWED is what the data log itself owes. */
+ * summaries have their own slots). The nodes one more data block dirties are owed from the
+ * next check on; until then the GC reserve, which nodes may use, covers them. *DATA_OWED is
+ * what the data log itself owes. */
 static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 {
 	uint64_t per = seg_usable_per_zone(fs), need, room;
@@ -332,6 +332,12 @@ void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z)
 			seg_retire(fs, mz, &z[fs->sb.main_zone_first + mz]);
 }
 
+/* Whether a log of TYPE may take one more free zone: user data leaves the reserve alone. */
+static int seg_zone_allowed(const struct zlfs_fs *fs, enum zlfs_log_type type)
+{
+	return fs->free_zones && !(seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs));
+}
+
 /* Take a free zone for a log; user data leaves the reserve alone. */
 static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone)
 {
@@ -339,7 +345,7 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 	uint32_t i, mz;
 	int ret;
 
-	if (!fs->free_zones || (seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs)))
+	if (!seg_zone_allowed(fs, type))
 		return -ENOSPC;
 	for (i = 0; i < fs->sb.main_zones; i++) {
 		mz = i;
@@ -349,8 +355,7 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 		ret = zdev_report_one(fs->dev, *zone, &z);
 		if (!ret && zone_is_bad(&z)) {
 			seg_retire(fs, mz, &z);
-			if (!fs->free_zones ||
-			    (seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs)))
+			if (!seg_zone_allowed(fs, type))
 				return -ENOSPC;
 			continue;
 		}
