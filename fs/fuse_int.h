@@ -1,0 +1,107 @@
+/*
+ * fuse_int.h - what the files of the FUSE layer share: the per-mount state and the helpers
+ * every request uses (fuse_ops.c), and the operations each file implements for the table in
+ * fuse_ops.c. Nothing below the FUSE layer includes it.
+ */
+#ifndef ZLFS_FUSE_INT_H
+#define ZLFS_FUSE_INT_H
+
+#include "fuse_ops.h"
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define LINK_MAX_ZLFS 65000
+#define ATTR_TIMEOUT 1.0
+
+struct bg;
+struct node_page;
+
+struct zfuse {
+	struct zlfs_fs *fs;
+	struct zlfs_ops_opts opts;
+	/* lookup counts the kernel holds, per inode */
+	struct iref {
+		struct iref *next;
+		uint32_t ino;
+		uint64_t nlookup;
+	} **irefs;
+	uint32_t nbuckets;
+	pthread_t cp_thread;
+	struct bg *bg;
+	pthread_cond_t cp_cond;
+	int cp_stop;
+};
+
+static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }
+static inline uint32_t fino(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? ZLFS_ROOT_INO : (uint32_t)ino;
+}
+static inline fuse_ino_t kino(uint32_t ino) { return ino == ZLFS_ROOT_INO ? FUSE_ROOT_ID : ino; }
+
+/* ---- fuse_ops.c: lookup counts, entering and leaving the filesystem ---------------------- */
+void iref_get(struct zfuse *z, uint32_t ino);
+/* The kernel forgot N lookups of INO: an orphan whose count reaches 0 is freed. */
+void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n);
+/* The last name of INO is gone: free it now, or when the kernel forgets it. */
+int inode_unlinked(struct zfuse *z, uint32_t ino);
+void lock(struct zfuse *z);
+/* Leave the filesystem: run the foreground GC and the checkpoint that are due, then unlock. */
+void unlock(struct zfuse *z);
+/* Leave without GC or checkpoint (a read whose plan still holds io_lock). */
+void user_left(struct zlfs_fs *fs);
+/* Free zones down to what the logs need: collect now, then checkpoint. */
+int gc_foreground(struct zlfs_fs *fs);
+int reply_err(fuse_req_t req, int err);
+int check_name(const char *name);
+int writable(struct zfuse *z);
+void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_param *e);
+int fill_entry_ino(struct zfuse *z, uint32_t ino, struct fuse_entry_param *e);
+int get_dir(struct zfuse *z, fuse_ino_t ino, struct node_page **np);
+
+/* ---- fuse_names.c ------------------------------------------------------------------------ */
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void op_readlink(fuse_req_t req, fuse_ino_t ino);
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
+
+/* ---- fuse_files.c ------------------------------------------------------------------------ */
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi);
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi);
+void op_sync(fuse_req_t req);
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi);
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void op_statfs(fuse_req_t req, fuse_ino_t ino);
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		 size_t size, int flags);
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif
