@@ -11,6 +11,7 @@
  * Names are stored in their disk form (fcrypt.c): ciphertext in encrypted directories.
  * May call: data.c, inode.c, fcrypt.c, node/log (core.h), log.h.
  */
+#include "dir_index.h"
 #include "files.h"
 #include "log.h"
 
@@ -24,6 +25,11 @@
 #define MAX_DEPTH 22
 #define DCACHE_MAX 4096
 #define SLOTS ZLFS_DENTRY_SLOTS
+/* Directories with this many levels get a name index (dir_index.h): below it a lookup scans
+ * at most four blocks, and the index would cost more to build than it saves. */
+#define DINDEX_MIN_DEPTH 3
+#define DINDEX_BUCKETS 1024
+#define DINDEX_MAX_BYTES (32u << 20) /* all indexes together; past it the others are dropped */
 
 struct dpage {
 	struct dpage *next;
@@ -33,10 +39,18 @@ struct dpage {
 	struct zlfs_dentry_block *blk;
 };
 
+struct dindex_ent {
+	struct dindex_ent *next;
+	uint32_t ino;
+	struct dindex *ix;
+};
+
 struct dir_cache {
 	struct dpage **bucket;
 	uint32_t nbuckets;
 	uint32_t count;
+	struct dindex_ent *ixb[DINDEX_BUCKETS]; /* name indexes of large directories, by ino */
+	size_t ix_bytes;
 };
 
 static struct dir_cache *dcache(struct zlfs_fs *fs)
@@ -56,6 +70,40 @@ static struct dir_cache *dcache(struct zlfs_fs *fs)
 	}
 	fs->dcache = dc;
 	return dc;
+}
+
+static struct dindex_ent **dindex_slot(struct dir_cache *dc, uint32_t ino)
+{
+	struct dindex_ent **pp = &dc->ixb[ino % DINDEX_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void dindex_unlink(struct dir_cache *dc, struct dindex_ent **pp)
+{
+	struct dindex_ent *e = *pp;
+
+	*pp = e->next;
+	dc->ix_bytes -= dix_bytes(e->ix);
+	dix_free(e->ix);
+	free(e);
+}
+
+static void dindex_drop(struct dir_cache *dc, uint32_t ino)
+{
+	struct dindex_ent **pp = dindex_slot(dc, ino);
+
+	if (*pp)
+		dindex_unlink(dc, pp);
+}
+
+static void dindex_drop_all(struct dir_cache *dc)
+{
+	for (uint32_t b = 0; b < DINDEX_BUCKETS; b++)
+		while (dc->ixb[b])
+			dindex_unlink(dc, &dc->ixb[b]);
 }
 
 static uint32_t dhash(const struct dir_cache *dc, uint32_t ino, uint32_t idx)
@@ -161,6 +209,8 @@ void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
 	struct dpage **pp, *p;
 	uint32_t b;
 
+	if (dc)
+		dindex_drop(dc, ino);
 	for (b = 0; dc && b < dc->nbuckets; b++) {
 		for (pp = &dc->bucket[b]; (p = *pp);) {
 			if (p->ino == ino) {
@@ -182,6 +232,7 @@ void dir_cache_destroy(struct zlfs_fs *fs)
 
 	if (!dc)
 		return;
+	dindex_drop_all(dc);
 	for (b = 0; b < dc->nbuckets; b++)
 		while ((p = dc->bucket[b])) {
 			dc->bucket[b] = p->next;
@@ -275,11 +326,127 @@ static int block_room(const struct zlfs_dentry_block *b, uint32_t n)
 	uint32_t s, run = 0;
 
 	for (s = 0; s < SLOTS; s++) {
+		if (!(s % 8) && b->bitmap[s / 8] == 0xff && s + 8 <= SLOTS) { /* a full byte */
+			run = 0;
+			s += 7;
+			continue;
+		}
 		run = bit_test(b->bitmap, s) ? 0 : run + 1;
 		if (run == n)
 			return (int)(s + 1 - n);
 	}
 	return -1;
+}
+
+/* ---- name indexes of large directories ---------------------------------------------------- */
+
+/* The index of DIR if it has one. */
+static struct dindex *dindex_of(struct dir_cache *dc, uint32_t ino)
+{
+	struct dindex_ent *e = *dindex_slot(dc, ino);
+
+	return e ? e->ix : NULL;
+}
+
+/* Add every entry in block IDX of DIR to IX. */
+static int dindex_add_block(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx,
+			    struct dindex *ix)
+{
+	struct dpage *p;
+	uint32_t s = 0;
+	int ret = dpage_get(fs, dir, idx, 0, &p);
+
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	while (!ret && s < SLOTS) {
+		uint16_t nl = le16_get(p->blk->d[s].name_len);
+
+		if (!bit_test(p->blk->bitmap, s) || !nl) {
+			s++;
+			continue;
+		}
+		ret = dix_insert(ix, le32_get(p->blk->d[s].hash), dix_loc(idx, s));
+		s += name_slots(nl);
+	}
+	return ret;
+}
+
+/* The index of a large directory, built from its blocks on first use; NULL for a small
+ * directory, or when it cannot be built (lookups then scan, as they always may). */
+static struct dindex *dindex_get(struct zlfs_fs *fs, struct node_page *dir)
+{
+	struct dir_cache *dc = dcache(fs);
+	uint32_t depth = le32_get(inode_of(dir)->dir_depth), blk;
+	struct dindex_ent *e;
+	struct dindex *ix;
+	int ret = 0;
+
+	if (!dc || depth < DINDEX_MIN_DEPTH)
+		return NULL;
+	if ((ix = dindex_of(dc, dir->nid)))
+		return ix;
+	if (dc->ix_bytes > DINDEX_MAX_BYTES)
+		dindex_drop_all(dc);
+	ix = dix_new(le32_get(inode_of(dir)->dir_entries));
+	e = malloc(sizeof(*e));
+	for (blk = 0; ix && e && !ret && blk < level_first_block(depth); blk++)
+		ret = dindex_add_block(fs, dir, blk, ix);
+	if (!ix || !e || ret) {
+		dix_free(ix);
+		free(e);
+		return NULL;
+	}
+	e->ino = dir->nid;
+	e->ix = ix;
+	e->next = dc->ixb[dir->nid % DINDEX_BUCKETS];
+	dc->ixb[dir->nid % DINDEX_BUCKETS] = e;
+	dc->ix_bytes += dix_bytes(ix);
+	return ix;
+}
+
+/* Keep DIR's index in step with an entry added (ADD) or removed at LOC. */
+static void dindex_note(struct zlfs_fs *fs, struct node_page *dir, int add, uint32_t hash,
+			uint32_t loc)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dindex *ix = dc ? dindex_of(dc, dir->nid) : NULL;
+
+	if (!ix)
+		return;
+	dc->ix_bytes -= dix_bytes(ix);
+	if (!add)
+		dix_remove(ix, hash, loc);
+	else if (dix_insert(ix, hash, loc)) {
+		dindex_drop(dc, dir->nid); /* a stale index would hide names: none is better */
+		return;
+	}
+	dc->ix_bytes += dix_bytes(ix);
+}
+
+/* Find FN (hash HASH) through IX: the page and slot, or -ENOENT. */
+static int dindex_find(struct zlfs_fs *fs, struct node_page *dir, struct dindex *ix,
+		       uint32_t hash, const struct fname *fn, struct dpage **page, int *slot)
+{
+	uint32_t pos = 0, loc;
+	int ret;
+
+	while (dix_next(ix, hash, &pos, &loc)) {
+		const struct zlfs_dentry_block *b;
+		uint32_t s = dix_loc_slot(loc);
+		uint16_t nl;
+
+		ret = dpage_get(fs, dir, dix_loc_blk(loc), 0, page);
+		if (ret)
+			return ret == -ENOENT ? -EUCLEAN : ret;
+		b = (*page)->blk;
+		nl = le16_get(b->d[s].name_len);
+		if (bit_test(b->bitmap, s) && nl && nl <= ZLFS_NAME_MAX &&
+		    le32_get(b->d[s].hash) == hash && fname_match(fn, b->name[s], nl, hash)) {
+			*slot = (int)s;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 struct dloc {
@@ -291,13 +458,16 @@ static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name,
 		    struct dloc *loc)
 {
 	uint32_t hash, depth = le32_get(inode_of(dir)->dir_depth), l, i;
+	struct dindex *ix;
 	struct fname fn;
 	int ret = fname_to_disk(fs, dir, name, len, 0, &fn);
 
 	if (ret)
 		return ret;
 	hash = fn.digest ? fn.hash : name_hash(fs, (const char *)fn.disk, fn.len);
-
+	ix = dindex_get(fs, dir);
+	if (ix)
+		return dindex_find(fs, dir, ix, hash, &fn, &loc->page, &loc->slot);
 	for (l = 0; l < depth; l++) {
 		uint32_t bucket = hash & ((1u << l) - 1);
 
@@ -372,6 +542,7 @@ int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t
 				continue;
 			slot_fill(p->blk, slot, hash, name, len, ino, type);
 			dpage_dirty(fs, p);
+			dindex_note(fs, dir, 1, hash, dix_loc(p->idx, (uint32_t)slot));
 			if (l == depth) {
 				in->dir_depth = le32_put(depth + 1);
 				in->size = le64_put((uint64_t)level_first_block(depth + 1) *
@@ -394,6 +565,8 @@ int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 
 	if (ret)
 		return ret;
+	dindex_note(fs, dir, 0, le32_get(loc.page->blk->d[loc.slot].hash),
+		    dix_loc(loc.page->idx, (uint32_t)loc.slot));
 	n = name_slots(le16_get(loc.page->blk->d[loc.slot].name_len));
 	for (i = 0; i < n; i++)
 		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
