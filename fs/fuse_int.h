@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 
 #define LINK_MAX_ZLFS 65000
-#define ATTR_TIMEOUT 1.0
 
 struct bg;
 struct node_page;
@@ -33,6 +32,7 @@ struct zfuse {
 	struct bg *bg;
 	pthread_cond_t cp_cond;
 	int cp_stop;
+	int no_opendir;             /* the kernel takes ENOSYS from opendir as "not needed" */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }

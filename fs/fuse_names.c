@@ -39,10 +39,17 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!ret)
 		ret = fill_entry_ino(z, ino, &e);
 	unlock(z);
-	if (ret)
-		reply_err(req, ret);
-	else
+	if (ret == -ENOENT && z->opts.entry_timeout > 0) {
+		/* the kernel may remember the name is not there: only a request through it can
+		 * add it, and that request replaces the remembered miss */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = z->opts.entry_timeout;
 		fuse_reply_entry(req, &e);
+	} else if (ret) {
+		reply_err(req, ret);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -174,6 +181,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	ret = make_node(req, parent, name, S_IFREG | (mode & 07777), 0, &np);
 	if (!ret && zf(req)->opts.direct_io)
 		fi->direct_io = 1;
+	fi->noflush = 1; /* as op_open */
 	reply_new(req, ret, np, fi);
 }
 

@@ -140,8 +140,8 @@ void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_param *
 	e->attr.st_ino = kino(np->nid);
 	e->ino = kino(np->nid);
 	e->generation = le32_get(inode_of(np)->generation);
-	e->attr_timeout = ATTR_TIMEOUT;
-	e->entry_timeout = ATTR_TIMEOUT;
+	e->attr_timeout = z->opts.attr_timeout;
+	e->entry_timeout = z->opts.entry_timeout;
 	iref_get(z, np->nid);
 }
 
@@ -158,8 +158,8 @@ int fill_entry_ino(struct zfuse *z, uint32_t ino, struct fuse_entry_param *e)
 	e->attr.st_ino = kino(ino);
 	e->ino = kino(ino);
 	e->generation = gen;
-	e->attr_timeout = ATTR_TIMEOUT;
-	e->entry_timeout = ATTR_TIMEOUT;
+	e->attr_timeout = z->opts.attr_timeout;
+	e->entry_timeout = z->opts.entry_timeout;
 	iref_get(z, ino);
 	return 0;
 }
@@ -279,14 +279,37 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct zfuse *z = userdata;
 
 	conn->max_write = 1024 * 1024;
-	if (conn->capable & FUSE_CAP_IOCTL_DIR)
-		conn->want |= FUSE_CAP_IOCTL_DIR;
-	if (conn->capable & FUSE_CAP_SPLICE_READ)
-		conn->want |= FUSE_CAP_SPLICE_READ;
+	/* Requests the kernel may have outstanding without waiting: read-ahead and async direct
+	 * I/O keep several in flight (the kernel's default is 12). */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	/* IOCTL_DIR: zlfs-ctl on the root; PARALLEL_DIROPS: lookups and readdir of one directory
+	 * need not wait for each other in the kernel; CACHE_SYMLINKS: readlink is answered from
+	 * the page cache; NO_OPENDIR_SUPPORT: opendir does nothing here (see op_opendir). Not
+	 * SPLICE_READ: requests arrive in memory anyway, and splicing small ones costs a second
+	 * system call each. */
+	conn->want |= conn->capable & (FUSE_CAP_IOCTL_DIR | FUSE_CAP_PARALLEL_DIROPS |
+				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_NO_OPENDIR_SUPPORT);
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
+	z->no_opendir = !!(conn->want & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* With NO_OPENDIR_SUPPORT, ENOSYS tells the kernel to stop sending opendir and releasedir:
+ * a directory needs no open state (readdir offsets are positions in its blocks). An older
+ * kernel treats ENOSYS as an error, so then it succeeds. */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zfuse *z = zf(req);
+
+	(void)ino;
+	if (z->no_opendir)
+		fuse_reply_err(req, ENOSYS);
+	else
+		fuse_reply_open(req, fi);
 }
 
 static void *cp_thread(void *arg)
@@ -327,6 +350,7 @@ static const struct fuse_lowlevel_ops zlfs_ll_ops = {
 	.flush = op_flush,
 	.release = op_release,
 	.fsync = op_fsync,
+	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.fsyncdir = op_fsyncdir,

@@ -15,7 +15,13 @@ struct zlfs_ops_opts {
 	unsigned cp_interval; /* seconds between checkpoints while dirty; 0 = only on sync */
 	int background_gc;    /* run the background GC worker (phases) */
 	int verbose;          /* log the statistics (zlfs-ctl stats) at unmount */
+	double entry_timeout; /* seconds the kernel may keep names, found or not */
+	double attr_timeout;  /* seconds the kernel may keep attributes */
 };
+
+/* zlfs is the only writer of its device: every change reaches the kernel's caches through
+ * the request that made it, so names and attributes may be kept for long. */
+#define ZFUSE_DEFAULT_TIMEOUT 86400.0
 
 struct zfuse;
 

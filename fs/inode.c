@@ -22,6 +22,21 @@ uint64_t inode_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Generation numbers tell a reused inode number from its earlier life (NFS-style handles):
+ * they must differ, not be secret. A per-thread xorshift seeded once from getrandom spares
+ * a system call on every create. */
+static uint32_t inode_generation(uint64_t now)
+{
+	static __thread uint64_t state;
+
+	if (!state && (getrandom(&state, sizeof(state), GRND_NONBLOCK) != sizeof(state) || !state))
+		state = now | 1;
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (uint32_t)(state >> 32);
+}
+
 int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np)
 {
 	int ret = node_get(fs, ino, np);
@@ -65,8 +80,7 @@ int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uin
 		return ret;
 	}
 	in = inode_of(*out);
-	if (getrandom(&gen, sizeof(gen), GRND_NONBLOCK) != sizeof(gen))
-		gen = (uint32_t)now;
+	gen = inode_generation(now);
 	in->mode = le32_put(mode);
 	in->uid = le32_put(uid);
 	in->gid = le32_put(gid);

@@ -27,6 +27,7 @@ struct zlfs_cli {
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval;
+	double entry_timeout, attr_timeout;
 	char *keyfile;
 	int passphrase, passphrase_fd, encrypt_all;
 	int show_help, show_version;
@@ -39,6 +40,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("direct_io", direct_io, 1),
 	OPT("writeback_cache", writeback, 1),
 	OPT("cp_interval=%u", cp_interval, 0),
+	OPT("entry_timeout=%lf", entry_timeout, 0),
+	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("verbose", verbose, 1),
 	OPT("wb_policy=%s", wb_policy, 0),
 	OPT("nogc", no_gc, 1),
@@ -81,6 +84,9 @@ static void usage(const char *prog)
 	       "    ro                   mount read-only\n"
 	       "    cp_interval=SECS     checkpoint every SECS seconds while dirty (default 30;\n"
 	       "                         0: only on sync, fsync and unmount)\n"
+	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
+	       "                         (default 86400: zlfs is its device's only writer)\n"
+	       "    attr_timeout=SECS    how long the kernel may keep attributes (default 86400)\n"
 	       "    direct_io            bypass the kernel page cache for file data\n"
 	       "    writeback_cache      let the kernel cache writes\n"
 	       "    dev_direct           emulated images: O_DIRECT on the image file\n"
@@ -193,7 +199,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	struct gc_opts gco;
 	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
 				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
-				   .verbose = c->verbose};
+				   .verbose = c->verbose, .entry_timeout = c->entry_timeout,
+				   .attr_timeout = c->attr_timeout};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;
@@ -202,6 +209,10 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 
 	if (wb_options(c, &mo.wb) || gc_options(c, &gco))
 		return 2;
+	if (c->entry_timeout < 0 || c->attr_timeout < 0) {
+		fprintf(stderr, "zlfs: entry_timeout and attr_timeout take seconds >= 0\n");
+		return 2;
+	}
 	mo.gc = &gco;
 	ret = key_options(c, &ks, pass, sizeof(pass));
 	mo.key = &ks;
@@ -238,7 +249,9 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1};
+	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1,
+			     .entry_timeout = ZFUSE_DEFAULT_TIMEOUT,
+			     .attr_timeout = ZFUSE_DEFAULT_TIMEOUT};
 	struct fuse_cmdline_opts fo;
 	char fsname[300];
 	int ret;
