@@ -146,8 +146,12 @@ struct zlfs_fs {
 	struct node_page **ncache;
 	uint32_t ncache_buckets;
 	uint32_t nr_cached, nr_dirty_nodes;
+	struct node_page *dirty_head, *dirty_tail; /* written in this order: nodes dirtied
+						    * together (a directory's new inodes) land
+						    * together, and read back in one read-ahead */
 	uint32_t owed_of[ZLFS_NR_LOG_TYPES]; /* by active log: changed blocks in memory (seg_owe) */
 	struct iattr_cache *icache;
+	uint32_t node_ra_next;      /* where a sequential run of node misses would go on */
 
 	/* inodes unlinked while still open: carried in every checkpoint, freed at mount */
 	uint8_t *orphans;           /* bit per nid */
@@ -220,6 +224,9 @@ int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 /* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. Safe
  * without fs->lock while io_lock is held shared. */
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
+/* Blocks from ADDR (at most MAX, at least 1) that one read may cover: up to the last valid
+ * block of ADDR's segment, never its summary slot, so never past what was written. */
+uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max);
 /* Zones emptied since the last checkpoint, waiting for the next one to become free. */
 uint32_t seg_prefree_zones(const struct zlfs_fs *fs);
 /* Leave free zones the device reports offline or read-only (Z: the report of every zone,
@@ -245,6 +252,7 @@ uint32_t seg_usable_per_zone(const struct zlfs_fs *fs);
 /* ---- node.c ----------------------------------------------------------------------------- */
 struct node_page {
 	struct node_page *next;     /* hash chain */
+	struct node_page *dnext, *dprev; /* the dirty list, in the order pages were dirtied */
 	uint32_t nid;
 	int dirty;
 	int hot;                    /* belongs to a directory: written to the hot node log */

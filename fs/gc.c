@@ -111,18 +111,10 @@ static le32 *owner_slot(struct node_page *np, uint16_t ofs)
 
 static int gc_window_fill(struct zlfs_fs *fs, struct gc_window *w, uint32_t addr)
 {
-	uint32_t zone = addr / zlfs_zone_blocks(&fs->sb);
-	uint32_t in_zone = addr - zlfs_zone_start_blk(&fs->sb, zone), seg = fs->sb.seg_blocks;
-	const struct seg_ent *se =
-		&fs->sit[(zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + in_zone / seg];
-	uint32_t b = in_zone % seg, last = b, i;
 	int ret;
 
-	for (i = b; i + 1 < seg && i < b + GC_WINDOW; i++)
-		if (se->bitmap[i / 8] & (1u << (i % 8)))
-			last = i;
 	w->start = addr;
-	w->n = last - b + 1;
+	w->n = seg_valid_span(fs, addr, GC_WINDOW);
 	ret = seg_read_run(fs, addr, w->n, w->buf);
 	fs->gc.bytes_read += (uint64_t)w->n * ZLFS_BLOCK_SIZE;
 	if (ret)

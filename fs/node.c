@@ -168,11 +168,36 @@ static enum zlfs_log_type node_temp(const struct node_page *np)
 	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
 }
 
+static void dirty_list_add(struct zlfs_fs *fs, struct node_page *np)
+{
+	np->dnext = NULL;
+	np->dprev = fs->dirty_tail;
+	if (fs->dirty_tail)
+		fs->dirty_tail->dnext = np;
+	else
+		fs->dirty_head = np;
+	fs->dirty_tail = np;
+}
+
+static void dirty_list_del(struct zlfs_fs *fs, struct node_page *np)
+{
+	if (np->dprev)
+		np->dprev->dnext = np->dnext;
+	else
+		fs->dirty_head = np->dnext;
+	if (np->dnext)
+		np->dnext->dprev = np->dprev;
+	else
+		fs->dirty_tail = np->dprev;
+	np->dnext = np->dprev = NULL;
+}
+
 static void node_clean(struct zlfs_fs *fs, struct node_page *np)
 {
 	if (!np->dirty)
 		return;
 	np->dirty = 0;
+	dirty_list_del(fs, np);
 	seg_owe(fs, np->owed_type, -1);
 	fs->nr_dirty_nodes--;
 }
@@ -215,6 +240,50 @@ static int node_read(struct zlfs_fs *fs, uint32_t nid, void *buf)
 	return ret;
 }
 
+/* Node read-ahead: nodes are read back in about the order they were written (a directory's
+ * inodes, one after another, by stat or unlink of every file), and one read of NODE_RA
+ * blocks costs a device about what one block does. After a miss that continues the previous
+ * one's run, the blocks that follow are read too, and every one of them that is the current
+ * copy of a node not yet cached is kept as a clean page. */
+#define NODE_RA 32u
+#define NODE_RA_SLACK 64u /* a miss this close after the last read-ahead still counts as a run */
+
+static int node_ra_wanted(const struct zlfs_fs *fs, uint32_t addr)
+{
+	return fs->nr_cached < NCACHE_MAX && addr >= fs->node_ra_next - NODE_RA_SLACK &&
+	       addr <= fs->node_ra_next + NODE_RA_SLACK;
+}
+
+/* Keep block BUF read from ADDR as the clean page of its node, if it is one. */
+static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
+{
+	const struct zlfs_blkhdr *h = buf;
+	uint32_t nid = le32_get(h->index);
+	struct node_page *np;
+
+	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
+	    fs->nat[nid].blkaddr != addr || ncache_find(fs, nid) ||
+	    zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX) || ncache_add(fs, nid, &np))
+		return;
+	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
+	np->refs = 0;
+	iattr_update(fs, np);
+}
+
+static void node_readahead(struct zlfs_fs *fs, uint32_t addr)
+{
+	uint32_t n = seg_valid_span(fs, addr, NODE_RA), i;
+	uint8_t *buf;
+
+	fs->node_ra_next = addr + n;
+	if (n < 2 || !(buf = zdev_buf_alloc((size_t)n * ZLFS_BLOCK_SIZE)))
+		return;
+	if (!seg_read_run(fs, addr, n, buf))
+		for (i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++)
+			node_ra_keep(fs, addr + i, buf + (size_t)i * ZLFS_BLOCK_SIZE);
+	zdev_buf_free(buf);
+}
+
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 {
 	struct node_page *np;
@@ -230,6 +299,16 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	}
 	if (fs->nat[nid].blkaddr == ZLFS_ADDR_NULL || fs->nat[nid].blkaddr == ZLFS_ADDR_NEW)
 		return -ENOENT;
+	if (node_ra_wanted(fs, fs->nat[nid].blkaddr)) {
+		node_readahead(fs, fs->nat[nid].blkaddr);
+		np = ncache_find(fs, nid);
+		if (np) {
+			np->refs++;
+			*out = np;
+			return 0;
+		}
+	}
+	fs->node_ra_next = fs->nat[nid].blkaddr + 1;
 	ret = ncache_add(fs, nid, &np);
 	if (ret)
 		return ret;
@@ -273,6 +352,7 @@ void node_dirty(struct zlfs_fs *fs, struct node_page *np)
 	iattr_update(fs, np);
 	if (!np->dirty) {
 		np->dirty = 1;
+		dirty_list_add(fs, np);
 		np->owed_type = (uint8_t)node_temp(np);
 		seg_owe(fs, np->owed_type, 1);
 		fs->nr_dirty_nodes++;
@@ -338,19 +418,11 @@ static int node_write(struct zlfs_fs *fs, struct node_page *np, uint16_t flags)
 
 int node_flush_all(struct zlfs_fs *fs)
 {
-	struct node_page *np;
-	uint32_t b;
 	int ret;
 
-	for (b = 0; b < fs->ncache_buckets && fs->nr_dirty_nodes; b++) {
-		for (np = fs->ncache[b]; np; np = np->next) {
-			if (!np->dirty)
-				continue;
-			ret = node_write(fs, np, 0);
-			if (ret)
-				return ret;
-		}
-	}
+	while (fs->dirty_head) /* each write takes the page off the list */
+		if ((ret = node_write(fs, fs->dirty_head, 0)))
+			return ret;
 	return 0;
 }
 
@@ -364,8 +436,7 @@ static int node_make_durable(struct zlfs_fs *fs)
 
 int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 {
-	struct node_page *np, *inode = NULL;
-	uint32_t b;
+	struct node_page *np, *next, *inode = NULL;
 	int ret;
 
 	if (fs->nofast[ino / 8] & (1u << (ino % 8)))
@@ -375,11 +446,10 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 	ret = node_make_durable(fs);
 	/* Then the nodes, all in one zone (a zone keeps writes in order through a power cut),
 	 * the inode last and marked: recovery takes the group only when the marker is there. */
-	for (b = 0; !ret && b < fs->ncache_buckets && fs->nr_dirty_nodes; b++) {
-		for (np = fs->ncache[b]; np && !ret; np = np->next)
-			if (np->dirty && np->nid != ino &&
-			    le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino)
-				ret = node_write_to(fs, np, 0, ZLFS_LOG_WARM_NODE);
+	for (np = fs->dirty_head; !ret && np; np = next) {
+		next = np->dnext; /* a write takes NP off the list */
+		if (np->nid != ino && le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino)
+			ret = node_write_to(fs, np, 0, ZLFS_LOG_WARM_NODE);
 	}
 	if (!ret)
 		ret = node_get(fs, ino, &inode);

@@ -226,6 +226,22 @@ int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
 	return ret;
 }
 
+uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max)
+{
+	uint32_t zone = addr / zone_blocks(fs), seg = fs->sb.seg_blocks;
+	uint32_t in_zone = addr - zlfs_zone_start_blk(&fs->sb, zone);
+	const struct seg_ent *se;
+	uint32_t b = in_zone % seg, last = b, i;
+
+	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
+		return 1;
+	se = &fs->sit[(zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + in_zone / seg];
+	for (i = b; i + 1 < seg && i < b + max; i++)
+		if (se->bitmap[i / 8] & (1u << (i % 8)))
+			last = i;
+	return last - b + 1;
+}
+
 /* A write that failed may have moved the write pointer: never retry blind. Stop writing
  * (errors=remount-ro) so nothing acknowledged is put at risk. */
 static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
