@@ -5,10 +5,10 @@
  * free zones (gc_phase_update): no-GC above the high watermark; normal below it - cost-
  * benefit, one zone per pass, only after the filesystem has been idle for idle_ms; boosted
  * below the low watermark - greedy, several zones per pass, even while users are active.
- * Either way it moves at most STEP_BLOCKS blocks per step and yields the lock whenever a user
- * request is waiting, so no user request waits behind a whole zone. Emptied zones become
- * free with the checkpoint that follows a pass.
- * May call: files.h (files_sync), core.h (gc), log.h. Part of the FUSE layer.
+ * A step moves at most STEP_BLOCKS blocks; it holds gc_lock and cp_lock shared, and each
+ * file's lock only while one of its blocks is re-pointed, so users are not held off (see
+ * gc.c). Emptied zones become free with the checkpoint that follows a pass.
+ * May call: files.h (files_sync), core.h (gc), lock.h, log.h. Part of the FUSE layer.
  */
 #include "background.h"
 #include "files.h"
@@ -25,6 +25,7 @@
 struct bg {
 	struct zlfs_fs *fs;
 	pthread_t thread;
+	struct zlock lock;    /* the sleep and the stop flag */
 	pthread_cond_t cond;
 	int stop;
 };
@@ -48,38 +49,43 @@ static unsigned nap_ms(enum gc_phase p)
 	return p == GC_NONE ? 1000 : p == GC_NORMAL ? 200 : 20;
 }
 
-/* One pass, called with fs->lock held; returns with it held. */
+static int bg_stopping(struct bg *b)
+{
+	int stop;
+
+	zlock_lock(&b->lock);
+	stop = b->stop;
+	zlock_unlock(&b->lock);
+	return stop;
+}
+
+/* One pass, with gc_lock held. */
 static void bg_pass(struct bg *b, enum gc_phase phase)
 {
 	struct zlfs_fs *fs = b->fs;
-	unsigned zones = phase == GC_NORMAL ? 1 : fs->gc.o.boost_zones, done = 0;
-	uint64_t zones0 = fs->gc_zones, t0;
+	unsigned zones = phase == GC_NORMAL ? 1 : fs->gc.o.boost_zones;
+	uint64_t zones0 = ATOMIC_GET(&fs->gc_zones), t0;
 	int ret = 0;
 
-	fs->gc.wakes++;
-	while (!b->stop && !fs->readonly && done < zones) {
+	ATOMIC_ADD(&fs->gc.wakes, 1);
+	while (!bg_stopping(b) && !ATOMIC_GET(&fs->readonly) &&
+	       ATOMIC_GET(&fs->gc_zones) < zones0 + zones) {
 		uint64_t s0 = mono_ns(), d;
 
 		ret = gc_step(fs, phase != GC_NORMAL, STEP_BLOCKS);
 		d = mono_ns() - s0; /* busy and overlap counted per step: overlap <= busy */
-		fs->gc.busy_ns += d;
+		ATOMIC_ADD(&fs->gc.busy_ns, d);
 		if (users_waiting(fs))
-			fs->gc.overlap_ns += d;
+			ATOMIC_ADD(&fs->gc.overlap_ns, d);
 		if (ret < 0)
 			break;
-		done += fs->gc_zones > zones0 + done;
-		if (users_waiting(fs)) { /* users first: let them have the lock */
-			pthread_mutex_unlock(&fs->lock);
-			sched_yield();
-			pthread_mutex_lock(&fs->lock);
-			if (phase == GC_NORMAL)
-				break;
-		}
+		if (phase == GC_NORMAL && users_waiting(fs))
+			break; /* normal GC is for idle time only */
 	}
 	t0 = mono_ns();
-	if (seg_prefree_zones(fs) && !fs->readonly)
+	if (ATOMIC_GET(&fs->gc_zones) > zones0 && !ATOMIC_GET(&fs->readonly))
 		files_sync(fs); /* the emptied zones become free */
-	fs->gc.busy_ns += mono_ns() - t0;
+	ATOMIC_ADD(&fs->gc.busy_ns, mono_ns() - t0);
 	if (ret < 0 && ret != -ENOENT)
 		zlog_warn("background GC stopped this pass: %s", strerror(-ret));
 }
@@ -99,20 +105,26 @@ static void *bg_main(void *arg)
 	struct timespec ts;
 	enum gc_phase p = GC_NONE;
 
-	pthread_mutex_lock(&fs->lock);
-	while (!b->stop) {
+	for (;;) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)nap_ms(p) * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&b->cond, &fs->lock, &ts);
-		if (b->stop || fs->readonly)
+		zlock_lock(&b->lock);
+		if (!b->stop)
+			zlock_timedwait(&b->cond, &b->lock, &ts);
+		zlock_unlock(&b->lock);
+		if (bg_stopping(b))
+			break;
+		if (ATOMIC_GET(&fs->readonly))
 			continue;
 		p = gc_phase_update(fs);
-		if (p == GC_BOOSTED || p == GC_FOREGROUND || (p == GC_NORMAL && idle_enough(fs)))
+		if (p == GC_BOOSTED || p == GC_FOREGROUND || (p == GC_NORMAL && idle_enough(fs))) {
+			zlock_lock(&fs->gc_lock);
 			bg_pass(b, p);
+			zlock_unlock(&fs->gc_lock);
+		}
 	}
-	pthread_mutex_unlock(&fs->lock);
 	return NULL;
 }
 
@@ -123,9 +135,11 @@ int bg_start(struct zlfs_fs *fs, struct bg **out)
 	if (!b)
 		return -ENOMEM;
 	b->fs = fs;
+	zlock_init(&b->lock, LR_SLEEP, "bg_sleep");
 	pthread_cond_init(&b->cond, NULL);
 	if (pthread_create(&b->thread, NULL, bg_main, b)) {
 		pthread_cond_destroy(&b->cond);
+		zlock_destroy(&b->lock);
 		free(b);
 		return -EAGAIN;
 	}
@@ -137,11 +151,12 @@ void bg_stop(struct bg *b)
 {
 	if (!b)
 		return;
-	pthread_mutex_lock(&b->fs->lock);
+	zlock_lock(&b->lock);
 	b->stop = 1;
 	pthread_cond_signal(&b->cond);
-	pthread_mutex_unlock(&b->fs->lock);
+	zlock_unlock(&b->lock);
 	pthread_join(b->thread, NULL);
 	pthread_cond_destroy(&b->cond);
+	zlock_destroy(&b->lock);
 	free(b);
 }

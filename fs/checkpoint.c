@@ -443,12 +443,12 @@ static int meta_append(struct zlfs_fs *fs, void *buf, uint32_t *addr)
 	if (ret) {
 		zlog_err("write to metadata zone %u failed (%s); filesystem switched to read-only",
 			 fs->meta_zone, strerror(-ret));
-		fs->readonly = 1;
+		ATOMIC_SET(&fs->readonly, 1);
 		return ret;
 	}
 	*addr = zlfs_zone_start_blk(&fs->sb, fs->meta_zone) + fs->meta_next++;
-	fs->dev_bytes += ZLFS_BLOCK_SIZE;
-	fs->dev_bytes_meta += ZLFS_BLOCK_SIZE;
+	ATOMIC_ADD(&fs->dev_bytes, ZLFS_BLOCK_SIZE);
+	ATOMIC_ADD(&fs->dev_bytes_meta, ZLFS_BLOCK_SIZE);
 	return 0;
 }
 
@@ -621,9 +621,9 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->valid_blocks = fs->valid_blocks;
 	c->valid_nodes = fs->valid_nodes;
 	c->valid_inodes = fs->valid_inodes;
-	c->user_bytes = fs->user_bytes;
-	c->dev_bytes = fs->dev_bytes;
-	c->gc_bytes = fs->gc_bytes;
+	c->user_bytes = ATOMIC_GET(&fs->user_bytes);
+	c->dev_bytes = ATOMIC_GET(&fs->dev_bytes);
+	c->gc_bytes = ATOMIC_GET(&fs->gc_bytes);
 	c->seq = fs->seq;
 	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));
 	return nsum;
@@ -658,14 +658,20 @@ static int ckpt_place(struct zlfs_fs *fs, uint32_t blocks, struct zlfs_cp_pos *p
 #define CKPT_DIRTY_META 256
 #define CKPT_DIRTY_NODES 4096
 
-int ckpt_due(const struct zlfs_fs *fs)
+/* The limits times SCALE have been reached. */
+static int ckpt_past(const struct zlfs_fs *fs, uint32_t scale)
 {
 	uint32_t half = fs->sb.meta_zones / 2 * cap_blocks(fs);
+	uint32_t meta = ATOMIC_GET(&fs->dirty_meta);
 
-	return fs->dirty && !fs->readonly &&
-	       (fs->dirty_meta >= CKPT_DIRTY_META || fs->dirty_meta >= half / 4 ||
-		fs->nr_dirty_nodes >= CKPT_DIRTY_NODES);
+	return ATOMIC_GET(&fs->dirty) && !ATOMIC_GET(&fs->readonly) &&
+	       (meta >= CKPT_DIRTY_META * scale || meta >= half / 4 * scale ||
+		ATOMIC_GET(&fs->nr_dirty_nodes) >= CKPT_DIRTY_NODES * scale ||
+		seg_owed_blocks(fs) >= CKPT_DIRTY_NODES * 2 * scale);
 }
+
+int ckpt_due(const struct zlfs_fs *fs) { return ckpt_past(fs, 1); }
+int ckpt_overdue(const struct zlfs_fs *fs) { return ckpt_past(fs, 2); }
 
 /* Everything staged reaches the device before the metadata that points to it. */
 static int ckpt_drain(struct zlfs_fs *fs)
@@ -677,7 +683,7 @@ static int ckpt_drain(struct zlfs_fs *fs)
 		wbuf_error(fs->wb, &zone);
 		zlog_err("write to zone %u failed (%s); filesystem switched to read-only", zone,
 			 strerror(-ret));
-		fs->readonly = 1;
+		ATOMIC_SET(&fs->readonly, 1);
 	}
 	return ret;
 }
@@ -715,7 +721,8 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 	uint32_t nsum;
 	int ret = sums && c ? 0 : -ENOMEM;
 
-	if (!ret && fs->readonly)
+	LOCK_ASSERT_HELD(&fs->cp_lock); /* exclusive: nothing changes while it is written */
+	if (!ret && ATOMIC_GET(&fs->readonly))
 		ret = -EROFS;
 	if (!ret)
 		ret = node_flush_all(fs);
@@ -738,21 +745,20 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 	if (!ret)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
-		fs->dev_bytes += (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE;
-		fs->dev_bytes_meta += (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE;
+		ATOMIC_ADD(&fs->dev_bytes, (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE);
+		ATOMIC_ADD(&fs->dev_bytes_meta, (uint64_t)c->pack_blocks * ZLFS_BLOCK_SIZE);
 		fs->cp = *c;
 		fs->cp_pos = pos;
 		fs->cp_ver++;
-		fs->dirty = 0;
-		fs->dirty_meta = 0;
-		memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
-		memset(fs->nid_freed, 0, fs->sb.max_nid / 8 + 1);
+		ATOMIC_SET(&fs->dirty, 0);
+		ATOMIC_SET(&fs->dirty_meta, 0);
+		node_ckpt_done(fs);
 		seg_ckpt_done(fs);
 	} else if (ret != -EROFS) {
 		/* Never write another pack behind one that may be half there. */
 		zlog_err("checkpoint %llu failed: %s; filesystem switched to read-only",
 			 (unsigned long long)fs->cp_ver, strerror(-ret));
-		fs->readonly = 1;
+		ATOMIC_SET(&fs->readonly, 1);
 	}
 	free(orphans);
 	zdev_buf_free(sums);

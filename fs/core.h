@@ -5,15 +5,45 @@
  * append to (segment.c), segment usage (SIT), node ids and the node address table with the
  * node-block cache (node.c), the meta log and checkpoints (ckpt.c), mount and unmount
  * (mount.c).
- * May call: super.h, format.h, zdev.h, log.h. Called by the file layer (files.h).
+ * May call: super.h, format.h, zdev.h, lock.h, log.h. Called by the file layer (files.h).
  *
- * Concurrency: every entry point is called with fs->lock held (the FUSE layer takes it), so
- * this layer keeps no locks of its own yet.
+ * Lock ordering (docs/design.md, "Concurrency"). A thread takes locks only downward in this
+ * list; lock.h's checker enforces it in the test build. Each lock has one job:
+ *
+ *   10 rename_lock    directory moves: the tree's shape (parent links), for the loop check
+ *   15 gc_lock        one collector at a time; the victim, its cursor and read window
+ *   20 cp_lock        rw, writer first. Shared by every request that changes anything and by
+ *                     each GC step; exclusive by a checkpoint, so what it writes is frozen.
+ *                     Read-only requests do not take it.
+ *   30 inode (parent) rw, per inode (ilock.c): a directory's entries, dentry blocks and name
+ *                     index, taken around lookups (shared) and changes (exclusive) of them
+ *   40 inode (child)  rw, per inode: the inode's node page, node tree, data mapping, size,
+ *                     xattrs. An inode lock is taken while holding another only for an entry
+ *                     of a held directory, or by rename for its two parents (ancestor first,
+ *                     under rename_lock) and its two children (by inode number).
+ *   50 log[i].lock    one log's zone, append position and open segment summary; two logs
+ *                     append at once, each zone still sees its writes in order
+ *   60 ncache_lock    node cache: hash chains, page refs, dirty flags and list, pages being
+ *                     read in. A page's contents belong to its inode's lock.
+ *   70 nat_lock       NAT entries and dirty bits, nid allocation and the freed/nofast bits,
+ *                     node and inode counts, the orphan list
+ *   80 seg_lock       SIT entries and dirty bits, zone states, free/prefree/retired counts,
+ *                     valid blocks, the GC victim's pin; logs publish their position here too
+ *                     (written under log lock and seg_lock, read under either)
+ *   90-95             leaves: directory cache, attribute cache, the inode lock table, the
+ *                     kernel's lookup counts, checkpoint requests, GC telemetry
+ *  100 wbuf lock      the write buffer's slots and queues (wbuf.c)
+ *  110                the device backend's own
+ *
+ * Without a lock: counters and flags that are only summed or tested (atomics: dirty,
+ * dirty_meta, seq, readonly, byte counts, owed blocks). Checkpoint state (cp, cp_pos, cp_ver,
+ * the meta log) changes only under cp_lock exclusive; cp_ver may be read under it shared.
  */
 #ifndef ZLFS_CORE_H
 #define ZLFS_CORE_H
 
 #include "format.h"
+#include "lock.h"
 #include "super.h"
 #include "wbuf.h"
 #include "zdev.h"
@@ -37,10 +67,12 @@ struct seg_ent {
 
 /* One active log: an open zone it appends to and the summary of its open segment. */
 struct zlog_state {
+	struct zlock lock;
 	uint32_t zone;      /* ZLFS_ZONE_NONE until the first write */
 	uint32_t next_blk;  /* within the zone */
 	uint32_t nr_entries;
 	struct zlfs_summary sum;
+	uint8_t *sumbuf;    /* where the summary is sealed for writing */
 };
 
 enum zone_state {
@@ -93,25 +125,33 @@ struct iattr {
 	uint64_t size, blocks, atime_ns, mtime_ns, ctime_ns;
 };
 
+/* Counters and flags that are read without their writers' locks. */
+#define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+
+struct ilock_table;
+
 struct zlfs_fs {
-	pthread_mutex_t lock;
-	/* Held shared by reads done without fs->lock, exclusive while a main-area zone is reset:
-	 * a block a reader mapped stays what it was until the read is done. */
-	pthread_rwlock_t io_lock;
+	struct zlock rename_lock, gc_lock;
+	struct zrwlock cp_lock;
+	struct zlock ncache_lock, nat_lock, seg_lock, stats_lock;
+	pthread_cond_t ncache_cond; /* a page finished reading in */
+	struct ilock_table *ilocks;
 	struct zdev *dev;
 	struct zlfs_sb_info sb;
 	int sb_zone;
-	int readonly;
+	int readonly;               /* atomic: set once, on the first write error */
 
-	/* checkpoint */
+	/* checkpoint: changed under cp_lock exclusive */
 	struct zlfs_cp_info cp;     /* the last durable checkpoint */
 	struct zlfs_cp_pos cp_pos;
 	uint64_t cp_ver;            /* version the next checkpoint will carry */
-	uint64_t seq;               /* last block sequence number given out */
-	int dirty;                  /* anything changed since the last checkpoint */
-	uint32_t dirty_meta;        /* NAT and SIT blocks changed since the last checkpoint */
+	uint64_t seq;               /* atomic: last block sequence number given out */
+	int dirty;                  /* atomic: anything changed since the last checkpoint */
+	uint32_t dirty_meta;        /* atomic: NAT and SIT blocks changed since the last one */
 
-	/* NAT */
+	/* NAT: nat_lock */
 	struct nat_ent *nat;
 	uint8_t *nat_dirty;         /* per NAT block */
 	uint32_t nid_hint;
@@ -121,7 +161,7 @@ struct zlfs_fs {
 				     * roll-forward must never meet two owners of one nid */
 	uint64_t valid_nodes, valid_inodes;
 
-	/* SIT and zones */
+	/* SIT and zones: seg_lock */
 	struct seg_ent *sit;
 	uint8_t *sit_dirty;         /* per SIT block */
 	uint32_t *zone_valid;       /* per main zone */
@@ -130,34 +170,36 @@ struct zlfs_fs {
 	uint32_t free_zones;
 	uint32_t retired_zones;
 	uint64_t valid_blocks;
+	uint32_t gc_pin;            /* GC's victim: not freed by a checkpoint while GC reads it */
 
-	/* meta log */
+	/* meta log: cp_lock exclusive */
 	uint32_t *meta_addr;        /* per logical meta block (NAT then SIT) */
 	uint32_t *map_addr;         /* per map block */
 	uint8_t *map_dirty;
 	uint32_t nr_meta, nr_map;
 	uint32_t meta_zone, meta_next;
 
-	/* logs */
+	/* logs: each its own lock */
 	struct zlog_state logs[ZLFS_NR_LOG_TYPES];
 	uint8_t log_of[ZLFS_NR_LOG_TYPES]; /* requested type -> active type */
 
-	/* node cache */
+	/* node cache: ncache_lock */
 	struct node_page **ncache;
 	uint32_t ncache_buckets;
 	uint32_t nr_cached, nr_dirty_nodes;
 	struct node_page *dirty_head, *dirty_tail; /* written in this order: nodes dirtied
 						    * together (a directory's new inodes) land
 						    * together, and read back in one read-ahead */
-	uint32_t owed_of[ZLFS_NR_LOG_TYPES]; /* by active log: changed blocks in memory (seg_owe) */
-	struct iattr_cache *icache;
+	uint32_t owed_of[ZLFS_NR_LOG_TYPES]; /* atomic, by active log: changed blocks in memory
+					      * (seg_owe) */
+	struct iattr_cache *icache; /* its own lock */
 	uint32_t node_ra_next;      /* where a sequential run of node misses would go on */
 
-	/* inodes unlinked while still open: carried in every checkpoint, freed at mount */
+	/* inodes unlinked while still open: carried in every checkpoint, freed at mount (nat_lock) */
 	uint8_t *orphans;           /* bit per nid */
 	uint32_t nr_orphans;
 
-	/* telemetry */
+	/* telemetry: atomic counters; gc under gc_lock and stats_lock (gc.c) */
 	uint64_t user_bytes, dev_bytes;
 	uint64_t dev_bytes_main, dev_bytes_node, dev_bytes_meta; /* this mount: main-area logs,
 							  * node logs among them, meta log + packs */
@@ -174,8 +216,9 @@ struct zlfs_fs {
 	int encrypt_all;
 
 	struct wbuf *wb;            /* staged blocks for the main-area logs */
-	uint8_t *iobuf;             /* one aligned block for metadata I/O under fs->lock */
-	void *dcache;               /* the file layer's directory block cache (dir.c) */
+	uint8_t *iobuf;             /* one aligned block for metadata I/O: mount, and checkpoints
+				     * under cp_lock exclusive */
+	void *dcache;               /* the file layer's directory block cache (dir.c, own lock) */
 };
 
 /* ---- mount.c ---------------------------------------------------------------------------- */
@@ -199,9 +242,19 @@ int zlfs_unmount(struct zlfs_fs *fs);
 
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
-int orphan_is(const struct zlfs_fs *fs, uint32_t ino);
+int orphan_is(struct zlfs_fs *fs, uint32_t ino);
 /* The first orphan after AFTER (0 to start), or 0 when there is none. */
-uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after);
+uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after);
+
+/* ---- ilock.c ---------------------------------------------------------------------------- */
+struct ilock;
+/* Lock inode INO, for reading or (EXCL) writing, as a directory's entries (LR_IPARENT) or as
+ * the inode itself (LR_ICHILD); KEY orders locks taken together at one rank (see the lock
+ * order above). NULL when out of memory. */
+struct ilock *ilock_take(struct zlfs_fs *fs, uint32_t ino, int excl, unsigned rank, uint64_t key);
+void ilock_drop(struct zlfs_fs *fs, struct ilock *l);
+int ilock_init(struct zlfs_fs *fs);
+void ilock_destroy(struct zlfs_fs *fs);
 
 /* ---- keys.c ----------------------------------------------------------------------------- */
 /* Load the master key SRC names and check it against the superblock before anything is
@@ -221,14 +274,14 @@ void blk_seal(struct zlfs_fs *fs, void *buf);
 /* Mark a block valid or invalid in the SIT. ADDR 0 is ignored. */
 void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
-/* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. Safe
- * without fs->lock while io_lock is held shared. */
+/* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. The
+ * caller keeps the blocks from being reset: their owners' locks, or GC's pin. */
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
 /* Blocks from ADDR (at most MAX, at least 1) that one read may cover: up to the last valid
  * block of ADDR's segment, never its summary slot, so never past what was written. */
 uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max);
 /* Zones emptied since the last checkpoint, waiting for the next one to become free. */
-uint32_t seg_prefree_zones(const struct zlfs_fs *fs);
+uint32_t seg_prefree_zones(struct zlfs_fs *fs);
 /* Leave free zones the device reports offline or read-only (Z: the report of every zone,
  * from zone 0) out of the free pool. */
 void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z);
@@ -237,25 +290,36 @@ void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z);
 uint32_t seg_reserve(const struct zlfs_fs *fs);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted, nor
  * the room that changed nodes and directory blocks will take at the next checkpoint. */
-uint64_t seg_free_blocks(const struct zlfs_fs *fs);
+uint64_t seg_free_blocks(struct zlfs_fs *fs);
 /* DELTA blocks changed in memory that will be appended to the log of TYPE. */
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta);
 /* Blocks changed in memory in all (0 right after a checkpoint). */
 uint64_t seg_owed_blocks(const struct zlfs_fs *fs);
 /* Whether a new file may still be created: names and inodes never eat into the reserve. */
-int seg_room_for_user(const struct zlfs_fs *fs);
+int seg_room_for_user(struct zlfs_fs *fs);
 int seg_init(struct zlfs_fs *fs);
-/* After a checkpoint is durable: zones emptied before it become free. */
+/* After a checkpoint is durable: zones emptied before it become free, but for GC's pinned
+ * victim. */
 void seg_ckpt_done(struct zlfs_fs *fs);
+/* Whether block ADDR is valid in the SIT. */
+int seg_is_valid(struct zlfs_fs *fs, uint32_t addr);
+uint32_t seg_free_zones(struct zlfs_fs *fs);
+/* The state (enum zone_state) of main-area zone ZONE (a device zone number). */
+int seg_zone_state(struct zlfs_fs *fs, uint32_t zone);
+/* Pin ZONE (ZLFS_ZONE_NONE: none) as the zone GC is reading: it is not freed meanwhile. */
+void seg_pin(struct zlfs_fs *fs, uint32_t zone);
 uint32_t seg_usable_per_zone(const struct zlfs_fs *fs);
 
 /* ---- node.c ----------------------------------------------------------------------------- */
+/* A cached node block. Everything but buf is the cache's (ncache_lock; dirty and hot may be
+ * tested without it); buf belongs to the lock of the inode the node is part of. */
 struct node_page {
 	struct node_page *next;     /* hash chain */
 	struct node_page *dnext, *dprev; /* the dirty list, in the order pages were dirtied */
 	uint32_t nid;
 	int dirty;
 	int hot;                    /* belongs to a directory: written to the hot node log */
+	int reading;                /* being read in: others wait on ncache_cond */
 	uint8_t owed_type;          /* while dirty: the log type its room is kept in (seg_owe) */
 	int refs;
 	void *buf;                  /* 4 KiB, aligned */
@@ -264,14 +328,18 @@ struct node_page {
 /* Mark a page as a directory's (hot) or not; a dirty page's owed room follows it. */
 void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot);
 /* Allocate a free nid for inode INO (or a new inode when INO is 0: nid == ino). -EAGAIN when
- * the only free nids were freed since the last checkpoint (write one, then retry). */
+ * the only free nids were freed since the last checkpoint (write one, then retry, holding
+ * no lock a checkpoint needs). */
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
-/* Get the node page of NID (read and verified on a miss); put it back with node_put. */
+/* Get the node page of NID (read and verified on a miss); put it back with node_put. The
+ * caller holds the lock of the inode NID belongs to (shared at least). */
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
 /* A fresh zeroed page for a newly allocated NID of KIND, dirty. */
 int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
 	     struct node_page **np);
 void node_put(struct zlfs_fs *fs, struct node_page *np);
+/* One more hold on a page already held. */
+void node_ref(struct zlfs_fs *fs, struct node_page *np);
 void node_dirty(struct zlfs_fs *fs, struct node_page *np);
 /* Free NID: its block becomes invalid and the NAT entry empty. */
 void node_free(struct zlfs_fs *fs, uint32_t nid);
@@ -280,37 +348,55 @@ int node_flush_all(struct zlfs_fs *fs);
 /* fsync without a checkpoint: write INO's dirty nodes marked for roll-forward and make them
  * and all staged data durable. -EAGAIN when INO needs a checkpoint instead. */
 int node_fsync(struct zlfs_fs *fs, uint32_t ino);
+/* A checkpoint is durable: new inodes and freed nids need no checkpoint any more. */
+void node_ckpt_done(struct zlfs_fs *fs);
 /* Drop clean pages when the cache is over its bound. */
 void node_shrink(struct zlfs_fs *fs);
 int node_init(struct zlfs_fs *fs);
 void node_destroy(struct zlfs_fs *fs);
-/* Attributes of inode INO without reading its node: 0, or -ENOENT when not cached. */
-int iattr_get(struct zlfs_fs *fs, uint32_t ino, struct iattr *a);
 /* Re-point NID at ADDR (after writing or moving it). */
 void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+/* A copy of NID's NAT entry (zeros past the table). */
+struct nat_ent nat_get(struct zlfs_fs *fs, uint32_t nid);
+/* Whether inode INO must be made durable by a checkpoint: new, or it lost a node. */
+int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
+
+/* ---- icache.c --------------------------------------------------------------------------- */
+/* Attributes of inode INO without reading its node: 0, or -ENOENT when not cached. */
+int iattr_get(struct zlfs_fs *fs, uint32_t ino, struct iattr *a);
+/* Refresh the cached attributes from an inode page (held, its inode locked). */
+void iattr_update(struct zlfs_fs *fs, struct node_page *np);
+void iattr_drop(struct zlfs_fs *fs, uint32_t ino);
+void iattr_of_inode(const struct zlfs_inode *in, struct iattr *a);
+int icache_init(struct zlfs_fs *fs);
+void icache_destroy(struct zlfs_fs *fs);
 
 /* ---- gc.c ------------------------------------------------------------------------------- */
 int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone);
-/* Move every valid block out of ZONE; it is then prefree until the next checkpoint. */
+/* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
+ * its moved nodes and frees it. */
 int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
 /* Empty victims until free plus prefree zones reach WANT_FREE or MAX_ZONES were emptied:
- * the number emptied, or -ENOENT when no zone has anything to reclaim. The caller writes the
- * checkpoint that makes the emptied zones free. */
+ * the number emptied, or -ENOENT when no zone has anything to reclaim. The caller holds
+ * gc_lock (and no cp_lock), and writes the checkpoint that makes the emptied zones free. */
 int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones);
 /* Free zones are running short of what the logs and the reserve need. */
-int gc_urgent(const struct zlfs_fs *fs);
+int gc_urgent(struct zlfs_fs *fs);
 void gc_defaults(struct gc_opts *o);
 /* The phase the free space calls for now; a change is logged with its time. */
 enum gc_phase gc_phase_update(struct zlfs_fs *fs);
 const char *gc_phase_name(enum gc_phase p);
 /* Move up to BUDGET valid blocks out of the current background victim (choosing one first:
- * greedy or cost-benefit). Returns blocks moved, 0 when the victim just became empty (its
- * moved nodes are written), -ENOENT when no zone is worth collecting. */
+ * greedy or cost-benefit), with gc_lock held and cp_lock taken shared for the step. Returns
+ * blocks moved, or -ENOENT when no zone is worth collecting; a victim done is counted in
+ * gc_zones and freed by the next checkpoint, which writes its moved nodes. */
 int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget);
 
 /* ---- stats.c ---------------------------------------------------------------------------- */
 /* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */
 int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len);
+/* Valid nodes and retired zones, for statfs. */
+void zlfs_counts(struct zlfs_fs *fs, uint64_t *nodes, uint64_t *retired_zones);
 
 /* ---- recovery.c ------------------------------------------------------------------------- */
 /* Roll fsync'ed nodes written after the checkpoint forward into NAT, SIT and summaries. */
@@ -319,9 +405,12 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);
 /* ---- ckpt.c ----------------------------------------------------------------------------- */
 int ckpt_load(struct zlfs_fs *fs);
 void ckpt_free(struct zlfs_fs *fs);
-/* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount. */
+/* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount.
+ * Called with cp_lock held exclusively (or alone: mount, fsck). */
 int ckpt_write(struct zlfs_fs *fs, int clean);
 /* Enough changed metadata has piled up that a checkpoint should be written now. */
 int ckpt_due(const struct zlfs_fs *fs);
+/* Twice that: changes have outrun the checkpoint thread, and the writer should wait. */
+int ckpt_overdue(const struct zlfs_fs *fs);
 
 #endif

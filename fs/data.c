@@ -106,7 +106,7 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	}
 	if (!create)
 		return -ENOENT;
-	ret = files_alloc_nid(fs, ino, &nid);
+	ret = node_alloc_nid(fs, ino, &nid);
 	if (ret)
 		return ret;
 	ret = node_new(fs, nid, ino, last ? ZLFS_KIND_DNODE : ZLFS_KIND_INDNODE, out);
@@ -131,7 +131,7 @@ static int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, i
 
 	if (ret)
 		return ret;
-	inode->refs++;
+	node_ref(fs, inode);
 	if (p.depth == 0) {
 		ref->np = inode;
 		ref->slot = p.slot[0];
@@ -273,8 +273,6 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		data_read_free(p);
 		return ret;
 	}
-	pthread_rwlock_rdlock(&fs->io_lock);
-	p->locked = 1;
 	return 0;
 }
 
@@ -308,9 +306,6 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
-	if (p->locked)
-		pthread_rwlock_unlock(&fs->io_lock);
-	p->locked = 0;
 	return ret;
 }
 
@@ -367,7 +362,7 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	if (pos > off) {
 		if (pos > le64_get(in->size))
 			in->size = le64_put(pos);
-		fs->user_bytes += pos - off;
+		ATOMIC_ADD(&fs->user_bytes, pos - off);
 		node_dirty(fs, inode);
 		return (int)(pos - off);
 	}
@@ -378,7 +373,8 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
  * Blocks in [FROM, TO) are dropped by walking the tree: a node whose whole range lies inside
  * is freed with everything under it, a node straddling an end keeps its other entries, and
  * nodes outside are not read. So punching a hole costs the nodes it touches, not one lookup
- * per block of the range (a terabyte-sized punch would otherwise hold fs->lock for minutes). */
+ * per block of the range (a terabyte-sized punch would otherwise hold the file's lock, and the
+ * checkpoint behind it, for minutes). */
 
 static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 {

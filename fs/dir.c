@@ -9,7 +9,12 @@
  * readdir offset of an entry (its block and slot) stays valid while others come and go.
  * Changed blocks stay in the cache until dir_flush writes them (before every checkpoint).
  * Names are stored in their disk form (fcrypt.c): ciphertext in encrypted directories.
- * May call: data.c, inode.c, fcrypt.c, node/log (core.h), log.h.
+ * May call: data.c, inode.c, fcrypt.c, dir_index.c, node/log (core.h), log.h.
+ *
+ * Locks: a directory's blocks and name index belong to the directory's inode lock (shared to
+ * look up or list, exclusive to change); the cache's chains, page refs and dirty flags are
+ * under its own lock. A page in use is held (refs) and never evicted; dirty pages wait for
+ * the checkpoint, which writes them under each directory's lock.
  */
 #include "dir_index.h"
 #include "files.h"
@@ -36,6 +41,7 @@ struct dpage {
 	uint32_t ino;
 	uint32_t idx;
 	int dirty;
+	int refs;
 	struct zlfs_dentry_block *blk;
 };
 
@@ -46,6 +52,7 @@ struct dindex_ent {
 };
 
 struct dir_cache {
+	struct zlock lock;
 	struct dpage **bucket;
 	uint32_t nbuckets;
 	uint32_t count;
@@ -68,9 +75,12 @@ static struct dir_cache *dcache(struct zlfs_fs *fs)
 		free(dc);
 		return NULL;
 	}
+	zlock_init(&dc->lock, LR_DCACHE, "dcache_lock");
 	fs->dcache = dc;
 	return dc;
 }
+
+int dir_cache_init(struct zlfs_fs *fs) { return dcache(fs) ? 0 : -ENOMEM; }
 
 static struct dindex_ent **dindex_slot(struct dir_cache *dc, uint32_t ino)
 {
@@ -130,14 +140,20 @@ static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u <<
 static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
 static void bit_clear(uint8_t *map, uint32_t i) { map[i / 8] &= (uint8_t)~(1u << (i % 8)); }
 
-/* A changed block owes room in the hot data log until it is written (seg_owe). */
+/* A changed block owes room in the hot data log until it is written (seg_owe). The caller
+ * holds the directory exclusively; the flag is the cache's, for eviction. */
 static void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
 {
+	struct dir_cache *dc = fs->dcache;
+
+	zlock_lock(&dc->lock);
 	if (!p->dirty)
 		seg_owe(fs, ZLFS_LOG_HOT_DATA, 1);
 	p->dirty = 1;
+	zlock_unlock(&dc->lock);
 }
 
+/* Under the cache's lock. */
 static void dpage_clean(struct zlfs_fs *fs, struct dpage *p)
 {
 	if (p->dirty)
@@ -152,8 +168,19 @@ static void dpage_free(struct zlfs_fs *fs, struct dpage *p)
 	free(p);
 }
 
+static void dpage_put(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct dir_cache *dc = fs->dcache;
+
+	zlock_lock(&dc->lock);
+	p->refs--;
+	zlock_unlock(&dc->lock);
+}
+
+/* Under the directory's lock, held exclusively. */
 static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
 {
+	struct dir_cache *dc = fs->dcache;
 	struct node_page *dir;
 	int ret = inode_get(fs, p->ino, &dir);
 
@@ -162,45 +189,96 @@ static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
 	blk_seal(fs, p->blk);
 	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
 	node_put(fs, dir);
-	if (!ret)
+	if (!ret) {
+		zlock_lock(&dc->lock);
 		dpage_clean(fs, p);
+		zlock_unlock(&dc->lock);
+	}
 	return ret;
+}
+
+static int dpage_cmp(const void *a, const void *b)
+{
+	const struct dpage *x = *(struct dpage *const *)a, *y = *(struct dpage *const *)b;
+
+	return x->ino != y->ino ? (x->ino < y->ino ? -1 : 1) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The dirty pages, held, by directory: *N of them in *OUT (free it). */
+static int dirty_pages(struct dir_cache *dc, struct dpage ***out, uint32_t *n)
+{
+	struct dpage *p, **v;
+	uint32_t b, k = 0, cap = 0;
+
+	zlock_lock(&dc->lock);
+	for (b = 0; b < dc->nbuckets; b++)
+		for (p = dc->bucket[b]; p; p = p->next)
+			cap += p->dirty;
+	v = malloc((cap + 1) * sizeof(*v));
+	for (b = 0; v && b < dc->nbuckets; b++)
+		for (p = dc->bucket[b]; p; p = p->next)
+			if (p->dirty) {
+				p->refs++;
+				v[k++] = p;
+			}
+	zlock_unlock(&dc->lock);
+	if (!v)
+		return -ENOMEM;
+	qsort(v, k, sizeof(*v), dpage_cmp);
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 int dir_flush(struct zlfs_fs *fs)
 {
 	struct dir_cache *dc = fs->dcache;
-	struct dpage *p;
-	uint32_t b;
-	int ret;
+	struct ilock *il = NULL;
+	struct dpage **v;
+	uint32_t i, n, locked = 0;
+	int ret = dc ? dirty_pages(dc, &v, &n) : 0;
 
-	for (b = 0; dc && b < dc->nbuckets; b++)
-		for (p = dc->bucket[b]; p; p = p->next)
-			if (p->dirty && (ret = dpage_write(fs, p)))
-				return ret;
-	return 0;
+	if (!dc || ret)
+		return ret;
+	/* Under cp_lock exclusive nothing changes a directory, but lookups may be reading the
+	 * node slots a write re-points: each directory is locked while its blocks go. */
+	for (i = 0; i < n; i++) {
+		if (!ret && (!il || locked != v[i]->ino)) {
+			ilock_drop(fs, il);
+			locked = v[i]->ino;
+			il = ilock_take(fs, locked, 1, LR_ICHILD, locked);
+			if (!il)
+				ret = -ENOMEM;
+		}
+		if (!ret)
+			ret = dpage_write(fs, v[i]);
+		dpage_put(fs, v[i]);
+	}
+	ilock_drop(fs, il);
+	free(v);
+	return ret;
 }
 
-/* Keep the cache bounded: write what changed, then forget clean pages. */
-static int dcache_shrink(struct zlfs_fs *fs, struct dir_cache *dc)
+/* Keep the cache bounded: forget clean pages nobody holds. Dirty ones wait for the
+ * checkpoint that ckpt_due asks for as they pile up. Under the cache's lock. */
+static void dcache_shrink(struct zlfs_fs *fs, struct dir_cache *dc)
 {
 	struct dpage **pp, *p;
 	uint32_t b;
-	int ret;
 
 	if (dc->count < DCACHE_MAX)
-		return 0;
-	ret = dir_flush(fs);
-	if (ret)
-		return ret;
-	for (b = 0; b < dc->nbuckets; b++) {
+		return;
+	for (b = 0; b < dc->nbuckets && dc->count >= DCACHE_MAX / 2; b++) {
 		for (pp = &dc->bucket[b]; (p = *pp);) {
+			if (p->dirty || p->refs) {
+				pp = &p->next;
+				continue;
+			}
 			*pp = p->next;
 			dpage_free(fs, p);
 			dc->count--;
 		}
 	}
-	return 0;
 }
 
 void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
@@ -209,9 +287,11 @@ void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
 	struct dpage **pp, *p;
 	uint32_t b;
 
-	if (dc)
-		dindex_drop(dc, ino);
-	for (b = 0; dc && b < dc->nbuckets; b++) {
+	if (!dc)
+		return;
+	zlock_lock(&dc->lock);
+	dindex_drop(dc, ino);
+	for (b = 0; b < dc->nbuckets; b++) {
 		for (pp = &dc->bucket[b]; (p = *pp);) {
 			if (p->ino == ino) {
 				*pp = p->next;
@@ -222,6 +302,7 @@ void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
 			}
 		}
 	}
+	zlock_unlock(&dc->lock);
 }
 
 void dir_cache_destroy(struct zlfs_fs *fs)
@@ -238,12 +319,49 @@ void dir_cache_destroy(struct zlfs_fs *fs)
 			dc->bucket[b] = p->next;
 			dpage_free(fs, p);
 		}
+	zlock_destroy(&dc->lock);
 	free(dc->bucket);
 	free(dc);
 	fs->dcache = NULL;
 }
 
-/* Block IDX of directory DIR, read on a miss. With CREATE a hole becomes an empty block;
+/* The page of block IDX of INO in chain H, held; under the cache's lock. */
+static struct dpage *dcache_find(struct dir_cache *dc, uint32_t h, uint32_t ino, uint32_t idx)
+{
+	struct dpage *p;
+
+	for (p = dc->bucket[h]; p; p = p->next)
+		if (p->ino == ino && p->idx == idx) {
+			p->refs++;
+			return p;
+		}
+	return NULL;
+}
+
+/* Add page P read in (or made) by this thread, held, unless another reader of the same
+ * directory added the block meanwhile: then that page is the one. */
+static int dcache_insert(struct zlfs_fs *fs, struct dir_cache *dc, uint32_t h, struct dpage *p,
+			 struct dpage **out)
+{
+	struct dpage *had;
+
+	zlock_lock(&dc->lock);
+	had = dcache_find(dc, h, p->ino, p->idx);
+	if (!had) {
+		dcache_shrink(fs, dc);
+		p->refs = 1;
+		p->next = dc->bucket[h];
+		dc->bucket[h] = p;
+		dc->count++;
+	}
+	zlock_unlock(&dc->lock);
+	if (had) /* a made (dirty) page cannot be raced: making needs the directory exclusively */
+		dpage_free(fs, p);
+	*out = had ? had : p;
+	return 0;
+}
+
+/* Block IDX of directory DIR, read on a miss, held (dpage_put). With CREATE a hole becomes an empty block;
  * without it a hole is -ENOENT. */
 static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
 		     struct dpage **out)
@@ -256,19 +374,18 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 	if (!dc)
 		return -ENOMEM;
 	h = dhash(dc, dir->nid, idx);
-	for (p = dc->bucket[h]; p; p = p->next)
-		if (p->ino == dir->nid && p->idx == idx) {
-			*out = p;
-			return 0;
-		}
+	zlock_lock(&dc->lock);
+	p = dcache_find(dc, h, dir->nid, idx);
+	zlock_unlock(&dc->lock);
+	if (p) {
+		*out = p;
+		return 0;
+	}
 	ret = data_addr(fs, dir, idx, &addr);
 	if (ret)
 		return ret;
 	if (addr == ZLFS_ADDR_NULL && !create)
 		return -ENOENT;
-	ret = dcache_shrink(fs, dc);
-	if (ret)
-		return ret;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE))) {
 		free(p);
@@ -293,11 +410,7 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 			return ret;
 		}
 	}
-	p->next = dc->bucket[h];
-	dc->bucket[h] = p;
-	dc->count++;
-	*out = p;
-	return 0;
+	return dcache_insert(fs, dc, h, p, out);
 }
 
 /* Slot of FN in block B, or -1. */
@@ -343,8 +456,11 @@ static int block_room(const struct zlfs_dentry_block *b, uint32_t n)
 /* The index of DIR if it has one. */
 static struct dindex *dindex_of(struct dir_cache *dc, uint32_t ino)
 {
-	struct dindex_ent *e = *dindex_slot(dc, ino);
+	struct dindex_ent *e;
 
+	zlock_lock(&dc->lock);
+	e = *dindex_slot(dc, ino);
+	zlock_unlock(&dc->lock);
 	return e ? e->ix : NULL;
 }
 
@@ -368,25 +484,54 @@ static int dindex_add_block(struct zlfs_fs *fs, struct node_page *dir, uint32_t 
 		ret = dix_insert(ix, le32_get(p->blk->d[s].hash), dix_loc(idx, s));
 		s += name_slots(nl);
 	}
+	dpage_put(fs, p);
 	return ret;
 }
 
+/* Publish IX as DIR's index, unless a concurrent lookup of DIR published one first. */
+static struct dindex *dindex_publish(struct dir_cache *dc, uint32_t ino, struct dindex *ix,
+				     struct dindex_ent *e)
+{
+	struct dindex_ent **pp;
+
+	zlock_lock(&dc->lock);
+	pp = dindex_slot(dc, ino);
+	if (!*pp) {
+		e->ino = ino;
+		e->ix = ix;
+		e->next = NULL;
+		*pp = e;
+		dc->ix_bytes += dix_bytes(ix);
+		ix = NULL;
+		e = NULL;
+	}
+	zlock_unlock(&dc->lock);
+	dix_free(ix);
+	free(e);
+	return dindex_of(dc, ino);
+}
+
 /* The index of a large directory, built from its blocks on first use; NULL for a small
- * directory, or when it cannot be built (lookups then scan, as they always may). */
+ * directory, or when it cannot be built or the indexes' memory is spent (lookups then scan,
+ * as they always may). The directory is locked, shared at least. */
 static struct dindex *dindex_get(struct zlfs_fs *fs, struct node_page *dir)
 {
 	struct dir_cache *dc = dcache(fs);
 	uint32_t depth = le32_get(inode_of(dir)->dir_depth), blk;
 	struct dindex_ent *e;
 	struct dindex *ix;
+	size_t used;
 	int ret = 0;
 
 	if (!dc || depth < DINDEX_MIN_DEPTH)
 		return NULL;
 	if ((ix = dindex_of(dc, dir->nid)))
 		return ix;
-	if (dc->ix_bytes > DINDEX_MAX_BYTES)
-		dindex_drop_all(dc);
+	zlock_lock(&dc->lock);
+	used = dc->ix_bytes;
+	zlock_unlock(&dc->lock);
+	if (used > DINDEX_MAX_BYTES)
+		return NULL;
 	ix = dix_new(le32_get(inode_of(dir)->dir_entries));
 	e = malloc(sizeof(*e));
 	for (blk = 0; ix && e && !ret && blk < level_first_block(depth); blk++)
@@ -396,34 +541,35 @@ static struct dindex *dindex_get(struct zlfs_fs *fs, struct node_page *dir)
 		free(e);
 		return NULL;
 	}
-	e->ino = dir->nid;
-	e->ix = ix;
-	e->next = dc->ixb[dir->nid % DINDEX_BUCKETS];
-	dc->ixb[dir->nid % DINDEX_BUCKETS] = e;
-	dc->ix_bytes += dix_bytes(ix);
-	return ix;
+	return dindex_publish(dc, dir->nid, ix, e);
 }
 
-/* Keep DIR's index in step with an entry added (ADD) or removed at LOC. */
+/* Keep DIR's index in step with an entry added (ADD) or removed at LOC. The directory is
+ * locked exclusively, so no lookup reads the index meanwhile. */
 static void dindex_note(struct zlfs_fs *fs, struct node_page *dir, int add, uint32_t hash,
 			uint32_t loc)
 {
 	struct dir_cache *dc = fs->dcache;
 	struct dindex *ix = dc ? dindex_of(dc, dir->nid) : NULL;
+	size_t before;
+	int ret = 0;
 
 	if (!ix)
 		return;
-	dc->ix_bytes -= dix_bytes(ix);
+	before = dix_bytes(ix);
 	if (!add)
 		dix_remove(ix, hash, loc);
-	else if (dix_insert(ix, hash, loc)) {
+	else
+		ret = dix_insert(ix, hash, loc);
+	zlock_lock(&dc->lock);
+	if (ret)
 		dindex_drop(dc, dir->nid); /* a stale index would hide names: none is better */
-		return;
-	}
-	dc->ix_bytes += dix_bytes(ix);
+	else
+		dc->ix_bytes = dc->ix_bytes - before + dix_bytes(ix);
+	zlock_unlock(&dc->lock);
 }
 
-/* Find FN (hash HASH) through IX: the page and slot, or -ENOENT. */
+/* Find FN (hash HASH) through IX: the page (held) and slot, or -ENOENT. */
 static int dindex_find(struct zlfs_fs *fs, struct node_page *dir, struct dindex *ix,
 		       uint32_t hash, const struct fname *fn, struct dpage **page, int *slot)
 {
@@ -445,6 +591,7 @@ static int dindex_find(struct zlfs_fs *fs, struct node_page *dir, struct dindex 
 			*slot = (int)s;
 			return 0;
 		}
+		dpage_put(fs, *page);
 	}
 	return -ENOENT;
 }
@@ -482,6 +629,7 @@ static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name,
 			loc->slot = block_find(loc->page->blk, hash, &fn);
 			if (loc->slot >= 0)
 				return 0;
+			dpage_put(fs, loc->page);
 		}
 	}
 	return -ENOENT;
@@ -498,6 +646,7 @@ int dir_lookup(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 	*ino = le32_get(loc.page->blk->d[loc.slot].ino);
 	if (type)
 		*type = loc.page->blk->d[loc.slot].type;
+	dpage_put(fs, loc.page);
 	return 0;
 }
 
@@ -538,8 +687,10 @@ int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t
 			if (ret)
 				return ret;
 			slot = block_room(p->blk, name_slots(len));
-			if (slot < 0)
+			if (slot < 0) {
+				dpage_put(fs, p);
 				continue;
+			}
 			slot_fill(p->blk, slot, hash, name, len, ino, type);
 			dpage_dirty(fs, p);
 			dindex_note(fs, dir, 1, hash, dix_loc(p->idx, (uint32_t)slot));
@@ -550,6 +701,7 @@ int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t
 			}
 			in->dir_entries = le32_put(le32_get(in->dir_entries) + 1);
 			node_dirty(fs, dir);
+			dpage_put(fs, p);
 			return 0;
 		}
 	}
@@ -572,6 +724,7 @@ int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
 	memset(&loc.page->blk->d[loc.slot], 0, sizeof(loc.page->blk->d[0]));
 	dpage_dirty(fs, loc.page);
+	dpage_put(fs, loc.page);
 	in->dir_entries = le32_put(le32_get(in->dir_entries) - 1);
 	node_dirty(fs, dir);
 	return 0;
@@ -588,6 +741,7 @@ int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, si
 	loc.page->blk->d[loc.slot].ino = le32_put(ino);
 	loc.page->blk->d[loc.slot].type = type;
 	dpage_dirty(fs, loc.page);
+	dpage_put(fs, loc.page);
 	return 0;
 }
 
@@ -600,19 +754,22 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 	struct dpage *p;
 	char name[ZLFS_NAME_MAX + 1];
 	size_t ulen;
-	int ret;
+	int ret = 0, stop = 0;
 
 	if (off == 0 && fill(arg, ".", 1, dir->nid, DT_DIR, 1))
 		return 0;
 	if (off <= 1 && fill(arg, "..", 2, le32_get(inode_of(dir)->parent_ino), DT_DIR, 2))
 		return 0;
-	for (blk = (uint32_t)(pos / SLOTS); blk < nblocks; blk++) {
+	for (blk = (uint32_t)(pos / SLOTS); !ret && !stop && blk < nblocks; blk++) {
 		ret = dpage_get(fs, dir, blk, 0, &p);
-		if (ret == -ENOENT)
+		if (ret == -ENOENT) {
+			ret = 0;
 			continue;
+		}
 		if (ret)
 			return ret;
-		for (s = blk == pos / SLOTS ? (uint32_t)(pos % SLOTS) : 0; s < SLOTS; s++) {
+		for (s = blk == pos / SLOTS ? (uint32_t)(pos % SLOTS) : 0; !ret && !stop && s < SLOTS;
+		     s++) {
 			const struct zlfs_dentry *d = &p->blk->d[s];
 			uint16_t nl = le16_get(d->name_len);
 
@@ -622,16 +779,16 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 				/* callers copy the name into a NAME_MAX buffer: never trust it */
 				zlog_err("directory %u block %u slot %u: bad name length %u: run "
 					 "fsck.zlfs", dir->nid, blk, s, nl);
-				return -EUCLEAN;
+				ret = -EUCLEAN;
+				break;
 			}
 			ret = fname_to_user(fs, dir, p->blk->name[s], nl, le32_get(d->hash), name,
 					    &ulen);
-			if (ret)
-				return ret;
-			if (fill(arg, name, ulen, le32_get(d->ino), d->type,
-				 3 + (uint64_t)blk * SLOTS + s + 1))
-				return 0;
+			if (!ret)
+				stop = fill(arg, name, ulen, le32_get(d->ino), d->type,
+					    3 + (uint64_t)blk * SLOTS + s + 1);
 		}
+		dpage_put(fs, p);
 	}
-	return 0;
+	return ret;
 }

@@ -7,7 +7,11 @@
  * (fcrypt.c).
  * May call: core.h (node/log layer), format.h, log.h. Called by the FUSE operations.
  *
- * Every function expects fs->lock held. Errors are negative errno values.
+ * Locks (core.h): a function that reads an inode expects its lock held shared, one that
+ * changes it expects it exclusive and cp_lock shared; a directory's entries are under the
+ * directory's lock. -EAGAIN from a change means only nids freed since the last checkpoint
+ * are left: the caller drops its locks, checkpoints (files_sync) and tries once more.
+ * Errors are negative errno values.
  */
 #ifndef ZLFS_FILES_H
 #define ZLFS_FILES_H
@@ -24,16 +28,14 @@
 
 static inline struct zlfs_inode *inode_of(struct node_page *np) { return np->buf; }
 
-/* A node id for inode INO (0: a new inode), writing a checkpoint first if only nids freed
- * since the last one are left. */
-int files_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
 /* Get the inode page of INO (checked to be an inode). */
 int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np);
 /* Create an inode of MODE owned by UID/GID under directory PARENT. */
 int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
 	      uint32_t parent, struct node_page **np);
 void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st);
-/* Attributes of INO from the attribute cache, reading the inode only on a miss. */
+/* Attributes of INO from the attribute cache, reading the inode only on a miss (then under
+ * its lock, shared: the caller must not hold it). */
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation);
 void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which);
 /* Release everything INO owns: data, nodes, xattrs, the inode itself. */
@@ -49,15 +51,15 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
 		   enum zlfs_log_type type);
 int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off);
-/* A read in two halves so the device I/O runs without fs->lock: plan under the lock (maps
- * the blocks, takes io_lock shared), do after dropping it, then free. The bytes are at
- * buf + skip, len of them (0 at or past the end of file). */
+/* A read in two halves: plan (map the blocks, take the key), do (device I/O and decryption),
+ * then free; the file's lock is held shared throughout, so the blocks mapped stay valid and
+ * their zones cannot be reset. The bytes are at buf + skip, len of them (0 at or past the
+ * end of file). */
 struct data_rplan {
 	uint32_t nblocks;
 	uint32_t *addr;   /* per block; ZLFS_ADDR_NULL for a hole */
 	uint8_t *buf;     /* nblocks aligned blocks */
 	size_t skip, len;
-	int locked;
 	uint64_t first;                /* file block of buf[0] */
 	struct zcrypt_file_key *key;   /* encrypted file: decrypt after reading (wiped on free) */
 };
@@ -90,6 +92,8 @@ int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fil
 		void *arg);
 /* Write cached directory blocks that changed; called before a checkpoint. */
 int dir_flush(struct zlfs_fs *fs);
+/* The directory cache, made at mount before any request can race to make it. */
+int dir_cache_init(struct zlfs_fs *fs);
 void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
 void dir_cache_destroy(struct zlfs_fs *fs);
 
@@ -140,9 +144,11 @@ int fcrypt_symlink_decrypt(const struct zlfs_fs *fs, struct node_page *np, const
 /* Mount and free the inodes left unlinked-but-open by the previous session. */
 int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* Make INO's data and nodes durable: without a checkpoint when roll-forward can recover
- * them, with one otherwise (directories, new inodes, freed nodes). */
+ * them, with one otherwise (directories, new inodes, freed nodes). Takes its own locks: the
+ * caller holds none. */
 int files_fsync(struct zlfs_fs *fs, uint32_t ino);
-/* Make everything durable: changed directory blocks, then a checkpoint. */
+/* Make everything durable: changed directory blocks, then a checkpoint, under cp_lock
+ * exclusive (the caller holds no lock). */
 int files_sync(struct zlfs_fs *fs);
 /* Flush, write a clean checkpoint and release the filesystem. */
 int files_unmount(struct zlfs_fs *fs);

@@ -5,6 +5,10 @@
  * Owns: turning those requests into calls on the file layer, the set-id rules of truncation,
  * and readdirplus entries (which take lookup counts like lookups do).
  * May call: fuse_int.h (the FUSE layer's helpers), files.h, core.h, log.h.
+ *
+ * Locks (core.h): each request locks its inode, shared to read and exclusive to change (then
+ * with cp_lock shared, through with_inode); a listing locks the directory as a parent and
+ * reads its children's attributes from the attribute cache or under their own locks.
  */
 #define FUSE_USE_VERSION 314
 #include "fuse_int.h"
@@ -20,6 +24,42 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+/* What a request does to one inode, with the inode locked. */
+typedef int (*inode_fn)(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg);
+
+static int with_inode_once(struct zfuse *z, fuse_req_t req, uint32_t ino, int change,
+			   inode_fn fn, void *arg)
+{
+	struct node_page *np;
+	struct ilock *il;
+	int ret;
+
+	op_enter(z, change);
+	il = ilock_take(z->fs, ino, change, LR_ICHILD, ino);
+	ret = il ? (change ? writable(z) : 0) : -ENOMEM;
+	if (!ret)
+		ret = inode_get(z->fs, ino, &np);
+	if (!ret) {
+		ret = fn(z, req, np, arg);
+		node_put(z->fs, np);
+	}
+	ilock_drop(z->fs, il);
+	op_leave(z, change);
+	return ret;
+}
+
+/* FN on INO: reading under its lock shared, or (CHANGE) changing under it exclusive, tried
+ * once more after a foreground GC or a checkpoint when it ran out of room or fresh nids. */
+static int with_inode(struct zfuse *z, fuse_req_t req, fuse_ino_t ino, int change, inode_fn fn,
+		      void *arg)
+{
+	int ret = with_inode_once(z, req, fino(ino), change, fn, arg);
+
+	if (change && op_retry(z, ret))
+		ret = with_inode_once(z, req, fino(ino), change, fn, arg);
+	return ret == -EAGAIN ? -ENOSPC : ret;
+}
+
 void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
@@ -28,10 +68,10 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	(void)fi;
-	lock(z);
+	op_enter(z, 0);
 	ret = inode_stat(z->fs, fino(ino), &st, &gen);
 	st.st_ino = ino;
-	unlock(z);
+	op_leave(z, 0);
 	if (ret)
 		reply_err(req, ret);
 	else
@@ -51,12 +91,21 @@ static uint64_t ts_ns(const struct timespec *ts)
 	return (uint64_t)((int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec);
 }
 
-static int setattr_locked(struct zfuse *z, struct node_page *np, const struct stat *a, int to_set)
+struct sa {
+	const struct stat *a;
+	int to_set;
+	struct stat out;
+};
+
+static int setattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
+	struct sa *sa = arg;
+	const struct stat *a = sa->a;
 	struct zlfs_inode *in = inode_of(np);
 	uint64_t now = inode_now_ns();
-	int ret = 0;
+	int to_set = sa->to_set, ret = 0;
 
+	(void)req;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (S_ISDIR(le32_get(in->mode)))
 			return -EISDIR;
@@ -81,33 +130,24 @@ static int setattr_locked(struct zfuse *z, struct node_page *np, const struct st
 		in->mtime_ns = le64_put(now);
 	in->ctime_ns = le64_put(to_set & FUSE_SET_ATTR_CTIME ? ts_ns(&a->st_ctim) : now);
 	node_dirty(z->fs, np);
+	inode_fill_stat(z->fs, np, &sa->out);
 	return 0;
 }
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
+		struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	struct node_page *np;
-	struct stat st;
+	struct sa sa = {.a = attr, .to_set = to_set};
 	int ret;
 
 	(void)fi;
-	lock(z);
-	ret = writable(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = setattr_locked(z, np, attr, to_set);
-		inode_fill_stat(z->fs, np, &st);
-		st.st_ino = ino;
-		node_put(z->fs, np);
-	}
-	unlock(z);
+	ret = with_inode(z, req, ino, 1, setattr_fn, &sa);
+	sa.out.st_ino = ino;
 	if (ret)
 		reply_err(req, ret);
 	else
-		fuse_reply_attr(req, &st, z->opts.attr_timeout);
+		fuse_reply_attr(req, &sa.out, z->opts.attr_timeout);
 }
 
 /* ---- files --------------------------------------------------------------------------------- */
@@ -128,23 +168,11 @@ static void kill_setid(struct node_page *np, uid_t caller)
 	in->mode = le32_put(mode);
 }
 
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static int open_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
-	struct zfuse *z = zf(req);
-	struct node_page *np;
-	int ret;
+	const struct fuse_file_info *fi = arg;
+	int ret = fcrypt_need_key(z->fs, np); /* an encrypted file's contents need the key */
 
-	lock(z);
-	ret = inode_get(z->fs, fino(ino), &np);
-	if (ret) {
-		unlock(z);
-		reply_err(req, ret);
-		return;
-	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY && z->fs->readonly)
-		ret = -EROFS;
-	if (!ret) /* an encrypted file's contents need the key */
-		ret = fcrypt_need_key(z->fs, np);
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		ret = data_set_size(z->fs, np, 0);
 		if (!ret) {
@@ -152,8 +180,16 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
 		}
 	}
-	node_put(z->fs, np);
-	unlock(z);
+	return ret;
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zfuse *z = zf(req);
+	int wr = (fi->flags & O_ACCMODE) != O_RDONLY, ret;
+
+	ret = wr && ATOMIC_GET(&z->fs->readonly) ? -EROFS
+		: with_inode(z, req, ino, wr && (fi->flags & O_TRUNC), open_fn, fi);
 	if (ret) {
 		reply_err(req, ret);
 		return;
@@ -165,60 +201,79 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+struct rdq {
+	size_t size;
+	off_t off;
+	struct data_rplan p;
+};
+
+/* Plan and device I/O both under the file's lock, shared: the blocks mapped stay valid. */
+static int read_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	struct rdq *q = arg;
+	int ret = data_read_plan(z->fs, np, q->size, (uint64_t)q->off, &q->p);
+
+	(void)req;
+	if (!ret && q->p.len)
+		ret = data_read_do(z->fs, &q->p);
+	return ret;
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	struct data_rplan p = {0};
-	struct node_page *np;
-	int ret;
+	struct rdq q = {.size = size, .off = off};
+	int ret = with_inode(z, req, ino, 0, read_fn, &q);
 
 	(void)fi;
-	lock(z);
-	ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = data_read_plan(z->fs, np, size, (uint64_t)off, &p);
-		node_put(z->fs, np);
-	}
-	/* No GC or checkpoint on the way out: they may reset a zone, which waits for io_lock,
-	 * and the plan holds it until the read below is done. */
-	user_left(z->fs);
-	pthread_mutex_unlock(&z->fs->lock);
-	if (!ret && p.len) /* the device I/O, without the filesystem lock */
-		ret = data_read_do(z->fs, &p);
 	if (ret)
 		reply_err(req, ret);
 	else
-		fuse_reply_buf(req, (const char *)p.buf + p.skip, p.len);
-	data_read_free(&p);
+		fuse_reply_buf(req, (const char *)q.p.buf + q.p.skip, q.p.len);
+	data_read_free(&q.p);
+}
+
+struct wrq {
+	const char *buf;
+	size_t size, done;
+	uint64_t off;
+	int append;
+};
+
+/* Write what is left of the request; a write cut short by want of room or of fresh nids
+ * returns why, so with_inode collects or checkpoints and the next try goes on from there. */
+static int write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	struct wrq *q = arg;
+	int ret = 0;
+
+	(void)req;
+	if (q->append) { /* the end as of the first try: a retry continues the same write */
+		q->off = le64_get(inode_of(np)->size);
+		q->append = 0;
+	}
+	while (q->done < q->size) {
+		ret = data_write(z->fs, np, q->buf + q->done, q->size - q->done, q->off + q->done);
+		if (ret <= 0)
+			break;
+		q->done += (size_t)ret;
+		inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
+	}
+	return ret < 0 ? ret : 0;
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+	      struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	struct node_page *np;
-	int ret;
+	struct wrq q = {.buf = buf, .size = size, .off = (uint64_t)off,
+			.append = !!(fi->flags & O_APPEND)};
+	int ret = with_inode(z, req, ino, 1, write_fn, &q);
 
-	lock(z);
-	ret = writable(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		if (fi->flags & O_APPEND)
-			off = (off_t)le64_get(inode_of(np)->size);
-		ret = data_write(z->fs, np, buf, size, (uint64_t)off);
-		if (ret == -ENOSPC && gc_foreground(z->fs) >= 0) /* space may be only dead blocks */
-			ret = data_write(z->fs, np, buf, size, (uint64_t)off);
-		if (ret > 0)
-			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
-		node_put(z->fs, np);
-	}
-	unlock(z);
-	if (ret < 0)
+	if (ret < 0 && !q.done)
 		reply_err(req, ret);
 	else
-		fuse_reply_write(req, (size_t)ret);
+		fuse_reply_write(req, q.done); /* short only when the second try failed too */
 }
 
 void op_sync(fuse_req_t req)
@@ -226,9 +281,9 @@ void op_sync(fuse_req_t req)
 	struct zfuse *z = zf(req);
 	int ret;
 
-	lock(z);
-	ret = z->fs->readonly ? 0 : files_sync(z->fs);
-	unlock(z);
+	op_enter(z, 0);
+	ret = ATOMIC_GET(&z->fs->readonly) ? 0 : files_sync(z->fs);
+	op_leave(z, 0);
 	reply_err(req, ret);
 }
 
@@ -239,9 +294,9 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 
 	(void)datasync; /* the inode's nodes carry its block pointers: both write them */
 	(void)fi;
-	lock(z);
-	ret = z->fs->readonly ? 0 : files_fsync(z->fs, fino(ino));
-	unlock(z);
+	op_enter(z, 0);
+	ret = ATOMIC_GET(&z->fs->readonly) ? 0 : files_fsync(z->fs, fino(ino));
+	op_leave(z, 0);
 	reply_err(req, ret);
 }
 
@@ -259,12 +314,34 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+struct fa {
+	int mode;
+	uint64_t off, len;
+};
+
+static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	struct fa *a = arg;
+	uint64_t end = a->off + a->len;
+	int ret = 0;
+
+	(void)req;
+	if (a->mode)
+		ret = data_punch(z->fs, np, a->off, a->len);
+	else if (a->len / ZLFS_BLOCK_SIZE > seg_free_blocks(z->fs))
+		ret = -ENOSPC; /* a log-structured FS cannot pin blocks; it checks room */
+	else if (end > le64_get(inode_of(np)->size))
+		ret = data_set_size(z->fs, np, end);
+	if (!ret)
+		inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
+	return ret;
+}
+
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-			 struct fuse_file_info *fi)
+		  struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	struct node_page *np;
-	uint64_t end = (uint64_t)off + (uint64_t)len;
+	struct fa a = {.mode = mode, .off = (uint64_t)off, .len = (uint64_t)len};
 	int ret = writable(z);
 
 	(void)fi;
@@ -272,22 +349,8 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 		ret = -EOPNOTSUPP;
 	if (!ret && (off < 0 || len <= 0))
 		ret = -EINVAL;
-	lock(z);
 	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		if (mode) {
-			ret = data_punch(z->fs, np, (uint64_t)off, (uint64_t)len);
-		} else if ((end - (uint64_t)off) / ZLFS_BLOCK_SIZE > seg_free_blocks(z->fs)) {
-			ret = -ENOSPC; /* a log-structured FS cannot pin blocks; it checks room */
-		} else if (end > le64_get(inode_of(np)->size)) {
-			ret = data_set_size(z->fs, np, end);
-		}
-		if (!ret)
-			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
-		node_put(z->fs, np);
-	}
-	unlock(z);
+		ret = with_inode(z, req, ino, 1, fallocate_fn, &a);
 	reply_err(req, ret);
 }
 
@@ -314,6 +377,7 @@ static int rd_fill(void *arg, const char *name, size_t len, uint32_t ino, uint8_
 		struct fuse_entry_param e = {0};
 		int dot = !strcmp(nm, ".") || !strcmp(nm, "..");
 
+		/* the child's attributes: cached, or read under its lock (a child's rank) */
 		if (dot || fill_entry_ino(r->z, ino, &e)) {
 			e.attr.st_ino = kino(ino);
 			e.attr.st_mode = (mode_t)DTTOIF(type);
@@ -322,7 +386,7 @@ static int rd_fill(void *arg, const char *name, size_t len, uint32_t ino, uint8_
 					   (off_t)next);
 		if (n > r->size - r->used) {
 			if (!dot && e.ino)
-				iref_forget(r->z, ino, 1);
+				iref_undo(r->z, ino);
 			return 1;
 		}
 	} else {
@@ -342,6 +406,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	struct zfuse *z = zf(req);
 	struct rd r = {.req = req, .size = size, .plus = plus, .z = z};
 	struct node_page *dir;
+	struct ilock *il;
 	int ret;
 
 	r.buf = malloc(size);
@@ -349,13 +414,15 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	lock(z);
-	ret = get_dir(z, ino, &dir);
+	op_enter(z, 0);
+	il = ilock_take(z->fs, fino(ino), 0, LR_IPARENT, 0);
+	ret = il ? get_dir(z, ino, &dir) : -ENOMEM;
 	if (!ret) {
 		ret = dir_iterate(z->fs, dir, (uint64_t)off, rd_fill, &r);
 		node_put(z->fs, dir);
 	}
-	unlock(z);
+	ilock_drop(z->fs, il);
+	op_leave(z, 0);
 	if (ret)
 		reply_err(req, ret);
 	else
@@ -364,14 +431,14 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+		struct fuse_file_info *fi)
 {
 	(void)fi;
 	readdir_common(req, ino, size, off, 0);
 }
 
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
+		    struct fuse_file_info *fi)
 {
 	(void)fi;
 	readdir_common(req, ino, size, off, 1);
@@ -390,39 +457,46 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct zfuse *z = zf(req);
 	const struct zlfs_sb_info *s = &z->fs->sb;
 	struct statvfs st = {0};
+	uint64_t nodes, retired;
 
 	(void)ino;
-	lock(z);
+	op_enter(z, 0);
+	zlfs_counts(z->fs, &nodes, &retired);
 	st.f_bsize = st.f_frsize = ZLFS_BLOCK_SIZE;
-	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs) - z->fs->retired_zones) *
+	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs) - retired) *
 		      seg_usable_per_zone(z->fs);
 	st.f_bfree = st.f_bavail = (fsblkcnt_t)seg_free_blocks(z->fs);
 	st.f_files = s->max_nid - 1;
-	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - z->fs->valid_nodes);
+	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - nodes);
 	st.f_namemax = ZLFS_NAME_MAX;
-	unlock(z);
+	op_leave(z, 0);
 	fuse_reply_statfs(req, &st);
 }
 
 /* ---- xattrs ------------------------------------------------------------------------------- */
 
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			size_t size, int flags)
-{
-	struct zfuse *z = zf(req);
-	struct node_page *np;
-	int ret;
+struct xa {
+	const char *name;
+	const char *value;
+	char *buf;
+	size_t size;
+	int flags;
+};
 
-	lock(z);
-	ret = writable(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = xattr_set(z->fs, np, name, value, size, flags);
-		node_put(z->fs, np);
-	}
-	unlock(z);
-	reply_err(req, ret);
+static int setxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	struct xa *x = arg;
+
+	(void)req;
+	return xattr_set(z->fs, np, x->name, x->value, x->size, x->flags);
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		 size_t size, int flags)
+{
+	struct xa x = {.name = name, .value = value, .size = size, .flags = flags};
+
+	reply_err(req, with_inode(zf(req), req, ino, 1, setxattr_fn, &x));
 }
 
 static void xattr_reply(fuse_req_t req, int ret, size_t size, const char *buf)
@@ -435,58 +509,44 @@ static void xattr_reply(fuse_req_t req, int ret, size_t size, const char *buf)
 		fuse_reply_buf(req, buf, (size_t)ret);
 }
 
+static int getxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	struct xa *x = arg;
+
+	(void)req;
+	return x->name ? xattr_get(z->fs, np, x->name, x->buf, x->size)
+		       : xattr_list(z->fs, np, x->buf, x->size);
+}
+
+/* NAME NULL: the list of names. */
+static void getxattr_common(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct xa x = {.name = name, .size = size, .buf = malloc(size ? size : 1)};
+	int ret = x.buf ? with_inode(zf(req), req, ino, 0, getxattr_fn, &x) : -ENOMEM;
+
+	xattr_reply(req, ret, size, x.buf);
+	free(x.buf);
+}
+
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	struct zfuse *z = zf(req);
-	struct node_page *np;
-	char *buf = malloc(size ? size : 1);
-	int ret = buf ? 0 : -ENOMEM;
-
-	lock(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = xattr_get(z->fs, np, name, buf, size);
-		node_put(z->fs, np);
-	}
-	unlock(z);
-	xattr_reply(req, ret, size, buf);
-	free(buf);
+	getxattr_common(req, ino, name, size);
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct zfuse *z = zf(req);
-	struct node_page *np;
-	char *buf = malloc(size ? size : 1);
-	int ret = buf ? 0 : -ENOMEM;
+	getxattr_common(req, ino, NULL, size);
+}
 
-	lock(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = xattr_list(z->fs, np, buf, size);
-		node_put(z->fs, np);
-	}
-	unlock(z);
-	xattr_reply(req, ret, size, buf);
-	free(buf);
+static int removexattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	(void)req;
+	return xattr_remove(z->fs, np, ((struct xa *)arg)->name);
 }
 
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct zfuse *z = zf(req);
-	struct node_page *np;
-	int ret;
+	struct xa x = {.name = name};
 
-	lock(z);
-	ret = writable(z);
-	if (!ret)
-		ret = inode_get(z->fs, fino(ino), &np);
-	if (!ret) {
-		ret = xattr_remove(z->fs, np, name);
-		node_put(z->fs, np);
-	}
-	unlock(z);
-	reply_err(req, ret);
+	reply_err(req, with_inode(zf(req), req, ino, 1, removexattr_fn, &x));
 }

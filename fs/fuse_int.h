@@ -28,10 +28,13 @@ struct zfuse {
 		uint64_t nlookup;
 	} **irefs;
 	uint32_t nbuckets;
-	pthread_t cp_thread;
+	struct zlock iref_lock;     /* the lookup counts (a leaf) */
 	struct bg *bg;
+	/* the checkpoint thread: woken by the timer and by requests that find one due */
+	pthread_t cp_thread;
+	struct zlock cp_lock;       /* the fields below */
 	pthread_cond_t cp_cond;
-	int cp_stop;
+	int cp_stop, cp_wanted, cp_running;
 	int no_opendir;             /* the kernel takes ENOSYS from opendir as "not needed" */
 };
 
@@ -43,16 +46,24 @@ static inline uint32_t fino(fuse_ino_t ino)
 static inline fuse_ino_t kino(uint32_t ino) { return ino == ZLFS_ROOT_INO ? FUSE_ROOT_ID : ino; }
 
 /* ---- fuse_ops.c: lookup counts, entering and leaving the filesystem ---------------------- */
+/* One more lookup of INO held by the kernel (a leaf lock: callable under any other). */
 void iref_get(struct zfuse *z, uint32_t ino);
-/* The kernel forgot N lookups of INO: an orphan whose count reaches 0 is freed. */
+/* Give back a lookup just taken that never reached the kernel (readdirplus). */
+void iref_undo(struct zfuse *z, uint32_t ino);
+/* The kernel forgot N lookups of INO: an orphan whose count reaches 0 is freed. Called with
+ * no lock held. */
 void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n);
-/* The last name of INO is gone: free it now, or when the kernel forgets it. */
+/* The last name of INO is gone (INO locked exclusively, cp_lock shared): free it now, or
+ * when the kernel forgets it. */
 int inode_unlinked(struct zfuse *z, uint32_t ino);
-void lock(struct zfuse *z);
-/* Leave the filesystem: run the foreground GC and the checkpoint that are due, then unlock. */
-void unlock(struct zfuse *z);
-/* Leave without GC or checkpoint (a read whose plan still holds io_lock). */
-void user_left(struct zlfs_fs *fs);
+/* A request enters the filesystem; CHANGE: it will change something (takes cp_lock shared). */
+void op_enter(struct zfuse *z, int change);
+/* It leaves (all its inode locks dropped): the foreground GC and the checkpoint that are due
+ * run from here, with no lock held. */
+void op_leave(struct zfuse *z, int change);
+/* After a change failed (and left): 1 when it is worth one more try, after collecting
+ * (-ENOSPC) or a checkpoint (-EAGAIN: only freshly freed nids were left). */
+int op_retry(struct zfuse *z, int ret);
 /* Free zones down to what the logs need: collect now, then checkpoint. */
 int gc_foreground(struct zlfs_fs *fs);
 int reply_err(fuse_req_t req, int err);

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- lookup counts and orphans ----------------------------------------------------------- */
+/* ---- lookup counts and orphans -------------------------------------------------------------
+ * The counts are under iref_lock, a leaf: it is held for the table only, never while freeing.
+ * Freeing an orphan is decided under its inode's lock (exclusive), which both unlink and
+ * forget take, so one of them always sees the other's part done. */
 
 static struct iref **iref_slot(struct zfuse *z, uint32_t ino)
 {
@@ -33,95 +36,149 @@ static struct iref **iref_slot(struct zfuse *z, uint32_t ino)
 
 void iref_get(struct zfuse *z, uint32_t ino)
 {
-	struct iref **pp = iref_slot(z, ino);
+	struct iref **pp;
 
-	if (!*pp) {
-		*pp = calloc(1, sizeof(**pp));
-		if (!*pp)
-			return; /* the inode is then freed at unlink time: never leaked */
+	zlock_lock(&z->iref_lock);
+	pp = iref_slot(z, ino);
+	if (!*pp && (*pp = calloc(1, sizeof(**pp))))
 		(*pp)->ino = ino;
-	}
-	(*pp)->nlookup++;
+	if (*pp) /* without an entry the inode is freed at unlink time: never leaked */
+		(*pp)->nlookup++;
+	zlock_unlock(&z->iref_lock);
 }
 
-static int iref_held(struct zfuse *z, uint32_t ino) { return *iref_slot(z, ino) != NULL; }
+static int iref_held(struct zfuse *z, uint32_t ino)
+{
+	int held;
 
-/* The last name of INO is gone: free it now, or when the kernel forgets it. The name is
- * already removed, so a full orphan list must not fail the call: the inode is still freed
- * at forget, only a crash before that would leak it (until fsck). */
+	zlock_lock(&z->iref_lock);
+	held = *iref_slot(z, ino) != NULL;
+	zlock_unlock(&z->iref_lock);
+	return held;
+}
+
+/* Drop N of INO's lookups: 1 when that was the last of them. */
+static int iref_drop(struct zfuse *z, uint32_t ino, uint64_t n)
+{
+	struct iref **pp, *r;
+	int last = 0;
+
+	zlock_lock(&z->iref_lock);
+	pp = iref_slot(z, ino);
+	r = *pp;
+	if (r) {
+		r->nlookup = r->nlookup > n ? r->nlookup - n : 0;
+		if (!r->nlookup) {
+			*pp = r->next;
+			free(r);
+			last = 1;
+		}
+	}
+	zlock_unlock(&z->iref_lock);
+	return last;
+}
+
+void iref_undo(struct zfuse *z, uint32_t ino) { iref_drop(z, ino, 1); }
+
+/* The last name of INO is gone (INO locked exclusively): free it now, or when the kernel
+ * forgets it. The name is already removed, so a full orphan list must not fail the call:
+ * the inode is still freed at forget, only a crash before that would leak it (until fsck). */
 int inode_unlinked(struct zfuse *z, uint32_t ino)
 {
-	int ret;
+	int ret = orphan_add(z->fs, ino);
 
-	if (!iref_held(z, ino))
-		return inode_free(z->fs, ino);
-	ret = orphan_add(z->fs, ino);
 	if (ret)
 		zlog_warn("inode %u unlinked while open cannot be recorded (%s): a crash before "
 			  "its last close leaks it until fsck", ino, strerror(-ret));
-	return 0;
+	if (iref_held(z, ino)) /* a forget from here on finds the orphan mark */
+		return 0;
+	orphan_del(z->fs, ino);
+	return inode_free(z->fs, ino);
 }
 
-/* The kernel dropped its last reference: an inode whose last name went meanwhile (it is on
- * the orphan list, and only such inodes are) can go now. No inode read for the others. */
+/* The kernel forgot N lookups of INO: an orphan (an inode whose last name went while the
+ * kernel held it) can go once the last one is gone. No inode read for the others. */
 void iref_forget(struct zfuse *z, uint32_t ino, uint64_t n)
 {
-	struct iref **pp = iref_slot(z, ino), *r = *pp;
+	struct zlfs_fs *fs = z->fs;
+	struct ilock *il;
 
-	if (!r)
+	if (!iref_drop(z, ino, n) || !orphan_is(fs, ino))
 		return;
-	r->nlookup = r->nlookup > n ? r->nlookup - n : 0;
-	if (r->nlookup)
-		return;
-	*pp = r->next;
-	free(r);
-	if (orphan_is(z->fs, ino)) {
-		orphan_del(z->fs, ino);
-		inode_free(z->fs, ino);
+	op_enter(z, 1);
+	il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
+	if (il && orphan_is(fs, ino) && !iref_held(z, ino)) {
+		orphan_del(fs, ino);
+		inode_free(fs, ino);
 	}
+	ilock_drop(fs, il);
+	op_leave(z, 1);
 }
 
-/* ---- helpers ------------------------------------------------------------------------------ */
+/* ---- entering and leaving ------------------------------------------------------------------ */
 
-/* Users are counted in and out so background GC can stand aside while they wait. */
-void lock(struct zfuse *z)
+/* Users are counted in and out so background GC can tell idle time. */
+void op_enter(struct zfuse *z, int change)
 {
-	__atomic_add_fetch(&z->fs->users_active, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&z->fs->lock);
-}
-
-void user_left(struct zlfs_fs *fs)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	__atomic_store_n(&fs->last_user_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
-			 __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&fs->users_active, 1, __ATOMIC_RELAXED);
+	ATOMIC_ADD(&z->fs->users_active, 1);
+	if (change)
+		zrw_rdlock(&z->fs->cp_lock);
 }
 
 /* Free zones down to what the logs need: empty the emptiest zones now, and checkpoint so
- * they become free. */
+ * they become free. One collector at a time: others wait for it, then find the room. */
 int gc_foreground(struct zlfs_fs *fs)
 {
-	int ret = gc_reclaim(fs, seg_reserve(fs) + fs->sb.nr_logs + 2, 1, 4);
+	int ret;
 
+	zlock_lock(&fs->gc_lock);
+	ret = gc_reclaim(fs, seg_reserve(fs) + fs->sb.nr_logs + 2, 1, 4);
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint. */
-	if (ret >= 0 && seg_prefree_zones(fs))
+	if (ret > 0 || (ret >= 0 && seg_prefree_zones(fs)))
 		ret = files_sync(fs);
+	zlock_unlock(&fs->gc_lock);
 	return ret == -ENOENT ? -ENOSPC : ret;
 }
 
-void unlock(struct zfuse *z)
+/* Ask the checkpoint thread for a checkpoint; write it here when the thread does not run
+ * or when changes have run far ahead of it (the writer then waits, as it should). */
+static void ckpt_request(struct zfuse *z)
 {
-	gc_phase_update(z->fs); /* transitions are logged when they happen, not when GC wakes */
-	if (gc_urgent(z->fs))
-		gc_foreground(z->fs);
-	if (ckpt_due(z->fs))
+	if (!z->cp_running || ckpt_overdue(z->fs)) {
 		files_sync(z->fs); /* on failure the FS is read-only and says why */
-	node_shrink(z->fs);
-	user_left(z->fs);
-	pthread_mutex_unlock(&z->fs->lock);
+		return;
+	}
+	zlock_lock(&z->cp_lock);
+	z->cp_wanted = 1;
+	pthread_cond_signal(&z->cp_cond);
+	zlock_unlock(&z->cp_lock);
+}
+
+void op_leave(struct zfuse *z, int change)
+{
+	struct zlfs_fs *fs = z->fs;
+	struct timespec ts;
+
+	if (change)
+		zrw_unlock(&fs->cp_lock);
+	gc_phase_update(fs); /* transitions are logged when they happen, not when GC wakes */
+	if (change && gc_urgent(fs))
+		gc_foreground(fs);
+	if (change && ckpt_due(fs))
+		ckpt_request(z);
+	node_shrink(fs);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ATOMIC_SET(&fs->last_user_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	ATOMIC_ADD(&fs->users_active, -1);
+}
+
+int op_retry(struct zfuse *z, int ret)
+{
+	if (ret == -ENOSPC) /* the room may be in dead blocks */
+		return gc_foreground(z->fs) >= 0;
+	if (ret == -EAGAIN) /* nids freed since the last checkpoint come back with the next */
+		return !files_sync(z->fs);
+	return 0;
 }
 
 int reply_err(fuse_req_t req, int err) { return fuse_reply_err(req, err < 0 ? -err : err); }
@@ -131,7 +188,7 @@ int check_name(const char *name)
 	return strlen(name) > ZLFS_NAME_MAX ? -ENAMETOOLONG : 0;
 }
 
-int writable(struct zfuse *z) { return z->fs->readonly ? -EROFS : 0; }
+int writable(struct zfuse *z) { return ATOMIC_GET(&z->fs->readonly) ? -EROFS : 0; }
 
 void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_param *e)
 {
@@ -188,9 +245,7 @@ static int encrypt_policy_set(struct zfuse *z, fuse_req_t req, struct node_page 
 		return ret;
 	was = fcrypt_is_encrypted(np);
 	ret = fcrypt_set_policy(z->fs, np);
-	/* durable before the call returns: names added later are read as ciphertext only if
-	 * the flag and nonce they were made under survive a crash */
-	return ret || was ? ret : files_sync(z->fs);
+	return ret ? ret : !was; /* 1: newly encrypted, to be made durable */
 }
 
 static void ioctl_encrypt(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, size_t out_size)
@@ -198,22 +253,30 @@ static void ioctl_encrypt(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, size
 	struct zfuse *z = zf(req);
 	struct zlfs_ioc_encrypt e = {0};
 	struct node_page *np;
-	int ret;
+	struct ilock *il;
+	int ret, set;
 
 	if (cmd == ZLFS_IOC_GET_ENCRYPT && out_size < sizeof(e)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	lock(z);
-	ret = inode_get(z->fs, fino(ino), &np);
+	set = cmd == ZLFS_IOC_SET_ENCRYPT;
+	op_enter(z, set);
+	il = ilock_take(z->fs, fino(ino), set, LR_ICHILD, fino(ino));
+	ret = il ? inode_get(z->fs, fino(ino), &np) : -ENOMEM;
 	if (!ret) {
-		if (cmd == ZLFS_IOC_SET_ENCRYPT)
+		if (set)
 			ret = encrypt_policy_set(z, req, np);
 		e.flags = (fcrypt_is_encrypted(np) ? ZLFS_ENC_ENCRYPTED : 0) |
 			  (z->fs->master ? ZLFS_ENC_KEY : 0);
 		node_put(z->fs, np);
 	}
-	unlock(z);
+	ilock_drop(z->fs, il);
+	op_leave(z, set);
+	/* durable before the call returns: names added later are read as ciphertext only if
+	 * the flag and nonce they were made under survive a crash */
+	if (ret == 1)
+		ret = files_sync(z->fs);
 	if (ret)
 		reply_err(req, ret);
 	else if (cmd == ZLFS_IOC_GET_ENCRYPT)
@@ -246,9 +309,9 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		return;
 	}
 	if (cmd == ZLFS_IOC_SYNC) {
-		lock(z);
-		ret = z->fs->readonly ? 0 : files_sync(z->fs);
-		unlock(z);
+		op_enter(z, 0);
+		ret = ATOMIC_GET(&z->fs->readonly) ? 0 : files_sync(z->fs);
+		op_leave(z, 0);
 		if (ret)
 			reply_err(req, ret);
 		else
@@ -264,9 +327,9 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	lock(z);
+	op_enter(z, 0);
 	ret = zlfs_stats_json(z->fs, st->json, sizeof(st->json));
-	unlock(z);
+	op_leave(z, 0);
 	if (ret < 0)
 		reply_err(req, ret);
 	else
@@ -312,20 +375,31 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_open(req, fi);
 }
 
+/* Checkpoints every cp_interval seconds while anything changed, and when a request finds
+ * one due (ckpt_request): the request goes on, the checkpoint is written here. */
 static void *cp_thread(void *arg)
 {
 	struct zfuse *z = arg;
 	struct timespec ts;
 
-	pthread_mutex_lock(&z->fs->lock);
+	zlock_lock(&z->cp_lock);
 	while (!z->cp_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += z->opts.cp_interval;
-		pthread_cond_timedwait(&z->cp_cond, &z->fs->lock, &ts);
-		if (!z->cp_stop && z->fs->dirty && !z->fs->readonly)
+		if (!z->cp_wanted && z->opts.cp_interval) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += z->opts.cp_interval;
+			zlock_timedwait(&z->cp_cond, &z->cp_lock, &ts);
+		} else if (!z->cp_wanted) {
+			zlock_wait(&z->cp_cond, &z->cp_lock);
+		}
+		if (z->cp_stop)
+			break;
+		z->cp_wanted = 0;
+		zlock_unlock(&z->cp_lock);
+		if (ATOMIC_GET(&z->fs->dirty) && !ATOMIC_GET(&z->fs->readonly))
 			files_sync(z->fs);
+		zlock_lock(&z->cp_lock);
 	}
-	pthread_mutex_unlock(&z->fs->lock);
+	zlock_unlock(&z->cp_lock);
 	return NULL;
 }
 
@@ -376,6 +450,8 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o)
 	z->opts = *o;
 	z->nbuckets = 65536;
 	z->irefs = calloc(z->nbuckets, sizeof(*z->irefs));
+	zlock_init(&z->iref_lock, LR_IREF, "iref_lock");
+	zlock_init(&z->cp_lock, LR_CKREQ, "ckpt_request_lock");
 	pthread_cond_init(&z->cp_cond, NULL);
 	if (!z->irefs) {
 		free(z);
@@ -388,9 +464,12 @@ int zfuse_start(struct zfuse *z)
 {
 	if (!z->fs->readonly && z->opts.background_gc && bg_start(z->fs, &z->bg))
 		zlog_warn("background GC could not start: collection runs in the foreground only");
-	if (z->fs->readonly || !z->opts.cp_interval)
+	if (z->fs->readonly)
 		return 0;
-	return -pthread_create(&z->cp_thread, NULL, cp_thread, z);
+	if (pthread_create(&z->cp_thread, NULL, cp_thread, z))
+		return -EAGAIN; /* requests then write the checkpoints they find due */
+	z->cp_running = 1;
+	return 0;
 }
 
 /* Stop the timer, free what only the kernel still held, and unmount cleanly. */
@@ -407,12 +486,13 @@ int zfuse_destroy(struct zfuse *z)
 			zlog(ZLOG_ERR, "statistics at unmount:\n%s", json); /* shown at any level */
 		free(json);
 	}
-	if (z->cp_thread) {
-		pthread_mutex_lock(&z->fs->lock);
+	if (z->cp_running) {
+		zlock_lock(&z->cp_lock);
 		z->cp_stop = 1;
 		pthread_cond_signal(&z->cp_cond);
-		pthread_mutex_unlock(&z->fs->lock);
+		zlock_unlock(&z->cp_lock);
 		pthread_join(z->cp_thread, NULL);
+		z->cp_running = 0;
 	}
 	for (uint32_t ino = orphan_next(z->fs, 0); ino && !z->fs->readonly;
 	     ino = orphan_next(z->fs, ino)) {
@@ -429,6 +509,8 @@ int zfuse_destroy(struct zfuse *z)
 		}
 	free(z->irefs);
 	pthread_cond_destroy(&z->cp_cond);
+	zlock_destroy(&z->cp_lock);
+	zlock_destroy(&z->iref_lock);
 	free(z);
 	return ret;
 }

@@ -6,7 +6,13 @@
  * ciphertext) to the cold data log and its owner node re-pointed; a node block is rewritten
  * through the node cache, which only moves its NAT entry. Owners come from the segment
  * summaries and are checked against the owner's pointer before anything moves.
- * May call: segment.c, node.c, format.h, zdev.h, log.h.
+ * May call: segment.c, node.c, ilock.c, format.h, zdev.h, lock.h, log.h.
+ *
+ * Locks: one collector at a time (gc_lock, held by the caller); each step holds cp_lock
+ * shared. Victim blocks are read with no inode lock, so users are not held off while GC
+ * reads; a block is then moved under its owner's inode lock, and only if the owner still
+ * points at the block read - a user write to the file in between wins, and GC's copy is
+ * simply not used. The victim is pinned while GC works on it, so no checkpoint frees it.
  *
  * A victim is never reset here: once empty it is prefree, becomes free only after the next
  * checkpoint is durable (that checkpoint no longer points into it) and is reset when a log
@@ -59,6 +65,7 @@ int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone)
 	uint32_t mz, usable = zone_usable(fs), min_gain = usable / GC_MIN_GAIN + 1;
 	double best = -1.0;
 
+	zlock_lock(&fs->seg_lock);
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		double sc;
 
@@ -71,6 +78,7 @@ int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone)
 			*zone = fs->sb.main_zone_first + mz;
 		}
 	}
+	zlock_unlock(&fs->seg_lock);
 	return best < 0 ? -ENOENT : 0;
 }
 
@@ -116,7 +124,7 @@ static int gc_window_fill(struct zlfs_fs *fs, struct gc_window *w, uint32_t addr
 	w->start = addr;
 	w->n = seg_valid_span(fs, addr, GC_WINDOW);
 	ret = seg_read_run(fs, addr, w->n, w->buf);
-	fs->gc.bytes_read += (uint64_t)w->n * ZLFS_BLOCK_SIZE;
+	ATOMIC_ADD(&fs->gc.bytes_read, (uint64_t)w->n * ZLFS_BLOCK_SIZE);
 	if (ret)
 		w->n = 0;
 	return ret;
@@ -133,98 +141,194 @@ static int gc_block(struct zlfs_fs *fs, struct gc_window *w, uint32_t addr, cons
 	return ret;
 }
 
-/* Move one data block at ADDR owned by slot OFS of node NID, read through window W. */
-static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
-			struct gc_window *w)
+/* The owner of node NID locked exclusively, with NID's NAT entry as seen under that lock;
+ * NULL when NID is gone (its blocks died with it). */
+static struct ilock *gc_lock_owner(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 {
-	const uint8_t *data;
+	struct ilock *il;
+	uint32_t ino;
+
+	*e = nat_get(fs, nid);
+	if (e->blkaddr == ZLFS_ADDR_NULL)
+		return NULL;
+	/* A nid freed meanwhile is not reused before the next checkpoint, which waits for this
+	 * step (cp_lock): after the lock is taken, the entry tells whether it is still ours. */
+	ino = e->ino;
+	il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
+	*e = nat_get(fs, nid);
+	if (il && (e->blkaddr == ZLFS_ADDR_NULL || e->ino != ino)) {
+		ilock_drop(fs, il);
+		il = NULL;
+	}
+	return il;
+}
+
+/* Move one data block at ADDR owned by slot OFS of node NID, whose contents are DATA. */
+static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
+			const uint8_t *data)
+{
 	struct node_page *np;
+	struct nat_ent e;
+	struct ilock *il = gc_lock_owner(fs, nid, &e);
 	uint32_t to;
 	le32 *slot;
-	int ret = node_get(fs, nid, &np);
+	int ret;
 
-	if (ret)
+	if (!il)
+		return seg_is_valid(fs, addr) ? -EUCLEAN : 0;
+	ret = node_get(fs, nid, &np);
+	if (ret) {
+		ilock_drop(fs, il);
 		return ret;
+	}
 	slot = owner_slot(np, ofs);
 	if (!slot || le32_get(*slot) != addr) {
-		zlog_err("GC: block %u is valid but node %u slot %u does not point to it", addr,
-			 nid, ofs);
-		node_put(fs, np);
-		return -EUCLEAN;
-	}
-	ret = gc_block(fs, w, addr, &data);
-	if (!ret)
+		/* rewritten or dropped since the window was read: the user's write stands */
+		ret = seg_is_valid(fs, addr) ? -EUCLEAN : 0;
+		if (ret)
+			zlog_err("GC: block %u is valid but node %u slot %u does not point to it",
+				 addr, nid, ofs);
+	} else {
 		ret = seg_append(fs, ZLFS_LOG_COLD_DATA, data, nid, ofs, &to);
-	if (!ret) {
-		seg_mark(fs, addr, 0);
-		*slot = le32_put(to);
-		node_dirty(fs, np);
-		fs->gc_bytes += ZLFS_BLOCK_SIZE;
+		if (!ret) {
+			seg_mark(fs, addr, 0);
+			*slot = le32_put(to);
+			node_dirty(fs, np);
+			ATOMIC_ADD(&fs->gc_bytes, ZLFS_BLOCK_SIZE);
+		}
 	}
 	node_put(fs, np);
+	ilock_drop(fs, il);
 	return ret;
 }
 
-/* A node block moves by being written again; only its NAT entry changes. */
+/* A node block moves by being written again (at the next checkpoint); only its NAT entry
+ * changes. */
 static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
 {
 	struct node_page *np;
+	struct nat_ent e;
+	struct ilock *il;
 	int ret;
 
-	if (nid >= fs->sb.max_nid || fs->nat[nid].blkaddr != addr)
-		return 0; /* a newer copy exists in memory: this one dies at its write */
+	if (nid >= fs->sb.max_nid || nat_get(fs, nid).blkaddr != addr)
+		return 0; /* a newer copy exists: this one died when it was written */
+	il = gc_lock_owner(fs, nid, &e);
+	if (!il || e.blkaddr != addr) {
+		ilock_drop(fs, il);
+		return 0;
+	}
 	ret = node_get(fs, nid, &np);
-	if (ret)
-		return ret;
-	node_dirty(fs, np);
-	node_put(fs, np);
-	fs->gc_bytes += ZLFS_BLOCK_SIZE;
-	return 0;
+	if (!ret) {
+		node_dirty(fs, np);
+		node_put(fs, np);
+		ATOMIC_ADD(&fs->gc_bytes, ZLFS_BLOCK_SIZE);
+	}
+	ilock_drop(fs, il);
+	return ret;
 }
 
-static int gc_migrate_segment(struct zlfs_fs *fs, uint32_t zone, uint32_t seg,
-			      struct gc_window *w, struct zlfs_summary *sum)
+/* Move the valid block ADDR of the victim, whose summary entry is NID/OFS. */
+static int gc_move(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
+		   struct gc_window *w)
 {
-	uint32_t segno = (zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + seg;
-	uint32_t base = zlfs_zone_start_blk(&fs->sb, zone) + seg * fs->sb.seg_blocks, b;
-	const struct seg_ent *se = &fs->sit[segno];
+	const uint8_t *data;
 	int ret;
 
-	if (!se->valid)
-		return 0;
-	ret = gc_read_summary(fs, zone, seg, sum);
-	for (b = 0; !ret && b + 1 < fs->sb.seg_blocks; b++) {
-		uint32_t nid = le32_get(sum->nid[b]);
-		uint16_t ofs = le16_get(sum->ofs[b]);
+	if (ofs == ZLFS_SUM_NODE)
+		return gc_move_node(fs, addr, nid);
+	ret = gc_block(fs, w, addr, &data); /* read before the owner is locked */
+	return ret ? ret : gc_move_data(fs, addr, nid, ofs, data);
+}
 
-		if (!(se->bitmap[b / 8] & (1u << (b % 8))))
+/* Move valid blocks of the victim from the cursor on, at most BUDGET of them. */
+static int gc_step_blocks(struct zlfs_fs *fs, uint32_t budget)
+{
+	struct zlfs_summary *sum = fs->gc.sum;
+	uint32_t zone = fs->gc.victim, seg_blocks = fs->sb.seg_blocks, moved = 0;
+	uint32_t end = fs->sb.segs_per_zone * seg_blocks;
+	int ret = 0;
+
+	while (!ret && moved < budget && fs->gc.cursor < end) {
+		uint32_t seg = fs->gc.cursor / seg_blocks, b = fs->gc.cursor % seg_blocks;
+		uint32_t segno = (zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + seg;
+		uint32_t addr = zlfs_zone_start_blk(&fs->sb, zone) + fs->gc.cursor;
+
+		fs->gc.cursor++;
+		if (b + 1 == seg_blocks || !seg_is_valid(fs, addr))
 			continue;
-		if (ofs == ZLFS_SUM_NODE)
-			ret = gc_move_node(fs, base + b, nid);
-		else
-			ret = gc_move_data(fs, base + b, nid, ofs, w);
+		if (fs->gc.sum_segno != segno) { /* written once when the segment closed */
+			ret = gc_read_summary(fs, zone, seg, sum);
+			if (ret)
+				break;
+			fs->gc.sum_segno = segno;
+		}
+		ret = gc_move(fs, addr, le32_get(sum->nid[b]), le16_get(sum->ofs[b]), &fs->gc.win);
+		moved++;
 	}
+	return ret ? ret : (int)moved;
+}
+
+/* Make ZONE the victim, pinned, with its cursor at the start. */
+static void gc_take_victim(struct zlfs_fs *fs, uint32_t zone)
+{
+	fs->gc.victim = zone;
+	fs->gc.has_victim = 1;
+	fs->gc.cursor = 0;
+	fs->gc.sum_segno = UINT32_MAX; /* a zone reused since may carry the same numbers */
+	fs->gc.win.n = 0;
+	seg_pin(fs, zone);
+}
+
+/* The victim is done (or dropped): unpin it; the next checkpoint writes its moved nodes,
+ * which leaves it empty and free. */
+static void gc_drop_victim(struct zlfs_fs *fs, int emptied)
+{
+	fs->gc.has_victim = 0;
+	seg_pin(fs, ZLFS_ZONE_NONE);
+	if (emptied)
+		ATOMIC_ADD(&fs->gc_zones, 1);
+}
+
+static int gc_buffers(struct zlfs_fs *fs)
+{
+	if (!fs->gc.sum) {
+		fs->gc.sum = zdev_buf_alloc(sizeof(*fs->gc.sum));
+		fs->gc.sum_segno = UINT32_MAX;
+	}
+	if (!fs->gc.win.buf) { /* apart: one failed allocation must not stick for the mount */
+		fs->gc.win.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
+		fs->gc.win.n = 0;
+	}
+	return fs->gc.sum && fs->gc.win.buf ? 0 : -ENOMEM;
+}
+
+/* Up to BUDGET blocks of the current victim, under cp_lock shared: blocks moved, or 0 when
+ * the victim is done. */
+static int gc_victim_step(struct zlfs_fs *fs, uint32_t budget)
+{
+	int ret;
+
+	zrw_rdlock(&fs->cp_lock);
+	ret = gc_buffers(fs);
+	if (!ret)
+		ret = gc_step_blocks(fs, budget);
+	zrw_unlock(&fs->cp_lock);
+	if (ret < 0)
+		gc_drop_victim(fs, 0);
+	else if (!ret || fs->gc.cursor >= fs->sb.segs_per_zone * fs->sb.seg_blocks)
+		gc_drop_victim(fs, 1);
 	return ret;
 }
 
 int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone)
 {
-	struct zlfs_summary *sum = zdev_buf_alloc(sizeof(*sum));
-	struct gc_window w = {.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE)};
-	uint32_t seg;
-	int ret = sum && w.buf ? 0 : -ENOMEM;
+	int ret;
 
-	if (fs->gc.has_victim && fs->gc.victim == zone) /* the background worker's position dies */
-		fs->gc.has_victim = 0;
-	for (seg = 0; !ret && seg < fs->sb.segs_per_zone; seg++)
-		ret = gc_migrate_segment(fs, zone, seg, &w, sum);
-	if (!ret)
-		ret = node_flush_all(fs); /* moved nodes and re-pointed owners leave the zone */
-	zdev_buf_free(sum);
-	zdev_buf_free(w.buf);
-	if (!ret)
-		fs->gc_zones++;
-	return ret;
+	gc_take_victim(fs, zone);
+	while ((ret = gc_victim_step(fs, UINT32_MAX)) > 0 && fs->gc.has_victim)
+		;
+	return ret < 0 ? ret : 0;
 }
 
 int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones)
@@ -233,13 +337,19 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 	int ret;
 
 	for (;;) {
+		uint32_t free_zones;
+
+		zlock_lock(&fs->seg_lock);
 		for (prefree = 0, mz = 0; mz < fs->sb.main_zones; mz++)
 			prefree += fs->zone_prefree[mz];
-		if (fs->free_zones + prefree >= want_free || done >= max_zones)
+		free_zones = fs->free_zones;
+		zlock_unlock(&fs->seg_lock);
+		/* victims emptied in this pass count too: the caller's checkpoint frees them */
+		if (free_zones + prefree + done >= want_free || done >= max_zones)
 			return (int)done;
 		/* With fewer zones left a pass could spend the last ones and leave nothing to
 		 * write the checkpoint that frees its victim with. */
-		if (fs->free_zones < ZLFS_GC_ZONES_NEEDED)
+		if (free_zones < ZLFS_GC_ZONES_NEEDED)
 			return done ? (int)done : -ENOSPC;
 		ret = gc_pick_victim(fs, greedy, &zone);
 		if (ret)
@@ -253,9 +363,9 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 
 /* Foreground collection starts when the free zones are down to the reserve plus one zone
  * per log: below that a log could need a zone that only GC can give. */
-int gc_urgent(const struct zlfs_fs *fs)
+int gc_urgent(struct zlfs_fs *fs)
 {
-	return !fs->readonly && fs->free_zones <= seg_reserve(fs) + fs->sb.nr_logs;
+	return !ATOMIC_GET(&fs->readonly) && seg_free_zones(fs) <= seg_reserve(fs) + fs->sb.nr_logs;
 }
 
 void gc_defaults(struct gc_opts *o)
@@ -285,13 +395,22 @@ const char *gc_phase_name(enum gc_phase p)
 
 enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 {
-	uint32_t usable = fs->sb.main_zones - fs->retired_zones;
-	uint64_t pct = usable ? (uint64_t)fs->free_zones * 100 / usable : 0;
-	uint32_t fg = seg_reserve(fs) + fs->sb.nr_logs;
-	enum gc_phase cur = fs->gc.phase, p = GC_NONE;
+	uint32_t free_zones, retired;
+	uint32_t fg = seg_reserve(fs) + fs->sb.nr_logs, usable;
+	enum gc_phase cur, p = GC_NONE;
 	struct timespec ts;
+	uint64_t pct;
 
-	if (gc_urgent(fs) || (cur == GC_FOREGROUND && fs->free_zones <= fg + GC_HYST_ZONES))
+	zlock_lock(&fs->seg_lock);
+	free_zones = fs->free_zones;
+	retired = fs->retired_zones;
+	zlock_unlock(&fs->seg_lock);
+	usable = fs->sb.main_zones - retired;
+	pct = usable ? (uint64_t)free_zones * 100 / usable : 0;
+	zlock_lock(&fs->stats_lock);
+	cur = fs->gc.phase;
+	if ((!ATOMIC_GET(&fs->readonly) && free_zones <= fg) ||
+	    (cur == GC_FOREGROUND && free_zones <= fg + GC_HYST_ZONES))
 		p = GC_FOREGROUND;
 	else if (pct < fs->gc.o.low_pct ||
 		 (cur >= GC_BOOSTED && pct < fs->gc.o.low_pct + GC_HYST_PCT))
@@ -306,76 +425,28 @@ enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 		fs->gc.log[i].time_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 		fs->gc.log[i].from = (uint8_t)fs->gc.phase;
 		fs->gc.log[i].to = (uint8_t)p;
-		fs->gc.log[i].free_zones = fs->free_zones;
+		fs->gc.log[i].free_zones = free_zones;
 		zlog_info("GC phase %s -> %s (%u of %u zones free)", gc_phase_name(fs->gc.phase),
-			  gc_phase_name(p), fs->free_zones, fs->sb.main_zones);
+			  gc_phase_name(p), free_zones, fs->sb.main_zones);
 		fs->gc.phase = p;
 	}
+	zlock_unlock(&fs->stats_lock);
 	return p;
-}
-
-/* Move valid blocks of the victim from the cursor on, at most BUDGET of them. */
-static int gc_step_blocks(struct zlfs_fs *fs, uint32_t budget)
-{
-	struct zlfs_summary *sum = fs->gc.sum;
-	uint32_t zone = fs->gc.victim, seg_blocks = fs->sb.seg_blocks, moved = 0;
-	uint32_t end = fs->sb.segs_per_zone * seg_blocks;
-	int ret = 0;
-
-	while (!ret && moved < budget && fs->gc.cursor < end) {
-		uint32_t seg = fs->gc.cursor / seg_blocks, b = fs->gc.cursor % seg_blocks;
-		uint32_t segno = (zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + seg;
-		uint32_t addr = zlfs_zone_start_blk(&fs->sb, zone) + fs->gc.cursor;
-		const struct seg_ent *se = &fs->sit[segno];
-
-		fs->gc.cursor++;
-		if (b + 1 == seg_blocks || !(se->bitmap[b / 8] & (1u << (b % 8))))
-			continue;
-		if (fs->gc.sum_segno != segno) { /* written once when the segment closed */
-			ret = gc_read_summary(fs, zone, seg, sum);
-			if (ret)
-				break;
-			fs->gc.sum_segno = segno;
-		}
-		if (le16_get(sum->ofs[b]) == ZLFS_SUM_NODE)
-			ret = gc_move_node(fs, addr, le32_get(sum->nid[b]));
-		else
-			ret = gc_move_data(fs, addr, le32_get(sum->nid[b]), le16_get(sum->ofs[b]),
-					   &fs->gc.win);
-		moved++;
-	}
-	return ret ? ret : (int)moved;
 }
 
 int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget)
 {
 	int ret;
 
-	if (fs->gc.has_victim && fs->zone_state[fs->gc.victim - fs->sb.main_zone_first] != ZONE_USED)
-		fs->gc.has_victim = 0; /* emptied meanwhile by foreground GC or deletes */
+	if (fs->gc.has_victim && seg_zone_state(fs, fs->gc.victim) != ZONE_USED)
+		gc_drop_victim(fs, 0); /* emptied meanwhile by foreground GC or deletes */
 	if (!fs->gc.has_victim) {
-		ret = gc_pick_victim(fs, greedy, &fs->gc.victim);
+		uint32_t zone;
+
+		ret = gc_pick_victim(fs, greedy, &zone);
 		if (ret)
 			return ret;
-		fs->gc.has_victim = 1;
-		fs->gc.cursor = 0;
-		fs->gc.sum_segno = UINT32_MAX; /* a zone reused since may carry the same numbers */
-		fs->gc.win.n = 0;
+		gc_take_victim(fs, zone);
 	}
-	if (!fs->gc.sum) {
-		fs->gc.sum = zdev_buf_alloc(sizeof(*fs->gc.sum));
-		fs->gc.sum_segno = UINT32_MAX;
-	}
-	if (!fs->gc.win.buf) { /* apart: one failed allocation must not stick for the mount */
-		fs->gc.win.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
-		fs->gc.win.n = 0;
-	}
-	ret = fs->gc.sum && fs->gc.win.buf ? gc_step_blocks(fs, budget) : -ENOMEM;
-	if (ret || fs->gc.cursor < fs->sb.segs_per_zone * fs->sb.seg_blocks)
-		return ret;
-	fs->gc.has_victim = 0;
-	ret = node_flush_all(fs); /* moved nodes leave the victim too */
-	if (!ret)
-		fs->gc_zones++;
-	return ret;
+	return gc_victim_step(fs, budget);
 }

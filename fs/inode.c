@@ -52,25 +52,13 @@ int inode_get(struct zlfs_fs *fs, uint32_t ino, struct node_page **np)
 	return 0;
 }
 
-int files_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
-{
-	int ret = node_alloc_nid(fs, ino, nid);
-
-	if (ret == -EAGAIN) { /* nids freed since the checkpoint come back with the next one */
-		ret = files_sync(fs);
-		if (!ret)
-			ret = node_alloc_nid(fs, ino, nid);
-	}
-	return ret == -EAGAIN ? -ENOSPC : ret;
-}
-
 int inode_new(struct zlfs_fs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint32_t rdev,
 	      uint32_t parent, struct node_page **out)
 {
 	struct zlfs_inode *in;
 	uint64_t now = inode_now_ns();
 	uint32_t ino, gen;
-	int ret = seg_room_for_user(fs) ? files_alloc_nid(fs, 0, &ino) : -ENOSPC;
+	int ret = seg_room_for_user(fs) ? node_alloc_nid(fs, 0, &ino) : -ENOSPC;
 
 	if (ret)
 		return ret;
@@ -126,19 +114,17 @@ static void iattr_to_stat(uint32_t ino, const struct iattr *a, struct stat *st)
 
 void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat *st)
 {
-	const struct zlfs_inode *in = inode_of(np);
-	struct iattr a = {le32_get(in->mode),	le32_get(in->nlink),	le32_get(in->uid),
-			  le32_get(in->gid),	le32_get(in->rdev),	le32_get(in->generation),
-			  le64_get(in->size),	le64_get(in->blocks),	le64_get(in->atime_ns),
-			  le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
+	struct iattr a;
 
 	(void)fs;
+	iattr_of_inode(inode_of(np), &a);
 	iattr_to_stat(np->nid, &a, st);
 }
 
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation)
 {
 	struct node_page *np;
+	struct ilock *il;
 	struct iattr a;
 	int ret;
 
@@ -147,13 +133,17 @@ int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *gene
 		*generation = a.generation;
 		return 0;
 	}
+	il = ilock_take(fs, ino, 0, LR_ICHILD, ino); /* a miss reads the page: it must hold still */
+	if (!il)
+		return -ENOMEM;
 	ret = inode_get(fs, ino, &np);
-	if (ret)
-		return ret;
-	inode_fill_stat(fs, np, st);
-	*generation = le32_get(inode_of(np)->generation);
-	node_put(fs, np);
-	return 0;
+	if (!ret) {
+		inode_fill_stat(fs, np, st);
+		*generation = le32_get(inode_of(np)->generation);
+		node_put(fs, np);
+	}
+	ilock_drop(fs, il);
+	return ret;
 }
 
 void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which)
@@ -219,6 +209,11 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 
 	if (ret)
 		return ret;
+	ret = dir_cache_init(fs);
+	if (ret) {
+		zlfs_unmount(fs);
+		return ret;
+	}
 	for (uint32_t ino = orphan_next(fs, 0); ino && !fs->readonly; ino = orphan_next(fs, ino)) {
 		orphan_del(fs, ino);
 		ret = inode_orphan_free(fs, ino);
@@ -241,34 +236,57 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 	return 0;
 }
 
-int files_fsync(struct zlfs_fs *fs, uint32_t ino)
+/* The fsync that needs no checkpoint: -EAGAIN when only a checkpoint will do. */
+static int files_fsync_fast(struct zlfs_fs *fs, uint32_t ino)
 {
 	struct node_page *np;
-	int isdir, ret = inode_get(fs, ino, &np);
+	struct ilock *il;
+	int isdir, ret;
 
-	if (ret)
-		return ret;
-	isdir = S_ISDIR(le32_get(inode_of(np)->mode));
-	node_put(fs, np);
-	/* Directories and files whose name or node set changed need a checkpoint; everything
-	 * else is rolled forward from its fsync'ed nodes after a crash. */
-	ret = isdir ? -EAGAIN : node_fsync(fs, ino);
+	zrw_rdlock(&fs->cp_lock);
+	il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
+	ret = il ? inode_get(fs, ino, &np) : -ENOMEM;
+	if (!ret) {
+		isdir = S_ISDIR(le32_get(inode_of(np)->mode));
+		node_put(fs, np);
+		/* Directories and files whose name or node set changed need a checkpoint;
+		 * everything else is rolled forward from its fsync'ed nodes after a crash. */
+		ret = isdir ? -EAGAIN : node_fsync(fs, ino);
+	}
+	ilock_drop(fs, il);
+	zrw_unlock(&fs->cp_lock);
+	return ret;
+}
+
+int files_fsync(struct zlfs_fs *fs, uint32_t ino)
+{
+	int ret = files_fsync_fast(fs, ino);
+
 	return ret == -EAGAIN ? files_sync(fs) : ret;
 }
 
 int files_sync(struct zlfs_fs *fs)
 {
-	int ret = dir_flush(fs);
+	int ret;
 
-	return ret ? ret : ckpt_write(fs, 0);
+	zrw_wrlock(&fs->cp_lock);
+	ret = dir_flush(fs);
+	if (!ret)
+		ret = ckpt_write(fs, 0);
+	zrw_unlock(&fs->cp_lock);
+	return ret;
 }
 
 int files_unmount(struct zlfs_fs *fs)
 {
-	int ret = fs->readonly ? 0 : dir_flush(fs);
+	int ret = 0;
 
+	zrw_wrlock(&fs->cp_lock);
+	if (!ATOMIC_GET(&fs->readonly))
+		ret = dir_flush(fs);
 	dir_cache_destroy(fs);
 	if (ret)
-		fs->readonly = 1;
+		ATOMIC_SET(&fs->readonly, 1);
+	zrw_unlock(&fs->cp_lock);
 	return zlfs_unmount(fs) ?: ret;
 }

@@ -30,6 +30,7 @@ enum lock_rank {
 	LR_IREF = 93,    /* the kernel's lookup counts (FUSE layer) */
 	LR_CKREQ = 94,   /* checkpoint requests to the checkpoint thread (FUSE layer) */
 	LR_STATS = 95,   /* GC telemetry and phase log */
+	LR_SLEEP = 96,   /* a background thread's sleep and stop flag */
 	LR_WBUF = 100,   /* the write buffer's slots and queues */
 	LR_DEV = 110,    /* inside a device backend */
 };
@@ -67,10 +68,10 @@ int lockcheck_held(const void *lock);
 #define LOCK_ASSERT_HELD(l) lock_assert_held((l), (l)->name, __func__)
 void lock_assert_held(const void *lock, const char *name, const char *func);
 #else
-#define LOCKCHECK_ACQ(l, r, k) ((void)0)
-#define LOCKCHECK_TRY(l, r, k) ((void)0)
-#define LOCKCHECK_REL(l) ((void)0)
-#define LOCK_ASSERT_HELD(l) ((void)0)
+#define LOCKCHECK_ACQ(l, r, k) ((void)(l), (void)(r), (void)(k))
+#define LOCKCHECK_TRY(l, r, k) ((void)(l), (void)(r), (void)(k))
+#define LOCKCHECK_REL(l) ((void)(l))
+#define LOCK_ASSERT_HELD(l) ((void)(l))
 #endif
 
 static inline void zlock_lock_at(struct zlock *l, uint64_t key)

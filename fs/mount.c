@@ -99,7 +99,7 @@ static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 	if (wp_blk > cp_blk) { /* written after the checkpoint: skip it, never rewind */
 		l->next_blk = wp_blk;
 		log_trim_summary(fs, l, cp_blk);
-		fs->dirty = 1;
+		ATOMIC_SET(&fs->dirty, 1);
 	}
 	return 0;
 }
@@ -117,7 +117,7 @@ static int mount_meta_position(struct zlfs_fs *fs)
 		wp_blk = (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
 	if (wp_blk > fs->meta_next) {
 		fs->meta_next = wp_blk;
-		fs->dirty = 1;
+		ATOMIC_SET(&fs->dirty, 1);
 	}
 	return 0;
 }
@@ -129,51 +129,62 @@ static int orphans_alloc(struct zlfs_fs *fs)
 	return fs->orphans ? 0 : -ENOMEM;
 }
 
+/* The orphan list is under nat_lock: it is a set of nids, and it changes with them. */
 int orphan_add(struct zlfs_fs *fs, uint32_t ino)
 {
-	int ret = orphans_alloc(fs);
+	int ret;
 
-	if (ret)
-		return ret;
 	if (ino >= fs->sb.max_nid)
 		return -EUCLEAN;
-	if (!(fs->orphans[ino / 8] & (1u << (ino % 8)))) {
+	zlock_lock(&fs->nat_lock);
+	ret = orphans_alloc(fs);
+	if (!ret && !(fs->orphans[ino / 8] & (1u << (ino % 8)))) {
 		fs->orphans[ino / 8] |= (uint8_t)(1u << (ino % 8));
 		fs->nr_orphans++;
-		fs->dirty = 1;
+		ATOMIC_SET(&fs->dirty, 1);
 	}
-	return 0;
+	zlock_unlock(&fs->nat_lock);
+	return ret;
 }
 
 void orphan_del(struct zlfs_fs *fs, uint32_t ino)
 {
-	if (!fs->orphans || ino >= fs->sb.max_nid || !(fs->orphans[ino / 8] & (1u << (ino % 8))))
-		return;
-	fs->orphans[ino / 8] &= (uint8_t)~(1u << (ino % 8));
-	fs->nr_orphans--;
-	fs->dirty = 1;
+	zlock_lock(&fs->nat_lock);
+	if (fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)))) {
+		fs->orphans[ino / 8] &= (uint8_t)~(1u << (ino % 8));
+		fs->nr_orphans--;
+		ATOMIC_SET(&fs->dirty, 1);
+	}
+	zlock_unlock(&fs->nat_lock);
 }
 
-int orphan_is(const struct zlfs_fs *fs, uint32_t ino)
+int orphan_is(struct zlfs_fs *fs, uint32_t ino)
 {
-	return fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)));
+	int ret;
+
+	zlock_lock(&fs->nat_lock);
+	ret = fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)));
+	zlock_unlock(&fs->nat_lock);
+	return ret;
 }
 
-uint32_t orphan_next(const struct zlfs_fs *fs, uint32_t after)
+uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after)
 {
-	uint32_t i;
+	uint32_t i, found = 0;
 
-	if (!fs->orphans || !fs->nr_orphans)
-		return 0;
-	for (i = after + 1; i < fs->sb.max_nid; i++) {
+	zlock_lock(&fs->nat_lock);
+	for (i = after + 1; fs->orphans && fs->nr_orphans && i < fs->sb.max_nid; i++) {
 		if (!fs->orphans[i / 8]) { /* skip empty bytes */
 			i |= 7;
 			continue;
 		}
-		if (fs->orphans[i / 8] & (1u << (i % 8)))
-			return i;
+		if (fs->orphans[i / 8] & (1u << (i % 8))) {
+			found = i;
+			break;
+		}
 	}
-	return 0;
+	zlock_unlock(&fs->nat_lock);
+	return found;
 }
 
 static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
@@ -201,11 +212,41 @@ static int mount_recover(struct zlfs_fs *fs)
 	int ret = recover_roll_forward(fs, &n);
 
 	if (n)
-		fs->dirty = 1;
+		ATOMIC_SET(&fs->dirty, 1);
 	if (!ret && n)
 		zlog_info("recovered %u node blocks written by fsync after checkpoint %llu", n,
 			  (unsigned long long)fs->cp.version);
 	return ret;
+}
+
+static void fs_locks_init(struct zlfs_fs *fs)
+{
+	zlock_init(&fs->rename_lock, LR_RENAME, "rename_lock");
+	zlock_init(&fs->gc_lock, LR_GC, "gc_lock");
+	zrw_init(&fs->cp_lock, LR_CP, "cp_lock", 1);
+	zlock_init(&fs->ncache_lock, LR_NCACHE, "ncache_lock");
+	pthread_cond_init(&fs->ncache_cond, NULL);
+	zlock_init(&fs->nat_lock, LR_NAT, "nat_lock");
+	zlock_init(&fs->seg_lock, LR_SEG, "seg_lock");
+	zlock_init(&fs->stats_lock, LR_STATS, "stats_lock");
+	for (int t = 0; t < ZLFS_NR_LOG_TYPES; t++)
+		zlock_init(&fs->logs[t].lock, LR_LOG, "log_lock");
+}
+
+static void fs_locks_destroy(struct zlfs_fs *fs)
+{
+	zlock_destroy(&fs->rename_lock);
+	zlock_destroy(&fs->gc_lock);
+	zrw_destroy(&fs->cp_lock);
+	zlock_destroy(&fs->ncache_lock);
+	pthread_cond_destroy(&fs->ncache_cond);
+	zlock_destroy(&fs->nat_lock);
+	zlock_destroy(&fs->seg_lock);
+	zlock_destroy(&fs->stats_lock);
+	for (int t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		zlock_destroy(&fs->logs[t].lock);
+		zdev_buf_free(fs->logs[t].sumbuf);
+	}
 }
 
 static void fs_free(struct zlfs_fs *fs)
@@ -215,12 +256,12 @@ static void fs_free(struct zlfs_fs *fs)
 	wbuf_destroy(fs->wb);
 	free(fs->orphans);
 	node_destroy(fs);
+	ilock_destroy(fs);
 	ckpt_free(fs);
 	key_drop(fs);
 	zdev_buf_free(fs->iobuf);
 	zdev_close(fs->dev);
-	pthread_mutex_destroy(&fs->lock);
-	pthread_rwlock_destroy(&fs->io_lock);
+	fs_locks_destroy(fs);
 	free(fs);
 }
 
@@ -233,13 +274,14 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 
 	if (!fs)
 		return -ENOMEM;
-	pthread_mutex_init(&fs->lock, NULL);
+	fs_locks_init(fs);
 	gc_defaults(&fs->gc.o);
 	if (o->gc)
 		fs->gc.o = *o->gc;
-	pthread_rwlock_init(&fs->io_lock, NULL);
 	fs->iobuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
-	ret = fs->iobuf ? zdev_open(path, &dopts, &fs->dev) : -ENOMEM;
+	ret = fs->iobuf ? ilock_init(fs) : -ENOMEM;
+	if (!ret)
+		ret = zdev_open(path, &dopts, &fs->dev);
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
 	if (!ret && readonly && !o->readonly)
@@ -277,8 +319,10 @@ int zlfs_unmount(struct zlfs_fs *fs)
 	int ret = 0;
 
 	/* Nothing changed since a clean checkpoint: the device is already as it should be. */
+	zrw_wrlock(&fs->cp_lock);
 	if (!fs->readonly && (fs->dirty || !(fs->cp.flags & ZLFS_CP_CLEAN)))
 		ret = ckpt_write(fs, 1);
+	zrw_unlock(&fs->cp_lock);
 	fs_free(fs);
 	return ret;
 }

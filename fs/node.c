@@ -4,7 +4,13 @@
  * Owns: allocating and freeing nids, the in-memory NAT (nid -> block address), reading and
  * verifying node blocks, keeping changed nodes in memory until they are written, and writing
  * them to the node logs by temperature. Moving a node rewrites only its NAT entry.
- * May call: segment.c (seg_append, seg_mark, seg_read), format.h, log.h.
+ * May call: segment.c (seg_append, seg_mark, seg_read), icache.c, format.h, lock.h, log.h.
+ *
+ * Locks (core.h): the NAT and nid bits are under nat_lock; the cache's structure - chains,
+ * refs, dirty flags and list - under ncache_lock; a page's contents under its inode's lock.
+ * A node's NAT entry changes only through its cached page (written or freed while its owner
+ * is locked), and a page being read in stays in the cache marked `reading`, so whoever wants
+ * the same node waits for that one read instead of reading a block that may be moving.
  */
 #include "core.h"
 #include "log.h"
@@ -14,118 +20,89 @@
 #include <string.h>
 
 #define NCACHE_MAX 8192   /* cached node pages (32 MiB) before clean ones are dropped */
-#define ICACHE_MAX (256u * 1024) /* inodes whose attributes are kept (about 20 MiB) */
-#define ICACHE_BUCKETS 65536
-
-struct iattr_ent {
-	struct iattr_ent *next;
-	uint32_t ino;
-	struct iattr a;
-};
-
-struct iattr_cache {
-	struct iattr_ent *bucket[ICACHE_BUCKETS];
-	uint32_t count;
-};
-
-static struct iattr_ent **iattr_slot(struct zlfs_fs *fs, uint32_t ino)
-{
-	struct iattr_ent **pp = &fs->icache->bucket[ino % ICACHE_BUCKETS];
-
-	while (*pp && (*pp)->ino != ino)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* Keep the cached attributes of an inode page in step with the page. */
-static void iattr_update(struct zlfs_fs *fs, struct node_page *np)
-{
-	const struct zlfs_inode *in = np->buf;
-	struct iattr_ent **pp, *e;
-
-	if (!fs->icache || le16_get(in->hdr.kind) != ZLFS_KIND_INODE)
-		return;
-	pp = iattr_slot(fs, np->nid);
-	e = *pp;
-	if (!e) {
-		if (fs->icache->count >= ICACHE_MAX || !(e = calloc(1, sizeof(*e))))
-			return;
-		e->ino = np->nid;
-		*pp = e;
-		fs->icache->count++;
-	}
-	e->a = (struct iattr){le32_get(in->mode),	  le32_get(in->nlink),	le32_get(in->uid),
-			      le32_get(in->gid),	  le32_get(in->rdev),	le32_get(in->generation),
-			      le64_get(in->size),	  le64_get(in->blocks), le64_get(in->atime_ns),
-			      le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
-}
-
-static void iattr_drop(struct zlfs_fs *fs, uint32_t ino)
-{
-	struct iattr_ent **pp, *e;
-
-	if (!fs->icache)
-		return;
-	pp = iattr_slot(fs, ino);
-	e = *pp;
-	if (e) {
-		*pp = e->next;
-		free(e);
-		fs->icache->count--;
-	}
-}
-
-int iattr_get(struct zlfs_fs *fs, uint32_t ino, struct iattr *a)
-{
-	struct iattr_ent *e = fs->icache ? *iattr_slot(fs, ino) : NULL;
-
-	if (!e)
-		return -ENOENT;
-	*a = e->a;
-	return 0;
-}
-#define NDIRTY_MAX 2048   /* dirty node pages before they are written out */
 
 static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
 {
 	return (nid * 2654435761u) % fs->ncache_buckets;
 }
 
-void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
+static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
+static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u << (i % 8)); }
+
+/* ---- the NAT ------------------------------------------------------------------------------ */
+
+static void nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 {
 	fs->nat[nid].blkaddr = addr;
 	fs->nat[nid].ino = ino;
 	if (!fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK]) {
 		fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
-		fs->dirty_meta++;
+		__atomic_add_fetch(&fs->dirty_meta, 1, __ATOMIC_RELAXED);
 	}
-	fs->dirty = 1;
+	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
+}
+
+void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
+{
+	zlock_lock(&fs->nat_lock);
+	nat_set_locked(fs, nid, addr, ino);
+	zlock_unlock(&fs->nat_lock);
+}
+
+struct nat_ent nat_get(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct nat_ent e = {0};
+
+	if (nid >= fs->sb.max_nid)
+		return e;
+	zlock_lock(&fs->nat_lock);
+	e = fs->nat[nid];
+	zlock_unlock(&fs->nat_lock);
+	return e;
 }
 
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 {
 	uint32_t n = fs->sb.max_nid, i, cand, held = 0;
+	int ret = -ENOSPC;
 
+	zlock_lock(&fs->nat_lock);
 	for (i = 0; i < n; i++) {
 		cand = (fs->nid_hint + i) % n;
 		if (cand == ZLFS_NID_NULL || fs->nat[cand].blkaddr != ZLFS_ADDR_NULL)
 			continue;
-		if (fs->nid_freed[cand / 8] & (1u << (cand % 8))) {
+		if (bit_test(fs->nid_freed, cand)) {
 			held++;
 			continue;
 		}
 		fs->nid_hint = cand + 1;
-		nat_set(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
+		nat_set_locked(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
 		if (!ino) /* its name is not durable until a checkpoint */
-			fs->nofast[cand / 8] |= (uint8_t)(1u << (cand % 8));
+			bit_set(fs->nofast, cand);
 		fs->valid_nodes++;
 		if (!ino)
 			fs->valid_inodes++;
 		*nid = cand;
-		return 0;
+		ret = 0;
+		break;
 	}
-	return held ? -EAGAIN : -ENOSPC; /* -EAGAIN: a checkpoint releases freed nids */
+	zlock_unlock(&fs->nat_lock);
+	if (ret && held)
+		ret = -EAGAIN; /* a checkpoint releases the nids freed since the last one */
+	return ret;
 }
+
+int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
+{
+	int ret;
+
+	zlock_lock(&fs->nat_lock);
+	ret = !!bit_test(fs->nofast, ino);
+	zlock_unlock(&fs->nat_lock);
+	return ret;
+}
+
+/* ---- the cache ----------------------------------------------------------------------------- */
 
 static struct node_page *ncache_find(struct zlfs_fs *fs, uint32_t nid)
 {
@@ -153,7 +130,7 @@ static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	np->refs = 1;
 	np->next = fs->ncache[h];
 	fs->ncache[h] = np;
-	fs->nr_cached++;
+	__atomic_add_fetch(&fs->nr_cached, 1, __ATOMIC_RELAXED);
 	*out = np;
 	return 0;
 }
@@ -165,7 +142,7 @@ static enum zlfs_log_type node_temp(const struct node_page *np)
 
 	if (le16_get(h->kind) == ZLFS_KIND_INDNODE)
 		return ZLFS_LOG_COLD_NODE;
-	return np->hot ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
+	return __atomic_load_n(&np->hot, __ATOMIC_RELAXED) ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
 }
 
 static void dirty_list_add(struct zlfs_fs *fs, struct node_page *np)
@@ -192,16 +169,18 @@ static void dirty_list_del(struct zlfs_fs *fs, struct node_page *np)
 	np->dnext = np->dprev = NULL;
 }
 
+/* Under ncache_lock. */
 static void node_clean(struct zlfs_fs *fs, struct node_page *np)
 {
 	if (!np->dirty)
 		return;
-	np->dirty = 0;
+	__atomic_store_n(&np->dirty, 0, __ATOMIC_RELAXED);
 	dirty_list_del(fs, np);
 	seg_owe(fs, np->owed_type, -1);
-	fs->nr_dirty_nodes--;
+	__atomic_sub_fetch(&fs->nr_dirty_nodes, 1, __ATOMIC_RELAXED);
 }
 
+/* Under ncache_lock. */
 static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 {
 	struct node_page **pp = &fs->ncache[nhash(fs, victim->nid)];
@@ -211,7 +190,7 @@ static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 	if (*pp)
 		*pp = victim->next;
 	node_clean(fs, victim);
-	fs->nr_cached--;
+	__atomic_sub_fetch(&fs->nr_cached, 1, __ATOMIC_RELAXED);
 	zdev_buf_free(victim->buf);
 	free(victim);
 }
@@ -222,16 +201,11 @@ static int node_is_kind(unsigned kind)
 	       kind == ZLFS_KIND_XATTR;
 }
 
-static int node_read(struct zlfs_fs *fs, uint32_t nid, void *buf)
+static int node_check(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, const void *buf)
 {
 	const struct zlfs_blkhdr *h = buf;
-	uint32_t addr = fs->nat[nid].blkaddr;
-	int ret;
+	int ret = zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX);
 
-	ret = seg_read(fs, addr, buf);
-	if (ret)
-		return ret;
-	ret = zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX);
 	if (!ret && (!node_is_kind(le16_get(h->kind)) || le32_get(h->index) != nid))
 		ret = -EUCLEAN;
 	if (ret)
@@ -240,21 +214,24 @@ static int node_read(struct zlfs_fs *fs, uint32_t nid, void *buf)
 	return ret;
 }
 
-/* Node read-ahead: nodes are read back in about the order they were written (a directory's
- * inodes, one after another, by stat or unlink of every file), and one read of NODE_RA
- * blocks costs a device about what one block does. After a miss that continues the previous
- * one's run, the blocks that follow are read too, and every one of them that is the current
- * copy of a node not yet cached is kept as a clean page. */
+/* ---- reading in, with read-ahead ------------------------------------------------------------
+ * Nodes are read back in about the order they were written (a directory's inodes, one after
+ * another, by stat or unlink of every file), and one read of NODE_RA blocks costs a device
+ * about what one block does. After a miss that continues the previous one's run, the blocks
+ * that follow are read too, and every one of them that is the current copy of a node not yet
+ * cached is kept as a clean page. */
 #define NODE_RA 32u
 #define NODE_RA_SLACK 64u /* a miss this close after the last read-ahead still counts as a run */
 
 static int node_ra_wanted(const struct zlfs_fs *fs, uint32_t addr)
 {
-	return fs->nr_cached < NCACHE_MAX && addr >= fs->node_ra_next - NODE_RA_SLACK &&
+	return fs->nr_cached < NCACHE_MAX && addr + NODE_RA_SLACK >= fs->node_ra_next &&
 	       addr <= fs->node_ra_next + NODE_RA_SLACK;
 }
 
-/* Keep block BUF read from ADDR as the clean page of its node, if it is one. */
+/* Keep block BUF read from ADDR as the clean page of its node, if it is one. The NAT is
+ * checked under ncache_lock: a node that is written or freed meanwhile is cached (skipped)
+ * or has moved (its entry no longer names ADDR). */
 static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 {
 	const struct zlfs_blkhdr *h = buf;
@@ -262,7 +239,7 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	struct node_page *np;
 
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
-	    fs->nat[nid].blkaddr != addr || ncache_find(fs, nid) ||
+	    ncache_find(fs, nid) || nat_get(fs, nid).blkaddr != addr ||
 	    zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX) || ncache_add(fs, nid, &np))
 		return;
 	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
@@ -270,64 +247,81 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	iattr_update(fs, np);
 }
 
-static void node_readahead(struct zlfs_fs *fs, uint32_t addr)
+/* Read the block of NP (a page marked reading) from ADDR, and N - 1 more after it. */
+static int node_read_in(struct zlfs_fs *fs, struct node_page *np, uint32_t addr, uint32_t n)
 {
-	uint32_t n = seg_valid_span(fs, addr, NODE_RA), i;
-	uint8_t *buf;
+	uint8_t *ra = n > 1 ? zdev_buf_alloc((size_t)n * ZLFS_BLOCK_SIZE) : NULL;
+	int ret;
 
-	fs->node_ra_next = addr + n;
-	if (n < 2 || !(buf = zdev_buf_alloc((size_t)n * ZLFS_BLOCK_SIZE)))
-		return;
-	if (!seg_read_run(fs, addr, n, buf))
-		for (i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++)
-			node_ra_keep(fs, addr + i, buf + (size_t)i * ZLFS_BLOCK_SIZE);
-	zdev_buf_free(buf);
+	if (!ra)
+		n = 1;
+	ret = n > 1 ? seg_read_run(fs, addr, n, ra) : seg_read(fs, addr, np->buf);
+	if (!ret && n > 1)
+		memcpy(np->buf, ra, ZLFS_BLOCK_SIZE);
+	if (!ret)
+		ret = node_check(fs, np->nid, addr, np->buf);
+	zlock_lock(&fs->ncache_lock);
+	if (!ret) {
+		for (uint32_t i = 1; i < n && fs->nr_cached < NCACHE_MAX; i++)
+			node_ra_keep(fs, addr + i, ra + (size_t)i * ZLFS_BLOCK_SIZE);
+		np->reading = 0;
+		iattr_update(fs, np);
+	}
+	zdev_buf_free(ra);
+	return ret;
 }
 
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 {
 	struct node_page *np;
+	uint32_t addr, n = 1;
 	int ret;
 
 	if (nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid)
 		return -EUCLEAN;
-	np = ncache_find(fs, nid);
+	zlock_lock(&fs->ncache_lock);
+	while ((np = ncache_find(fs, nid)) && np->reading)
+		zlock_wait(&fs->ncache_cond, &fs->ncache_lock);
 	if (np) {
 		np->refs++;
+		zlock_unlock(&fs->ncache_lock);
 		*out = np;
 		return 0;
 	}
-	if (fs->nat[nid].blkaddr == ZLFS_ADDR_NULL || fs->nat[nid].blkaddr == ZLFS_ADDR_NEW)
+	addr = nat_get(fs, nid).blkaddr;
+	if (addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW) {
+		zlock_unlock(&fs->ncache_lock);
 		return -ENOENT;
-	if (node_ra_wanted(fs, fs->nat[nid].blkaddr)) {
-		node_readahead(fs, fs->nat[nid].blkaddr);
-		np = ncache_find(fs, nid);
-		if (np) {
-			np->refs++;
-			*out = np;
-			return 0;
-		}
 	}
-	fs->node_ra_next = fs->nat[nid].blkaddr + 1;
 	ret = ncache_add(fs, nid, &np);
-	if (ret)
-		return ret;
-	ret = node_read(fs, nid, np->buf);
 	if (ret) {
-		ncache_remove(fs, np);
+		zlock_unlock(&fs->ncache_lock);
 		return ret;
 	}
-	iattr_update(fs, np);
-	*out = np;
-	return 0;
+	np->reading = 1;
+	if (node_ra_wanted(fs, addr))
+		n = seg_valid_span(fs, addr, NODE_RA);
+	fs->node_ra_next = addr + n;
+	zlock_unlock(&fs->ncache_lock);
+	ret = node_read_in(fs, np, addr, n); /* returns with ncache_lock held */
+	if (ret)
+		ncache_remove(fs, np);
+	pthread_cond_broadcast(&fs->ncache_cond);
+	zlock_unlock(&fs->ncache_lock);
+	if (!ret)
+		*out = np;
+	return ret;
 }
 
 int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
 	     struct node_page **out)
 {
 	struct node_page *np;
-	int ret = ncache_add(fs, nid, &np);
+	int ret;
 
+	zlock_lock(&fs->ncache_lock);
+	ret = ncache_add(fs, nid, &np);
+	zlock_unlock(&fs->ncache_lock);
 	if (ret)
 		return ret;
 	memset(np->buf, 0, ZLFS_BLOCK_SIZE);
@@ -342,88 +336,136 @@ void node_put(struct zlfs_fs *fs, struct node_page *np)
 {
 	if (!np)
 		return;
-	if (np->dirty)
+	if (__atomic_load_n(&np->dirty, __ATOMIC_RELAXED))
 		iattr_update(fs, np);
+	zlock_lock(&fs->ncache_lock);
 	np->refs--;
+	zlock_unlock(&fs->ncache_lock);
+}
+
+void node_ref(struct zlfs_fs *fs, struct node_page *np)
+{
+	zlock_lock(&fs->ncache_lock);
+	np->refs++;
+	zlock_unlock(&fs->ncache_lock);
 }
 
 void node_dirty(struct zlfs_fs *fs, struct node_page *np)
 {
 	iattr_update(fs, np);
+	zlock_lock(&fs->ncache_lock);
 	if (!np->dirty) {
-		np->dirty = 1;
+		__atomic_store_n(&np->dirty, 1, __ATOMIC_RELAXED);
 		dirty_list_add(fs, np);
 		np->owed_type = (uint8_t)node_temp(np);
 		seg_owe(fs, np->owed_type, 1);
-		fs->nr_dirty_nodes++;
+		__atomic_add_fetch(&fs->nr_dirty_nodes, 1, __ATOMIC_RELAXED);
 	}
-	fs->dirty = 1;
+	zlock_unlock(&fs->ncache_lock);
+	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
 }
 
 void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot)
 {
-	if (np->hot == hot)
+	if (__atomic_load_n(&np->hot, __ATOMIC_RELAXED) == hot)
 		return;
-	np->hot = hot;
-	if (np->dirty) { /* its room is now kept in the other log */
-		seg_owe(fs, np->owed_type, -1);
-		np->owed_type = (uint8_t)node_temp(np);
-		seg_owe(fs, np->owed_type, 1);
+	zlock_lock(&fs->ncache_lock);
+	if (np->hot != hot) {
+		__atomic_store_n(&np->hot, hot, __ATOMIC_RELAXED);
+		if (np->dirty) { /* its room is now kept in the other log */
+			seg_owe(fs, np->owed_type, -1);
+			np->owed_type = (uint8_t)node_temp(np);
+			seg_owe(fs, np->owed_type, 1);
+		}
 	}
+	zlock_unlock(&fs->ncache_lock);
 }
 
 void node_free(struct zlfs_fs *fs, uint32_t nid)
 {
-	struct node_page *np = ncache_find(fs, nid);
-	uint32_t addr = fs->nat[nid].blkaddr;
+	struct node_page *np;
+	struct nat_ent e;
 
-	if (np)
+	/* Page and NAT entry go together, so a read-ahead never brings the freed node back. */
+	zlock_lock(&fs->ncache_lock);
+	np = ncache_find(fs, nid);
+	if (np) {
+		if (np->refs)
+			zlog_err("node %u freed while %d users hold it: accounting error", nid,
+				 np->refs);
 		ncache_remove(fs, np);
+	}
+	zlock_lock(&fs->nat_lock);
+	e = fs->nat[nid];
+	if (e.blkaddr != ZLFS_ADDR_NULL) {
+		bit_set(fs->nid_freed, nid);
+		/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
+		bit_set(fs->nofast, e.ino);
+		if (e.ino == nid)
+			fs->valid_inodes--;
+		fs->valid_nodes--;
+		fs->nat[nid].version++;
+		nat_set_locked(fs, nid, ZLFS_ADDR_NULL, 0);
+	}
+	zlock_unlock(&fs->nat_lock);
+	zlock_unlock(&fs->ncache_lock);
 	iattr_drop(fs, nid);
-	if (addr == ZLFS_ADDR_NULL)
-		return;
-	fs->nid_freed[nid / 8] |= (uint8_t)(1u << (nid % 8));
-	/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
-	fs->nofast[fs->nat[nid].ino / 8] |= (uint8_t)(1u << (fs->nat[nid].ino % 8));
-	seg_mark(fs, addr, 0);
-	if (fs->nat[nid].ino == nid)
-		fs->valid_inodes--;
-	fs->valid_nodes--;
-	fs->nat[nid].version++;
-	nat_set(fs, nid, ZLFS_ADDR_NULL, 0);
+	seg_mark(fs, e.blkaddr, 0);
 }
 
+/* ---- writing ----------------------------------------------------------------------------------
+ * A page is written from a sealed copy: the cached page is never changed by its writer, so
+ * readers holding its inode's lock shared may read it while a checkpoint writes it. The caller
+ * keeps the page from changing: its inode's lock, or cp_lock exclusive. */
+
 static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flags,
-			 enum zlfs_log_type log)
+			 enum zlfs_log_type log, uint8_t *copy)
 {
-	struct zlfs_blkhdr *h = np->buf;
-	uint32_t old = fs->nat[np->nid].blkaddr, addr;
+	struct zlfs_blkhdr *h = (struct zlfs_blkhdr *)copy;
+	uint32_t old = nat_get(fs, np->nid).blkaddr, addr;
 	int ret;
 
+	memcpy(copy, np->buf, ZLFS_BLOCK_SIZE);
 	h->flags = le16_put(flags);
-	blk_seal(fs, np->buf);
-	ret = seg_append(fs, log, np->buf, np->nid, ZLFS_SUM_NODE, &addr);
+	blk_seal(fs, copy);
+	ret = seg_append(fs, log, copy, np->nid, ZLFS_SUM_NODE, &addr);
 	if (ret)
 		return ret;
 	seg_mark(fs, old, 0);
 	nat_set(fs, np->nid, addr, le32_get(h->ino));
+	zlock_lock(&fs->ncache_lock);
 	node_clean(fs, np);
+	zlock_unlock(&fs->ncache_lock);
 	return 0;
 }
 
-static int node_write(struct zlfs_fs *fs, struct node_page *np, uint16_t flags)
+/* The first dirty page on the list, held; NULL when none is left. */
+static struct node_page *dirty_first(struct zlfs_fs *fs)
 {
-	return node_write_to(fs, np, flags, node_temp(np));
+	struct node_page *np;
+
+	zlock_lock(&fs->ncache_lock);
+	np = fs->dirty_head;
+	if (np)
+		np->refs++;
+	zlock_unlock(&fs->ncache_lock);
+	return np;
 }
 
 int node_flush_all(struct zlfs_fs *fs)
 {
-	int ret;
+	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	struct node_page *np;
+	int ret = copy ? 0 : -ENOMEM;
 
-	while (fs->dirty_head) /* each write takes the page off the list */
-		if ((ret = node_write(fs, fs->dirty_head, 0)))
-			return ret;
-	return 0;
+	/* Under cp_lock exclusive (checkpoints) or alone (mount, fsck): nothing else dirties a
+	 * page meanwhile, and each write takes its page off the list. */
+	while (!ret && (np = dirty_first(fs))) {
+		ret = node_write_to(fs, np, 0, node_temp(np), copy);
+		node_put(fs, np);
+	}
+	zdev_buf_free(copy);
+	return ret;
 }
 
 /* Staged blocks to the device, then a device flush. */
@@ -434,55 +476,103 @@ static int node_make_durable(struct zlfs_fs *fs)
 	return ret ? ret : zdev_flush(fs->dev);
 }
 
+/* INO's dirty pages other than the inode itself, held, in the order they were dirtied. */
+static int node_dirty_of(struct zlfs_fs *fs, uint32_t ino, struct node_page ***out, uint32_t *n)
+{
+	struct node_page *np, **v = NULL;
+	uint32_t cap = 0;
+
+	*n = 0;
+	zlock_lock(&fs->ncache_lock);
+	for (np = fs->dirty_head; np; np = np->dnext) {
+		if (np->nid == ino || le32_get(((struct zlfs_blkhdr *)np->buf)->ino) != ino)
+			continue;
+		if (*n == cap) {
+			struct node_page **g = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!g) {
+				for (uint32_t i = 0; i < *n; i++)
+					v[i]->refs--;
+				zlock_unlock(&fs->ncache_lock);
+				free(v);
+				return -ENOMEM;
+			}
+			v = g;
+		}
+		np->refs++;
+		v[(*n)++] = np;
+	}
+	zlock_unlock(&fs->ncache_lock);
+	*out = v;
+	return 0;
+}
+
+/* Called with INO locked exclusively and cp_lock shared. */
 int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 {
-	struct node_page *np, *next, *inode = NULL;
-	int ret;
+	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	struct node_page *inode = NULL, **v = NULL;
+	uint32_t n = 0, i;
+	int ret = copy ? 0 : -ENOMEM;
 
-	if (fs->nofast[ino / 8] & (1u << (ino % 8)))
-		return -EAGAIN;
+	if (!ret && node_needs_checkpoint(fs, ino))
+		ret = -EAGAIN;
+	if (!ret)
+		ret = node_dirty_of(fs, ino, &v, &n);
 	/* The data first: a node that reaches the device before the blocks it points to would
 	 * give the file contents it never had if power failed in between. */
-	ret = node_make_durable(fs);
+	if (!ret)
+		ret = node_make_durable(fs);
 	/* Then the nodes, all in one zone (a zone keeps writes in order through a power cut),
 	 * the inode last and marked: recovery takes the group only when the marker is there. */
-	for (np = fs->dirty_head; !ret && np; np = next) {
-		next = np->dnext; /* a write takes NP off the list */
-		if (np->nid != ino && le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino)
-			ret = node_write_to(fs, np, 0, ZLFS_LOG_WARM_NODE);
-	}
+	for (i = 0; !ret && i < n; i++)
+		ret = node_write_to(fs, v[i], 0, ZLFS_LOG_WARM_NODE, copy);
+	for (i = 0; i < n; i++)
+		node_put(fs, v[i]);
+	free(v);
 	if (!ret)
 		ret = node_get(fs, ino, &inode);
 	if (!ret) {
-		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC, ZLFS_LOG_WARM_NODE);
+		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC, ZLFS_LOG_WARM_NODE, copy);
 		node_put(fs, inode);
 	}
 	if (!ret)
 		ret = node_make_durable(fs);
-	if (ret) {
+	if (ret && ret != -EAGAIN && ret != -ENOMEM) {
 		zlog_err("fsync of inode %u failed (%s); filesystem switched to read-only", ino,
 			 strerror(-ret));
-		fs->readonly = 1;
+		__atomic_store_n(&fs->readonly, 1, __ATOMIC_RELAXED);
 	}
+	zdev_buf_free(copy);
 	return ret;
 }
 
+void node_ckpt_done(struct zlfs_fs *fs)
+{
+	zlock_lock(&fs->nat_lock);
+	memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
+	memset(fs->nid_freed, 0, fs->sb.max_nid / 8 + 1);
+	zlock_unlock(&fs->nat_lock);
+}
+
+/* Drop clean, unused pages once the cache is over its bound. Dirty pages wait for the
+ * checkpoint that ckpt_due asks for as they pile up. */
 void node_shrink(struct zlfs_fs *fs)
 {
 	struct node_page *np, *next;
 	uint32_t b;
 
-	if (fs->nr_dirty_nodes > NDIRTY_MAX && node_flush_all(fs))
+	if (__atomic_load_n(&fs->nr_cached, __ATOMIC_RELAXED) <= NCACHE_MAX)
 		return;
-	if (fs->nr_cached <= NCACHE_MAX)
-		return;
+	zlock_lock(&fs->ncache_lock);
 	for (b = 0; b < fs->ncache_buckets && fs->nr_cached > NCACHE_MAX / 2; b++) {
 		for (np = fs->ncache[b]; np; np = next) {
 			next = np->next;
-			if (!np->dirty && !np->refs && fs->nr_cached > NCACHE_MAX / 2)
+			if (!np->dirty && !np->refs && !np->reading && fs->nr_cached > NCACHE_MAX / 2)
 				ncache_remove(fs, np);
 		}
 	}
+	zlock_unlock(&fs->ncache_lock);
 }
 
 int node_init(struct zlfs_fs *fs)
@@ -491,8 +581,9 @@ int node_init(struct zlfs_fs *fs)
 	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
 	fs->nofast = calloc(fs->sb.max_nid / 8 + 1, 1);
 	fs->nid_freed = calloc(fs->sb.max_nid / 8 + 1, 1);
-	fs->icache = calloc(1, sizeof(*fs->icache));
-	return fs->ncache && fs->nofast && fs->nid_freed && fs->icache ? 0 : -ENOMEM;
+	if (!fs->ncache || !fs->nofast || !fs->nid_freed)
+		return -ENOMEM;
+	return icache_init(fs);
 }
 
 void node_destroy(struct zlfs_fs *fs)
@@ -501,22 +592,16 @@ void node_destroy(struct zlfs_fs *fs)
 
 	if (!fs->ncache)
 		return;
+	zlock_lock(&fs->ncache_lock);
 	for (b = 0; b < fs->ncache_buckets; b++)
 		while (fs->ncache[b])
 			ncache_remove(fs, fs->ncache[b]);
+	zlock_unlock(&fs->ncache_lock);
 	free(fs->ncache);
 	fs->ncache = NULL;
 	free(fs->nofast);
 	fs->nofast = NULL;
 	free(fs->nid_freed);
 	fs->nid_freed = NULL;
-	for (b = 0; fs->icache && b < ICACHE_BUCKETS; b++)
-		while (fs->icache->bucket[b]) {
-			struct iattr_ent *e = fs->icache->bucket[b];
-
-			fs->icache->bucket[b] = e->next;
-			free(e);
-		}
-	free(fs->icache);
-	fs->icache = NULL;
+	icache_destroy(fs);
 }

@@ -5,7 +5,12 @@
  * summary at the end of each segment, the valid-block bitmaps and counts, when a zone is
  * free again, and finishing a zone when a log moves on so that the device's open and active
  * limits hold.
- * May call: zdev.h, format.h, log.h (messages). Called by node.c, ckpt.c, the file layer.
+ * May call: zdev.h, format.h, lock.h, log.h (messages). Called by node.c, ckpt.c, the file
+ * layer.
+ *
+ * Locks (core.h): each log's lock serialises its appends, so every zone is written at its
+ * write pointer, while other logs append at once; the SIT, zone states and free counts are
+ * under seg_lock, where each log also publishes its position for the free-space sums.
  *
  * A zone emptied of valid blocks is not reused at once: the last durable checkpoint may still
  * reference its blocks. It is "prefree" until the next checkpoint is durable, then free; it is
@@ -45,12 +50,12 @@ static void sit_set_dirty(struct zlfs_fs *fs, uint32_t segno)
 {
 	if (!fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK]) {
 		fs->sit_dirty[segno / ZLFS_SIT_PER_BLOCK] = 1;
-		fs->dirty_meta++;
+		__atomic_add_fetch(&fs->dirty_meta, 1, __ATOMIC_RELAXED);
 	}
-	fs->dirty = 1;
+	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
 }
 
-void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
+static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 {
 	int64_t mz = addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW ? -1 : main_zone_of(fs, addr);
 	uint32_t in_zone, segno, bit;
@@ -86,12 +91,28 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 	sit_set_dirty(fs, segno);
 }
 
+void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
+{
+	if (addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW)
+		return;
+	zlock_lock(&fs->seg_lock);
+	seg_mark_locked(fs, addr, valid);
+	zlock_unlock(&fs->seg_lock);
+}
+
 /* A new inode brings node and directory blocks, which may use the GC reserve: once only the
  * reserve is left, creating stops, or names alone could eat the zones GC needs to turn
  * deletions back into free space (a device wedged full with nothing left to move into). */
-int seg_room_for_user(const struct zlfs_fs *fs)
+static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs);
+
+int seg_room_for_user(struct zlfs_fs *fs)
 {
-	return fs->free_zones > seg_reserve(fs) && seg_free_blocks(fs) > 0;
+	int ret;
+
+	zlock_lock(&fs->seg_lock);
+	ret = fs->free_zones > seg_reserve(fs) && seg_free_blocks_locked(fs) > 0;
+	zlock_unlock(&fs->seg_lock);
+	return ret;
 }
 
 uint32_t seg_reserve(const struct zlfs_fs *fs)
@@ -100,12 +121,14 @@ uint32_t seg_reserve(const struct zlfs_fs *fs)
 							      ZLFS_GC_ZONES_NEEDED;
 }
 
-uint32_t seg_prefree_zones(const struct zlfs_fs *fs)
+uint32_t seg_prefree_zones(struct zlfs_fs *fs)
 {
 	uint32_t mz, n = 0;
 
+	zlock_lock(&fs->seg_lock);
 	for (mz = 0; mz < fs->sb.main_zones; mz++)
 		n += fs->zone_prefree[mz];
+	zlock_unlock(&fs->seg_lock);
 	return n;
 }
 
@@ -122,15 +145,24 @@ static uint64_t log_room(const struct zlfs_fs *fs, const struct zlog_state *l)
 
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta)
 {
-	uint32_t *n = &fs->owed_of[fs->log_of[type]];
+	uint32_t *n = &fs->owed_of[fs->log_of[type]], old = __atomic_load_n(n, __ATOMIC_RELAXED);
 
-	if (delta < 0 && *n < (uint32_t)-delta) { /* would wrap and refuse all data for good */
-		zlog_err("accounting error: log %u owes %u blocks, %d given back", fs->log_of[type],
-			 *n, -delta);
-		*n = 0;
-		return;
+	for (;;) { /* never below zero: a wrapped count would refuse all data for good */
+		uint32_t want = delta < 0 && old < (uint32_t)-delta ? 0 : old + (uint32_t)delta;
+
+		if (__atomic_compare_exchange_n(n, &old, want, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			if (delta < 0 && !want && old < (uint32_t)-delta)
+				zlog_err("accounting error: log %u owes %u blocks, %d given back",
+					 fs->log_of[type], old, -delta);
+			return;
+		}
 	}
-	*n += (uint32_t)delta;
+}
+
+static uint32_t owed_of(const struct zlfs_fs *fs, int log)
+{
+	return __atomic_load_n(&fs->owed_of[log], __ATOMIC_RELAXED);
 }
 
 uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
@@ -138,7 +170,7 @@ uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
 	uint64_t n = 0;
 
 	for (int i = 0; i < ZLFS_NR_LOG_TYPES; i++)
-		n += fs->owed_of[i];
+		n += owed_of(fs, i);
 	return n;
 }
 
@@ -157,9 +189,9 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 
 	*data_owed = 0;
 	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
-		if (!fs->owed_of[i])
+		need = owed_of(fs, i); /* room and zones are counted without summary slots */
+		if (!need)
 			continue;
-		need = fs->owed_of[i]; /* room and zones are counted without summary slots */
 		room = log_room(fs, &fs->logs[i]);
 		if (i == data) /* directory blocks sharing the data log: taken from its room */
 			*data_owed = need < room ? need : room;
@@ -171,7 +203,7 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 
 /* What user data can still take: the rest of the data log's zone and the free zones above
  * the reserve, less what changed metadata owes. Room left in other logs is not data space. */
-uint64_t seg_free_blocks(const struct zlfs_fs *fs)
+static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 {
 	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
 	uint64_t data_owed;
@@ -183,12 +215,22 @@ uint64_t seg_free_blocks(const struct zlfs_fs *fs)
 	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
 }
 
+uint64_t seg_free_blocks(struct zlfs_fs *fs)
+{
+	uint64_t n;
+
+	zlock_lock(&fs->seg_lock);
+	n = seg_free_blocks_locked(fs);
+	zlock_unlock(&fs->seg_lock);
+	return n;
+}
+
 void blk_seal(struct zlfs_fs *fs, void *buf)
 {
 	struct zlfs_blkhdr *h = buf;
 
 	h->cp_ver = le64_put(fs->cp_ver);
-	h->seq = le64_put(++fs->seq);
+	h->seq = le64_put(__atomic_add_fetch(&fs->seq, 1, __ATOMIC_RELAXED));
 	zlfs_blk_seal(buf, fs->sb.seed);
 }
 
@@ -236,9 +278,11 @@ uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max)
 	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
 		return 1;
 	se = &fs->sit[(zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + in_zone / seg];
+	zlock_lock(&fs->seg_lock);
 	for (i = b; i + 1 < seg && i < b + max; i++)
 		if (se->bitmap[i / 8] & (1u << (i % 8)))
 			last = i;
+	zlock_unlock(&fs->seg_lock);
 	return last - b + 1;
 }
 
@@ -255,7 +299,7 @@ static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
 	else
 		zlog_err("write to zone %u failed (%s); filesystem switched to read-only", zone,
 			 strerror(-err));
-	fs->readonly = 1;
+	__atomic_store_n(&fs->readonly, 1, __ATOMIC_RELAXED);
 	return -EIO;
 }
 
@@ -267,10 +311,10 @@ static int seg_write_at(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk
 
 	if (ret)
 		return seg_write_failed(fs, zone, ret);
-	fs->dev_bytes += ZLFS_BLOCK_SIZE;
-	fs->dev_bytes_main += ZLFS_BLOCK_SIZE;
+	__atomic_add_fetch(&fs->dev_bytes, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fs->dev_bytes_main, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
 	if (log <= ZLFS_LOG_COLD_NODE)
-		fs->dev_bytes_node += ZLFS_BLOCK_SIZE;
+		__atomic_add_fetch(&fs->dev_bytes_node, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -280,16 +324,20 @@ static int seg_write_summary(struct zlfs_fs *fs, struct zlog_state *l)
 	int log = (int)(l - fs->logs);
 	uint32_t mz = l->zone - fs->sb.main_zone_first;
 	uint32_t segno = segno_of(fs, mz, l->next_blk);
-	uint8_t *buf = fs->iobuf;
+	uint8_t *buf = l->sumbuf ? l->sumbuf : (l->sumbuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE));
 	int ret;
 
+	if (!buf)
+		return -ENOMEM;
 	memcpy(buf, &l->sum, ZLFS_BLOCK_SIZE);
 	zlfs_blk_init(buf, ZLFS_KIND_SUMMARY, segno, 0, fs->cp_ver);
 	blk_seal(fs, buf);
 	ret = seg_write_at(fs, log, l->zone, l->next_blk, buf);
 	if (ret)
 		return ret;
+	zlock_lock(&fs->seg_lock);
 	l->next_blk++;
+	zlock_unlock(&fs->seg_lock);
 	l->nr_entries = 0;
 	memset(&l->sum, 0, sizeof(l->sum));
 	return 0;
@@ -328,6 +376,7 @@ static int zone_is_bad(const struct zdev_zone *z)
 
 /* A device retires worn zones (offline, or read-only first). A free one holds nothing of
  * ours: it leaves the free pool, statfs shrinks by a zone, and writing goes on elsewhere. */
+/* Under seg_lock. */
 static void seg_retire(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone *z)
 {
 	if (fs->zone_state[mz] != ZONE_FREE)
@@ -343,9 +392,11 @@ void seg_retire_bad_zones(struct zlfs_fs *fs, const struct zdev_zone *z)
 {
 	uint32_t mz;
 
+	zlock_lock(&fs->seg_lock);
 	for (mz = 0; mz < fs->sb.main_zones; mz++)
 		if (zone_is_bad(&z[fs->sb.main_zone_first + mz]))
 			seg_retire(fs, mz, &z[fs->sb.main_zone_first + mz]);
+	zlock_unlock(&fs->seg_lock);
 }
 
 /* Whether a log of TYPE may take one more free zone: user data leaves the reserve alone. */
@@ -354,92 +405,125 @@ static int seg_zone_allowed(const struct zlfs_fs *fs, enum zlfs_log_type type)
 	return fs->free_zones && !(seg_is_user_data(type) && fs->free_zones <= seg_reserve(fs));
 }
 
-/* Take a free zone for a log; user data leaves the reserve alone. */
+/* Claim the lowest free zone for a log (it is OPEN from here on, so no other log takes it):
+ * its main-zone index, or -ENOSPC. */
+static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type)
+{
+	int64_t got = -ENOSPC;
+
+	zlock_lock(&fs->seg_lock);
+	for (uint32_t mz = 0; seg_zone_allowed(fs, type) && mz < fs->sb.main_zones; mz++) {
+		if (fs->zone_state[mz] == ZONE_FREE) {
+			fs->zone_state[mz] = ZONE_OPEN;
+			fs->free_zones--;
+			got = mz;
+			break;
+		}
+	}
+	zlock_unlock(&fs->seg_lock);
+	return got;
+}
+
+/* Give a claimed zone back: free again, or retired when the device reports it bad. */
+static void seg_unclaim(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone *bad)
+{
+	zlock_lock(&fs->seg_lock);
+	fs->zone_state[mz] = ZONE_FREE;
+	fs->free_zones++;
+	if (bad)
+		seg_retire(fs, mz, bad);
+	zlock_unlock(&fs->seg_lock);
+}
+
+/* Take a free zone for a log, resetting it if it is not empty: a free zone holds no valid
+ * block, so no reader can be in it (reads go to valid blocks under their owner's lock, and
+ * GC pins its victim). User data leaves the reserve alone. */
 static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone)
 {
 	struct zdev_zone z;
-	uint32_t i, mz;
+	int64_t mz;
 	int ret;
 
-	if (!seg_zone_allowed(fs, type))
-		return -ENOSPC;
-	for (i = 0; i < fs->sb.main_zones; i++) {
-		mz = i;
-		if (fs->zone_state[mz] != ZONE_FREE)
-			continue;
-		*zone = fs->sb.main_zone_first + mz;
+	while ((mz = seg_claim_free(fs, type)) >= 0) {
+		*zone = fs->sb.main_zone_first + (uint32_t)mz;
 		ret = zdev_report_one(fs->dev, *zone, &z);
 		if (!ret && zone_is_bad(&z)) {
-			seg_retire(fs, mz, &z);
-			if (!seg_zone_allowed(fs, type))
-				return -ENOSPC;
+			seg_unclaim(fs, (uint32_t)mz, &z);
 			continue;
 		}
-		if (!ret && z.cond != ZDEV_COND_EMPTY) {
-			/* Readers working without fs->lock may still be reading old blocks here. */
-			pthread_rwlock_wrlock(&fs->io_lock);
+		if (!ret && z.cond != ZDEV_COND_EMPTY)
 			ret = zdev_zone_reset(fs->dev, *zone);
-			pthread_rwlock_unlock(&fs->io_lock);
-		}
 		if (ret) {
+			seg_unclaim(fs, (uint32_t)mz, NULL);
 			zlog_err("cannot reset zone %u: %s", *zone, strerror(-ret));
-			return ret;
 		}
-		fs->zone_state[mz] = ZONE_OPEN;
-		fs->free_zones--;
-		if (fs->gc.has_victim && fs->gc.victim == *zone)
-			fs->gc.has_victim = 0;
-		return 0;
+		return ret;
 	}
-	return -ENOSPC;
+	return (int)mz;
 }
 
+/* Under the log's lock. */
 static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type)
 {
 	uint32_t zone;
 	int ret;
 
 	if (l->zone != ZLFS_ZONE_NONE) {
+		uint32_t mz = l->zone - fs->sb.main_zone_first;
+
 		ret = seg_finish_zone(fs, l->zone);
 		if (ret)
 			return ret;
-		fs->zone_state[l->zone - fs->sb.main_zone_first] = ZONE_USED;
-		if (!fs->zone_valid[l->zone - fs->sb.main_zone_first])
-			fs->zone_prefree[l->zone - fs->sb.main_zone_first] = 1;
+		zlock_lock(&fs->seg_lock);
+		fs->zone_state[mz] = ZONE_USED;
+		if (!fs->zone_valid[mz])
+			fs->zone_prefree[mz] = 1;
 		l->zone = ZLFS_ZONE_NONE; /* done with it, even if no new zone can be had */
+		zlock_unlock(&fs->seg_lock);
 	}
 	ret = seg_take_zone(fs, type, &zone);
 	if (ret)
 		return ret;
+	zlock_lock(&fs->seg_lock);
 	l->zone = zone;
 	l->next_blk = 0;
+	zlock_unlock(&fs->seg_lock);
 	l->nr_entries = 0;
 	memset(&l->sum, 0, sizeof(l->sum));
-	fs->dirty = 1;
+	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
-int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
-	       uint16_t ofs, uint32_t *addr)
+/* Under the log's lock: make the position one a data block may go to. */
+static int seg_ready(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type)
 {
-	struct zlog_state *l = &fs->logs[fs->log_of[type]];
-	uint32_t seg = fs->sb.seg_blocks, slot;
-	int ret;
+	uint32_t seg = fs->sb.seg_blocks;
+	int ret = 0;
 
-	if (fs->readonly)
-		return -EROFS;
-	if (seg_is_user_data(type) && !seg_free_blocks(fs))
-		return -ENOSPC; /* what is left is owed to dirty nodes and the GC reserve */
-	for (;;) { /* a position on a summary slot happens only after a crash: close it first */
+	while (!ret) { /* a position on a summary slot happens only after a crash: close it */
 		if (l->zone == ZLFS_ZONE_NONE || l->next_blk >= fs->sb.segs_per_zone * seg)
 			ret = seg_next_zone(fs, l, type);
 		else if (l->next_blk % seg == seg - 1)
 			ret = seg_write_summary(fs, l);
 		else
 			break;
-		if (ret)
-			return ret;
 	}
+	return ret;
+}
+
+static int seg_append_locked(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type,
+			     const void *buf, uint32_t nid, uint16_t ofs, uint32_t *addr)
+{
+	uint32_t seg = fs->sb.seg_blocks, slot;
+	int ret;
+
+	if (__atomic_load_n(&fs->readonly, __ATOMIC_RELAXED))
+		return -EROFS;
+	if (seg_is_user_data(type) && !seg_free_blocks(fs))
+		return -ENOSPC; /* what is left is owed to dirty nodes and the GC reserve */
+	ret = seg_ready(fs, l, type);
+	if (ret)
+		return ret;
 	slot = l->next_blk % seg;
 	ret = seg_write_at(fs, (int)(l - fs->logs), l->zone, l->next_blk, buf);
 	if (ret)
@@ -448,35 +532,95 @@ int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uin
 	l->sum.ofs[slot] = le16_put(ofs);
 	l->nr_entries = slot + 1;
 	*addr = zlfs_zone_start_blk(&fs->sb, l->zone) + l->next_blk;
+	zlock_lock(&fs->seg_lock);
 	l->next_blk++;
-	seg_mark(fs, *addr, 1);
+	seg_mark_locked(fs, *addr, 1);
 	fs->sit[segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1)].log =
 		(uint8_t)fs->log_of[type];
+	zlock_unlock(&fs->seg_lock);
 	if (slot + 2 == seg) /* the segment's data is complete: close it now */
 		return seg_write_summary(fs, l);
 	return 0;
+}
+
+int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
+	       uint16_t ofs, uint32_t *addr)
+{
+	struct zlog_state *l = &fs->logs[fs->log_of[type]];
+	int ret;
+
+	zlock_lock_at(&l->lock, fs->log_of[type]);
+	ret = seg_append_locked(fs, l, type, buf, nid, ofs, addr);
+	zlock_unlock(&l->lock);
+	return ret;
 }
 
 void seg_ckpt_done(struct zlfs_fs *fs)
 {
 	uint32_t mz;
 
+	zlock_lock(&fs->seg_lock);
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
-		if (!fs->zone_prefree[mz])
-			continue;
+		if (!fs->zone_prefree[mz] || fs->sb.main_zone_first + mz == fs->gc_pin)
+			continue; /* GC may still be reading its victim: it frees it when done */
 		fs->zone_prefree[mz] = 0;
 		if (fs->zone_state[mz] == ZONE_USED && !fs->zone_valid[mz]) {
 			fs->zone_state[mz] = ZONE_FREE;
 			fs->free_zones++;
 		}
 	}
+	zlock_unlock(&fs->seg_lock);
 }
 
 /* Zone states from the SIT and the logs of the checkpoint just loaded. */
+int seg_is_valid(struct zlfs_fs *fs, uint32_t addr)
+{
+	int64_t mz = main_zone_of(fs, addr);
+	uint32_t in_zone = addr % zone_blocks(fs), bit = in_zone % fs->sb.seg_blocks;
+	const struct seg_ent *se;
+	int ret;
+
+	if (mz < 0)
+		return 0;
+	se = &fs->sit[segno_of(fs, (uint32_t)mz, in_zone)];
+	zlock_lock(&fs->seg_lock);
+	ret = !!(se->bitmap[bit / 8] & (1u << (bit % 8)));
+	zlock_unlock(&fs->seg_lock);
+	return ret;
+}
+
+uint32_t seg_free_zones(struct zlfs_fs *fs)
+{
+	uint32_t n;
+
+	zlock_lock(&fs->seg_lock);
+	n = fs->free_zones;
+	zlock_unlock(&fs->seg_lock);
+	return n;
+}
+
+int seg_zone_state(struct zlfs_fs *fs, uint32_t zone)
+{
+	int st;
+
+	zlock_lock(&fs->seg_lock);
+	st = fs->zone_state[zone - fs->sb.main_zone_first];
+	zlock_unlock(&fs->seg_lock);
+	return st;
+}
+
+void seg_pin(struct zlfs_fs *fs, uint32_t zone)
+{
+	zlock_lock(&fs->seg_lock);
+	fs->gc_pin = zone;
+	zlock_unlock(&fs->seg_lock);
+}
+
 int seg_init(struct zlfs_fs *fs)
 {
 	uint32_t mz, s, i;
 
+	fs->gc_pin = ZLFS_ZONE_NONE;
 	fs->free_zones = 0;
 	fs->retired_zones = 0;
 	fs->valid_blocks = 0;

@@ -67,26 +67,45 @@ static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
 		(unsigned long long)fs->sb.last_fsck_time, seg_reserve(fs));
 }
 
+void zlfs_counts(struct zlfs_fs *fs, uint64_t *nodes, uint64_t *retired_zones)
+{
+	zlock_lock(&fs->nat_lock);
+	*nodes = fs->valid_nodes;
+	zlock_unlock(&fs->nat_lock);
+	zlock_lock(&fs->seg_lock);
+	*retired_zones = fs->retired_zones;
+	zlock_unlock(&fs->seg_lock);
+}
+
 static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 {
-	uint32_t mz, used = 0, open = 0, dirty = 0;
+	uint32_t mz, used = 0, open = 0, dirty = 0, free_zones, retired;
+	uint64_t valid_blocks, nodes, inodes;
 
+	zlock_lock(&fs->seg_lock);
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		used += fs->zone_state[mz] == ZONE_USED;
 		open += fs->zone_state[mz] == ZONE_OPEN;
 		dirty += fs->zone_state[mz] == ZONE_USED && fs->zone_valid[mz] < seg_usable_per_zone(fs);
 	}
+	free_zones = fs->free_zones;
+	retired = fs->retired_zones;
+	valid_blocks = fs->valid_blocks;
+	zlock_unlock(&fs->seg_lock);
+	zlock_lock(&fs->nat_lock);
+	nodes = fs->valid_nodes;
+	inodes = fs->valid_inodes;
+	zlock_unlock(&fs->nat_lock);
 	jprintf(j, "  \"zones\": {\"main\": %u, \"free\": %u, \"open\": %u, \"in_use\": %u, "
 		   "\"dirty\": %u, \"prefree\": %u, \"reserved_for_gc\": %u, \"retired\": %u},\n",
-		fs->sb.main_zones, fs->free_zones, open, used, dirty, seg_prefree_zones(fs),
-		seg_reserve(fs), fs->retired_zones);
+		fs->sb.main_zones, free_zones, open, used, dirty, seg_prefree_zones(fs),
+		seg_reserve(fs), retired);
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu, "
 		   "\"owed_to_checkpoint\": %llu},\n",
-		(unsigned long long)fs->valid_blocks, (unsigned long long)seg_free_blocks(fs),
+		(unsigned long long)valid_blocks, (unsigned long long)seg_free_blocks(fs),
 		(unsigned long long)seg_owed_blocks(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
-		(unsigned long long)fs->valid_nodes, (unsigned long long)fs->valid_inodes,
-		fs->sb.max_nid);
+		(unsigned long long)nodes, (unsigned long long)inodes, fs->sb.max_nid);
 }
 
 /* Energy per reclaimed GiB from the per-byte model: what GC read and wrote, over what it
@@ -95,22 +114,26 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 {
 	const struct gc_state *g = &fs->gc;
-	double freed_gib = (double)fs->gc_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE /
+	uint64_t gc_zones = ATOMIC_GET(&fs->gc_zones), gc_bytes = ATOMIC_GET(&fs->gc_bytes);
+	uint64_t busy = ATOMIC_GET(&g->busy_ns), user = ATOMIC_GET(&fs->user_bytes);
+	double freed_gib = (double)gc_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE /
 			   (1024.0 * 1024 * 1024);
-	double joules = ((double)g->bytes_read * g->o.read_nj_per_byte +
-			 (double)(fs->gc_bytes - fs->gc_bytes_at_mount) * g->o.write_nj_per_byte) *
+	double joules = ((double)ATOMIC_GET(&g->bytes_read) * g->o.read_nj_per_byte +
+			 (double)(gc_bytes - fs->gc_bytes_at_mount) * g->o.write_nj_per_byte) *
 			1e-9;
-	double waf = fs->user_bytes ? (double)fs->dev_bytes / (double)fs->user_bytes : 1.0;
+	double waf = user ? (double)ATOMIC_GET(&fs->dev_bytes) / (double)user : 1.0;
 	double cap = (double)fs->sb.main_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE;
-	uint32_t i, n = g->nlog < GC_LOG_MAX ? g->nlog : GC_LOG_MAX;
+	uint32_t i, n;
 
+	zlock_lock(&fs->stats_lock);
+	n = g->nlog < GC_LOG_MAX ? g->nlog : GC_LOG_MAX;
 	jprintf(j, "  \"gc\": {\"phase\": \"%s\", \"bytes_migrated\": %llu, "
 		   "\"zones_reclaimed\": %llu, \"wakes\": %llu, \"busy_ms\": %.1f, "
 		   "\"overlap_with_users\": %.3f, \"energy_j_per_reclaimed_gib\": %.1f,\n"
 		   "    \"watermarks_pct\": {\"high\": %u, \"low\": %u}, \"transitions\": [",
-		gc_phase_name(g->phase), (unsigned long long)fs->gc_bytes,
-		(unsigned long long)fs->gc_zones, (unsigned long long)g->wakes, g->busy_ns / 1e6,
-		g->busy_ns ? (double)g->overlap_ns / (double)g->busy_ns : 0.0,
+		gc_phase_name(g->phase), (unsigned long long)gc_bytes, (unsigned long long)gc_zones,
+		(unsigned long long)ATOMIC_GET(&g->wakes), busy / 1e6,
+		busy ? (double)ATOMIC_GET(&g->overlap_ns) / (double)busy : 0.0,
 		freed_gib > 0 ? joules / freed_gib : 0.0, g->o.high_pct, g->o.low_pct);
 	for (i = 0; i < n; i++) {
 		uint32_t k = (g->nlog - n + i) % GC_LOG_MAX;
@@ -119,6 +142,7 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 			   "\"free_zones\": %u}", i ? ", " : "", (unsigned long long)g->log[k].time_ns,
 			gc_phase_name(g->log[k].from), gc_phase_name(g->log[k].to), g->log[k].free_zones);
 	}
+	zlock_unlock(&fs->stats_lock);
 	jprintf(j, "]},\n  \"lifetime\": {\"pe_cycles\": %u, \"tbw_bytes\": %.0f},\n",
 		g->o.pe_cycles, cap * g->o.pe_cycles / (waf > 0 ? waf : 1.0));
 }
@@ -126,22 +150,26 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 {
 	struct wbuf_stats w = {0};
-	double waf = fs->user_bytes ? (double)fs->dev_bytes / (double)fs->user_bytes : 0.0;
+	uint64_t user = ATOMIC_GET(&fs->user_bytes), dev = ATOMIC_GET(&fs->dev_bytes);
+	uint64_t node = ATOMIC_GET(&fs->dev_bytes_node);
+	double waf = user ? (double)dev / (double)user : 0.0;
 
 	if (fs->wb)
 		wbuf_stats(fs->wb, &w);
 	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
 		   "  \"write_amplification\": %.3f,\n",
-		(unsigned long long)fs->user_bytes, (unsigned long long)fs->dev_bytes, waf);
+		(unsigned long long)user, (unsigned long long)dev, waf);
 	/* This mount's device writes by kind (the total above runs across mounts): data and
 	 * node logs (GC's moves included, see "gc"), and the meta log with checkpoint packs. */
 	jprintf(j, "  \"device_bytes_this_mount\": {\"data_logs\": %llu, \"node_logs\": %llu, "
 		   "\"metadata\": %llu},\n",
-		(unsigned long long)(fs->dev_bytes_main - fs->dev_bytes_node),
-		(unsigned long long)fs->dev_bytes_node, (unsigned long long)fs->dev_bytes_meta);
+		(unsigned long long)(ATOMIC_GET(&fs->dev_bytes_main) - node),
+		(unsigned long long)node, (unsigned long long)ATOMIC_GET(&fs->dev_bytes_meta));
 	stats_gc(fs, j);
-	jprintf(j, "  \"checkpoint_version\": %llu,\n  \"read_only\": %s,\n",
-		(unsigned long long)fs->cp.version, fs->readonly ? "true" : "false");
+	zrw_rdlock(&fs->cp_lock); /* the version changes only under it, exclusive */
+	jprintf(j, "  \"checkpoint_version\": %llu,\n", (unsigned long long)fs->cp.version);
+	zrw_unlock(&fs->cp_lock);
+	jprintf(j, "  \"read_only\": %s,\n", ATOMIC_GET(&fs->readonly) ? "true" : "false");
 	jprintf(j, "  \"write_buffer\": {\"slots\": %u, \"slot_bytes\": %llu, "
 		   "\"bytes_written\": %llu, \"waits_for_a_slot\": %llu}\n",
 		w.nslots, (unsigned long long)w.slot_bytes, (unsigned long long)w.bytes_written,

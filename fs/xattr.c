@@ -97,7 +97,7 @@ static int xnode_get(struct zlfs_fs *fs, struct node_page *inode, int create,
 		return node_get(fs, nid, out);
 	if (!create)
 		return -ENODATA;
-	ret = files_alloc_nid(fs, inode->nid, &nid);
+	ret = node_alloc_nid(fs, inode->nid, &nid);
 	if (ret)
 		return ret;
 	ret = node_new(fs, nid, inode->nid, ZLFS_KIND_XATTR, out);
