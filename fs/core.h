@@ -131,6 +131,7 @@ struct iattr {
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 struct ilock_table;
+struct ra_table;
 
 struct zlfs_fs {
 	struct zlock rename_lock, gc_lock;
@@ -219,6 +220,8 @@ struct zlfs_fs {
 	uint8_t *iobuf;             /* one aligned block for metadata I/O: mount, and checkpoints
 				     * under cp_lock exclusive */
 	void *dcache;               /* the file layer's directory block cache (dir.c, own lock) */
+	struct ra_table *ra;        /* the file layer's read-ahead windows (readahead.c) */
+	uint64_t data_gen_seq;      /* atomic: the last data generation given out */
 };
 
 /* ---- mount.c ---------------------------------------------------------------------------- */
@@ -268,11 +271,18 @@ void key_drop(struct zlfs_fs *fs);
  * block). Returns 0 and the block address in *ADDR, -ENOSPC when no zone is left. */
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr);
+/* Append N consecutive blocks of BUF to log TYPE for slots OFS, OFS+1... of node NID (or all
+ * ZLFS_SUM_NODE), their addresses to ADDR: one acquisition of each lock for the run. Returns
+ * how many were appended (fewer only when user data runs out of room), or a negative errno
+ * when none was. */
+int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		 uint32_t nid, uint16_t ofs, uint32_t *addr);
 /* Stamp a metadata block with the current checkpoint version and the next sequence number,
  * and seal its checksum: every metadata block written after mount goes through here. */
 void blk_seal(struct zlfs_fs *fs, void *buf);
 /* Mark a block valid or invalid in the SIT. ADDR 0 is ignored. */
 void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid);
+void seg_mark_n(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, int valid);
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 /* Read N (at most 256) consecutive blocks of one zone from ADDR, staged ones included. The
  * caller keeps the blocks from being reset: their owners' locks, or GC's pin. */
@@ -322,6 +332,7 @@ struct node_page {
 	int reading;                /* being read in: others wait on ncache_cond */
 	uint8_t owed_type;          /* while dirty: the log type its room is kept in (seg_owe) */
 	int refs;
+	uint64_t data_gen;          /* an inode's: changes whenever its data does (readahead.c) */
 	void *buf;                  /* 4 KiB, aligned */
 };
 

@@ -151,6 +151,14 @@ static int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, i
 	return 0;
 }
 
+/* Pointer slots left in REF's node from REF's slot on. */
+static uint32_t slots_left(const struct dref *ref)
+{
+	const struct zlfs_blkhdr *h = ref->np->buf;
+
+	return (le16_get(h->kind) == ZLFS_KIND_INODE ? IA : NA) - ref->slot;
+}
+
 int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr)
 {
 	struct dref ref;
@@ -164,6 +172,12 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 	*addr = le32_get(*node_slot(ref.np, ref.slot));
 	node_put(fs, ref.np);
 	return 0;
+}
+
+/* The file changed: read-ahead windows of it no longer hold. */
+static void data_changed(struct zlfs_fs *fs, struct node_page *inode)
+{
+	inode->data_gen = ATOMIC_ADD(&fs->data_gen_seq, 1);
 }
 
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
@@ -181,6 +195,7 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 	old = le32_get(*slot);
 	ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
 	if (!ret) {
+		data_changed(fs, inode);
 		seg_mark(fs, old, 0);
 		*slot = le32_put(addr);
 		node_dirty(fs, ref.np);
@@ -239,10 +254,46 @@ static int write_block(struct zlfs_fs *fs, struct node_page *inode, const struct
 	return ret ? ret : data_put_block(fs, inode, idx, buf, ZLFS_LOG_WARM_DATA);
 }
 
+/* The addresses of file blocks [FIRST, FIRST+N): a node held once for the slots it has. */
+static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t first, uint32_t n,
+		      uint32_t *addr)
+{
+	uint32_t i = 0, k, j;
+	struct dref ref;
+	int ret;
+
+	while (i < n) {
+		ret = data_ref(fs, inode, first + i, 0, &ref);
+		if (ret == -ENOENT || ret == -EFBIG) { /* no node there: a hole */
+			addr[i++] = ZLFS_ADDR_NULL;
+			continue;
+		}
+		if (ret)
+			return ret;
+		k = n - i < slots_left(&ref) ? n - i : slots_left(&ref);
+		for (j = 0; j < k; j++)
+			addr[i + j] = le32_get(*node_slot(ref.np, ref.slot + j));
+		node_put(fs, ref.np);
+		i += k;
+	}
+	return 0;
+}
+
+/* Size the plan's buffers for NBLOCKS. */
+static int plan_alloc(struct data_rplan *p, uint32_t nblocks)
+{
+	free(p->addr);
+	zdev_buf_free(p->buf);
+	p->nblocks = nblocks;
+	p->addr = malloc(nblocks * sizeof(*p->addr));
+	p->buf = zdev_buf_alloc((size_t)nblocks * ZLFS_BLOCK_SIZE);
+	return p->addr && p->buf ? 0 : -ENOMEM;
+}
+
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
 		   struct data_rplan *p)
 {
-	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, i;
+	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, fblocks;
 	struct dkey dk;
 	int ret = 0;
 
@@ -262,13 +313,21 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		return ret;
 	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
 	p->len = (size_t)(end - off);
-	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
-	p->addr = malloc(p->nblocks * sizeof(*p->addr));
-	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
-	if (!p->addr || !p->buf)
-		ret = -ENOMEM;
-	for (i = 0; !ret && i < p->nblocks; i++)
-		ret = data_addr(fs, inode, first + i, &p->addr[i]);
+	p->ino = inode->nid;
+	p->gen = inode->data_gen;
+	p->asked = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
+	ret = plan_alloc(p, p->asked);
+	if (!ret && ra_lookup(fs, p->ino, p->gen, first, p->asked, p->buf, &p->extra)) {
+		p->from_ra = 1;
+		return 0;
+	}
+	fblocks = (fsize + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	if (p->extra > fblocks - first - p->asked) /* never past the end of file */
+		p->extra = (uint32_t)(fblocks - first - p->asked);
+	if (!ret && p->extra)
+		ret = plan_alloc(p, p->asked + p->extra);
+	if (!ret)
+		ret = data_addrs(fs, inode, first, p->nblocks, p->addr);
 	if (ret) {
 		data_read_free(p);
 		return ret;
@@ -291,6 +350,8 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 	uint32_t i = 0, k;
 	int ret = 0;
 
+	if (p->from_ra)
+		return 0;
 	while (!ret && i < p->nblocks) {
 		uint8_t *dst = p->buf + (size_t)i * ZLFS_BLOCK_SIZE;
 
@@ -306,6 +367,9 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
+	if (!ret && p->extra)
+		ra_keep(fs, p->ino, p->gen, p->first + p->asked, p->extra,
+			p->buf + (size_t)p->asked * ZLFS_BLOCK_SIZE);
 	return ret;
 }
 
@@ -334,19 +398,77 @@ int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t siz
 	return ret ? ret : (int)p.len;
 }
 
+/* Whole blocks are written in runs of up to WRITE_RUN that share one owner node: mapped,
+ * appended and re-pointed with one hold of the node and one acquisition of each lock. */
+#define WRITE_RUN 64u
+
+/* Write up to N whole blocks of SRC as file blocks IDX... (encrypted into SCRATCH, WRITE_RUN
+ * blocks, for an encrypted file): how many were written, or a negative errno when none was. */
+static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		     uint64_t idx, uint32_t n, const uint8_t *src, uint8_t *scratch)
+{
+	uint32_t addr[WRITE_RUN], old[WRITE_RUN], fresh = 0, k, i;
+	struct zlfs_inode *in = inode_of(inode);
+	struct dref ref;
+	int ret = data_ref(fs, inode, idx, 1, &ref);
+
+	if (ret)
+		return ret;
+	k = n < WRITE_RUN ? n : WRITE_RUN;
+	k = k < slots_left(&ref) ? k : slots_left(&ref);
+	for (i = 0; !ret && dk->on && i < k; i++) /* plaintext goes to the buffer as it is */
+		ret = zcrypt_xts_encrypt(&dk->k, idx + i, src + (size_t)i * ZLFS_BLOCK_SIZE,
+					 scratch + (size_t)i * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
+	if (!ret)
+		ret = seg_append_n(fs, ZLFS_LOG_WARM_DATA, dk->on ? scratch : src, k, ref.np->nid,
+				   (uint16_t)ref.slot, addr);
+	for (i = 0; ret > 0 && i < (uint32_t)ret; i++) {
+		le32 *slot = node_slot(ref.np, ref.slot + i);
+
+		old[i] = le32_get(*slot);
+		fresh += !old[i];
+		*slot = le32_put(addr[i]);
+	}
+	if (ret > 0) {
+		data_changed(fs, inode);
+		seg_mark_n(fs, old, (uint32_t)ret, 0);
+		node_dirty(fs, ref.np);
+		if (fresh) {
+			in->blocks = le64_put(le64_get(in->blocks) + fresh);
+			node_dirty(fs, inode);
+		}
+	}
+	node_put(fs, ref.np);
+	return ret;
+}
+
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off)
 {
 	struct zlfs_inode *in = inode_of(inode);
-	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE), *scratch = NULL;
 	uint64_t pos = off, end = off + size;
 	struct dkey dk;
 	int ret = blk ? dkey_get(fs, inode, &dk) : -ENOMEM;
 
+	if (!ret && size >= 2 * ZLFS_BLOCK_SIZE && dk.on &&
+	    !(scratch = zdev_buf_alloc((size_t)WRITE_RUN * ZLFS_BLOCK_SIZE)))
+		ret = -ENOMEM;
 	while (!ret && pos < end) {
 		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
 		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;
 
+		if (!at && (scratch || !dk.on) && end - pos >= 2 * ZLFS_BLOCK_SIZE) {
+			uint64_t whole = (end - pos) / ZLFS_BLOCK_SIZE;
+
+			ret = write_run(fs, inode, &dk, idx, whole < WRITE_RUN ? (uint32_t)whole
+					: WRITE_RUN, (const uint8_t *)buf + (pos - off), scratch);
+			if (ret > 0) {
+				pos += (uint64_t)ret * ZLFS_BLOCK_SIZE;
+				ret = 0;
+			}
+			continue;
+		}
 		if (n < ZLFS_BLOCK_SIZE)
 			ret = read_block(fs, inode, &dk, idx, blk);
 		if (ret)
@@ -359,6 +481,7 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	if (blk)
 		dkey_put(&dk);
 	zdev_buf_free(blk);
+	zdev_buf_free(scratch);
 	if (pos > off) {
 		if (pos > le64_get(in->size))
 			in->size = le64_put(pos);
@@ -383,6 +506,7 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 
 	if (!addr)
 		return;
+	data_changed(fs, inode);
 	seg_mark(fs, addr, 0);
 	*slot = 0;
 	in->blocks = le64_put(le64_get(in->blocks) - 1);
@@ -508,6 +632,7 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 	if (ret)
 		return ret;
 	in->size = le64_put(size);
+	data_changed(fs, inode);
 	node_dirty(fs, inode);
 	return 0;
 }

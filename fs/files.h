@@ -56,7 +56,11 @@ int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t siz
  * their zones cannot be reset. The bytes are at buf + skip, len of them (0 at or past the
  * end of file). */
 struct data_rplan {
-	uint32_t nblocks;
+	uint32_t nblocks;                /* read: those asked for, then EXTRA read ahead */
+	uint32_t asked, extra;
+	int from_ra;                     /* served by read-ahead: nothing to read */
+	uint32_t ino;
+	uint64_t gen;
 	uint32_t *addr;   /* per block; ZLFS_ADDR_NULL for a hole */
 	uint8_t *buf;     /* nblocks aligned blocks */
 	size_t skip, len;
@@ -75,6 +79,18 @@ int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t f
 int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size);
 /* Free the blocks wholly inside [off, off+len) and zero the partial ends. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
+
+/* ---- readahead.c ------------------------------------------------------------------------ */
+int ra_init(struct zlfs_fs *fs);
+void ra_destroy(struct zlfs_fs *fs);
+/* Blocks [FIRST, FIRST+N) of INO at data generation GEN: copied to BUF from a window (returns
+ * N), or 0, with *EXTRA the blocks a read should fetch past them (0: not in sequence). */
+uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
+		   uint8_t *buf, uint32_t *extra);
+/* Keep blocks [FIRST, FIRST+N) of INO (plaintext) read ahead at generation GEN. */
+void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
+	     const uint8_t *buf);
+void ra_forget(struct zlfs_fs *fs, uint32_t ino);
 
 /* ---- dir.c ------------------------------------------------------------------------------ */
 /* readdir offsets: 0 start, 1 after ".", 2 after "..", then 3 + slot position + 1. */

@@ -210,7 +210,10 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 	if (ret)
 		return ret;
 	ret = dir_cache_init(fs);
+	if (!ret)
+		ret = ra_init(fs);
 	if (ret) {
+		ra_destroy(fs);
 		zlfs_unmount(fs);
 		return ret;
 	}
@@ -285,6 +288,7 @@ int files_unmount(struct zlfs_fs *fs)
 	if (!ATOMIC_GET(&fs->readonly))
 		ret = dir_flush(fs);
 	dir_cache_destroy(fs);
+	ra_destroy(fs);
 	if (ret)
 		ATOMIC_SET(&fs->readonly, 1);
 	zrw_unlock(&fs->cp_lock);

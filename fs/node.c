@@ -128,6 +128,7 @@ static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	}
 	np->nid = nid;
 	np->refs = 1;
+	np->data_gen = ATOMIC_ADD(&fs->data_gen_seq, 1);
 	np->next = fs->ncache[h];
 	fs->ncache[h] = np;
 	__atomic_add_fetch(&fs->nr_cached, 1, __ATOMIC_RELAXED);

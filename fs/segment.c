@@ -93,10 +93,15 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 
 void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 {
-	if (addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW)
-		return;
+	seg_mark_n(fs, &addr, 1, valid);
+}
+
+void seg_mark_n(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, int valid)
+{
 	zlock_lock(&fs->seg_lock);
-	seg_mark_locked(fs, addr, valid);
+	for (uint32_t i = 0; i < n; i++)
+		if (addr[i] != ZLFS_ADDR_NULL && addr[i] != ZLFS_ADDR_NEW)
+			seg_mark_locked(fs, addr[i], valid);
 	zlock_unlock(&fs->seg_lock);
 }
 
@@ -304,18 +309,26 @@ static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
 }
 
 /* Stage a block of log LOG in the write buffer; the flusher writes it in zone order. */
-static int seg_write_at(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
-			const void *buf)
+/* Stage N consecutive blocks of log LOG at BLK of ZONE (one run of the zone's blocks). */
+static int seg_write_n(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
+		       const void *buf, uint32_t n)
 {
-	int ret = wbuf_add(fs->wb, log, zone, blk, buf);
+	uint64_t bytes = (uint64_t)n * ZLFS_BLOCK_SIZE;
+	int ret = wbuf_add_n(fs->wb, log, zone, blk, buf, n);
 
 	if (ret)
 		return seg_write_failed(fs, zone, ret);
-	__atomic_add_fetch(&fs->dev_bytes, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&fs->dev_bytes_main, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
+	ATOMIC_ADD(&fs->dev_bytes, bytes);
+	ATOMIC_ADD(&fs->dev_bytes_main, bytes);
 	if (log <= ZLFS_LOG_COLD_NODE)
-		__atomic_add_fetch(&fs->dev_bytes_node, ZLFS_BLOCK_SIZE, __ATOMIC_RELAXED);
+		ATOMIC_ADD(&fs->dev_bytes_node, bytes);
 	return 0;
+}
+
+static int seg_write_at(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
+			const void *buf)
+{
+	return seg_write_n(fs, log, zone, blk, buf, 1);
 }
 
 /* Close the open segment of log L: its summary goes to the segment's last block. */
@@ -511,48 +524,86 @@ static int seg_ready(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_typ
 	return ret;
 }
 
-static int seg_append_locked(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type,
-			     const void *buf, uint32_t nid, uint16_t ofs, uint32_t *addr)
+/* Append up to N blocks that fit before the open segment's summary slot: how many. */
+static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type,
+			  const uint8_t *buf, uint32_t n, uint32_t nid, uint16_t ofs,
+			  uint32_t *addr)
 {
-	uint32_t seg = fs->sb.seg_blocks, slot;
-	int ret;
+	uint32_t seg = fs->sb.seg_blocks, slot, k, i, first;
+	int ret = seg_ready(fs, l, type);
 
-	if (__atomic_load_n(&fs->readonly, __ATOMIC_RELAXED))
-		return -EROFS;
-	if (seg_is_user_data(type) && !seg_free_blocks(fs))
-		return -ENOSPC; /* what is left is owed to dirty nodes and the GC reserve */
-	ret = seg_ready(fs, l, type);
 	if (ret)
 		return ret;
 	slot = l->next_blk % seg;
-	ret = seg_write_at(fs, (int)(l - fs->logs), l->zone, l->next_blk, buf);
+	k = seg - 1 - slot < n ? seg - 1 - slot : n;
+	ret = seg_write_n(fs, (int)(l - fs->logs), l->zone, l->next_blk, buf, k);
 	if (ret)
 		return ret;
-	l->sum.nid[slot] = le32_put(nid);
-	l->sum.ofs[slot] = le16_put(ofs);
-	l->nr_entries = slot + 1;
-	*addr = zlfs_zone_start_blk(&fs->sb, l->zone) + l->next_blk;
+	first = zlfs_zone_start_blk(&fs->sb, l->zone) + l->next_blk;
+	for (i = 0; i < k; i++) {
+		l->sum.nid[slot + i] = le32_put(nid);
+		/* a run of data blocks fills consecutive slots of one node */
+		l->sum.ofs[slot + i] = le16_put(ofs == ZLFS_SUM_NODE ? ofs : (uint16_t)(ofs + i));
+		addr[i] = first + i;
+	}
+	l->nr_entries = slot + k;
 	zlock_lock(&fs->seg_lock);
-	l->next_blk++;
-	seg_mark_locked(fs, *addr, 1);
+	l->next_blk += k;
+	for (i = 0; i < k; i++)
+		seg_mark_locked(fs, first + i, 1);
 	fs->sit[segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1)].log =
 		(uint8_t)fs->log_of[type];
 	zlock_unlock(&fs->seg_lock);
-	if (slot + 2 == seg) /* the segment's data is complete: close it now */
-		return seg_write_summary(fs, l);
-	return 0;
+	if (slot + k + 1 == seg) { /* the segment's data is complete: close it now */
+		ret = seg_write_summary(fs, l);
+		if (ret)
+			return ret;
+	}
+	return (int)k;
+}
+
+int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		 uint32_t nid, uint16_t ofs, uint32_t *addr)
+{
+	struct zlog_state *l = &fs->logs[fs->log_of[type]];
+	uint32_t done = 0;
+	int ret = 0;
+
+	zlock_lock_at(&l->lock, fs->log_of[type]);
+	if (ATOMIC_GET(&fs->readonly))
+		ret = -EROFS;
+	while (!ret && done < n) {
+		uint32_t want = n - done;
+
+		if (seg_is_user_data(type)) {
+			/* what is left is owed to dirty nodes and the GC reserve */
+			uint64_t room = seg_free_blocks(fs);
+
+			if (!room)
+				ret = -ENOSPC;
+			else if (room < want)
+				want = (uint32_t)room;
+		}
+		if (!ret)
+			ret = seg_append_run(fs, l, type, (const uint8_t *)buf +
+					     (size_t)done * ZLFS_BLOCK_SIZE, want, nid,
+					     ofs == ZLFS_SUM_NODE ? ofs : (uint16_t)(ofs + done),
+					     addr + done);
+		if (ret > 0) {
+			done += (uint32_t)ret;
+			ret = 0;
+		}
+	}
+	zlock_unlock(&l->lock);
+	return done ? (int)done : ret;
 }
 
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr)
 {
-	struct zlog_state *l = &fs->logs[fs->log_of[type]];
-	int ret;
+	int ret = seg_append_n(fs, type, buf, 1, nid, ofs, addr);
 
-	zlock_lock_at(&l->lock, fs->log_of[type]);
-	ret = seg_append_locked(fs, l, type, buf, nid, ofs, addr);
-	zlock_unlock(&l->lock);
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 void seg_ckpt_done(struct zlfs_fs *fs)

@@ -251,25 +251,40 @@ static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t 
 	return s;
 }
 
-int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf)
+int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf,
+	       uint32_t n)
 {
+	const uint8_t *src = buf;
 	struct wslot *s;
 	int ret = 0;
 
 	pthread_mutex_lock(&wb->lock);
-	s = slot_for(wb, log, zone, blk);
-	if (s) {
-		memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, buf, WBUF_BLOCK);
-		s->nblocks++;
+	while (!ret && n) {
+		uint32_t k;
+
+		s = slot_for(wb, log, zone, blk);
+		if (!s) {
+			ret = wb->error ? wb->error : -EIO;
+			break;
+		}
+		k = wb->slot_blocks - s->nblocks < n ? wb->slot_blocks - s->nblocks : n;
+		memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, src, (size_t)k * WBUF_BLOCK);
+		s->nblocks += k;
+		src += (size_t)k * WBUF_BLOCK;
+		blk += k;
+		n -= k;
 		if (s->nblocks == wb->slot_blocks) { /* full: to the device now */
 			enqueue(wb, s);
 			wb->open[log] = NULL;
 		}
-	} else {
-		ret = wb->error ? wb->error : -EIO;
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
+}
+
+int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf)
+{
+	return wbuf_add_n(wb, log, zone, blk, buf, 1);
 }
 
 static int slot_holds(const struct wslot *s, uint32_t zone, uint32_t blk)

@@ -44,6 +44,9 @@ void wbuf_destroy(struct wbuf *wb);
 /* Stage one block for LOG at block BLK of ZONE, which must follow the log's previous block.
  * May wait for a free slot; fails with the flusher's sticky error after a write error. */
 int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf);
+/* The same for N consecutive blocks, under one acquisition of the buffer's lock. */
+int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf,
+	       uint32_t n);
 /* 1 and the block copied to BUF when it is still staged, 0 when it is on the device. */
 int wbuf_read(struct wbuf *wb, uint32_t zone, uint32_t blk, void *buf);
 /* Copy the blocks of [BLK, BLK+N) of ZONE that are still staged into BUF, setting GOT[i]

@@ -86,7 +86,7 @@ pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts)
 			execl(bin, "zlfs", "-f", image, mnt, (char *)NULL);
 		_exit(127);
 	}
-	for (i = 0; i < 400 && !tu_mounted(mnt); i++) {
+	for (i = 0; i < 2400 && !tu_mounted(mnt); i++) { /* 60 s: a loaded machine is slow */
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return -1;
 		usleep(25000);

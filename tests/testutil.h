@@ -16,7 +16,7 @@ int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Full path of one of the project's binaries ($ZLFS_BIN_DIR/NAME). */
 const char *tu_bin(char *buf, size_t len, const char *name);
 /* Start the zlfs daemon in the foreground on IMAGE at MNT with -o OPTS (NULL: none) and wait
- * until it is mounted: its pid, or -1 if it exited or did not mount within 10 s. */
+ * until it is mounted: its pid, or -1 if it exited or did not mount within 60 s. */
 pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts);
 /* Unmount MNT, wait for PID, return its exit status (-1 if it did not exit normally). */
 int tu_daemon_stop(const char *mnt, pid_t pid);

@@ -1,0 +1,155 @@
+/*
+ * readahead.c - the file layer's read-ahead: sequential reads reach the device as large
+ * requests.
+ *
+ * Owns: a small table of read-ahead windows, one per file being read in sequence. The kernel
+ * asks a FUSE filesystem for at most 128 KiB at a time, and a zoned device (or a file opened
+ * O_DIRECT) does far better with 1 MiB reads than with eight of 128 KiB: when a read
+ * continues where the previous read of the file ended, the read is extended past what was
+ * asked, the window doubling up to RA_MAX blocks, and the blocks beyond the request are kept
+ * here, decrypted, for the reads that follow.
+ * A window is valid only for the data generation it was read at (data.c bumps a file's
+ * generation whenever its mapping or contents change, under the file's lock held
+ * exclusively; readers hold it shared), so no write can be hidden by a window.
+ * May call: lock.h, zdev.h (aligned buffers). Called by data.c, under the file's lock.
+ */
+#include "files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RA_SLOTS 8        /* files read ahead at once */
+#define RA_MIN 32u        /* blocks of the first extension (128 KiB) */
+#define RA_MAX 256u       /* blocks at most (1 MiB) */
+
+struct ra_win {
+	uint32_t ino;
+	uint64_t gen;         /* the file's data generation when read */
+	uint64_t next;        /* the block a sequential read would start at */
+	uint64_t start;       /* blocks kept: [start, start + n) */
+	uint32_t n, size;     /* kept, and the window the next extension reads */
+	uint64_t used;        /* for replacing the least recently used */
+	uint8_t *buf;         /* RA_MAX blocks */
+};
+
+struct ra_table {
+	struct zlock lock;
+	struct ra_win w[RA_SLOTS];
+	uint64_t tick;
+};
+
+int ra_init(struct zlfs_fs *fs)
+{
+	struct ra_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	zlock_init(&t->lock, LR_RA, "readahead_lock");
+	fs->ra = t;
+	return 0;
+}
+
+void ra_destroy(struct zlfs_fs *fs)
+{
+	struct ra_table *t = fs->ra;
+
+	if (!t)
+		return;
+	for (int i = 0; i < RA_SLOTS; i++)
+		zdev_buf_free(t->w[i].buf);
+	zlock_destroy(&t->lock);
+	free(t);
+	fs->ra = NULL;
+}
+
+/* The window of INO, or (MAKE) the least recently used one taken over. */
+static struct ra_win *ra_find(struct ra_table *t, uint32_t ino, int make)
+{
+	struct ra_win *lru = &t->w[0];
+
+	for (int i = 0; i < RA_SLOTS; i++) {
+		if (t->w[i].ino == ino && t->w[i].used)
+			return &t->w[i];
+		if (t->w[i].used < lru->used)
+			lru = &t->w[i];
+	}
+	if (!make)
+		return NULL;
+	lru->ino = ino;
+	lru->n = 0;
+	lru->size = RA_MIN;
+	lru->next = UINT64_MAX;
+	return lru;
+}
+
+uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
+		   uint8_t *buf, uint32_t *extra)
+{
+	struct ra_table *t = fs->ra;
+	struct ra_win *w;
+	uint32_t got = 0;
+
+	*extra = 0;
+	if (!t)
+		return 0;
+	zlock_lock(&t->lock);
+	w = ra_find(t, ino, 1);
+	w->used = ++t->tick;
+	if (w->gen == gen && w->n && first >= w->start && first + n <= w->start + w->n) {
+		memcpy(buf, w->buf + (size_t)(first - w->start) * ZLFS_BLOCK_SIZE,
+		       (size_t)n * ZLFS_BLOCK_SIZE);
+		got = n;
+	} else if (first == w->next) {
+		*extra = w->size; /* in sequence: read past the request */
+		w->size = w->size * 2 > RA_MAX ? RA_MAX : w->size * 2;
+	} else {
+		w->size = RA_MIN;
+	}
+	w->next = first + n;
+	if (w->gen != gen) {
+		w->gen = gen;
+		w->n = 0;
+	}
+	zlock_unlock(&t->lock);
+	return got;
+}
+
+void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
+	     const uint8_t *buf)
+{
+	struct ra_table *t = fs->ra;
+	struct ra_win *w;
+
+	if (!t || !n)
+		return;
+	n = n > RA_MAX ? RA_MAX : n;
+	zlock_lock(&t->lock);
+	w = ra_find(t, ino, 1);
+	if (!w->buf)
+		w->buf = zdev_buf_alloc((size_t)RA_MAX * ZLFS_BLOCK_SIZE);
+	if (w->buf) {
+		memcpy(w->buf, buf, (size_t)n * ZLFS_BLOCK_SIZE);
+		w->gen = gen;
+		w->start = first;
+		w->n = n;
+		w->used = ++t->tick;
+	}
+	zlock_unlock(&t->lock);
+}
+
+void ra_forget(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct ra_table *t = fs->ra;
+	struct ra_win *w;
+
+	if (!t)
+		return;
+	zlock_lock(&t->lock);
+	w = ra_find(t, ino, 0);
+	if (w) {
+		w->n = 0;
+		w->used = 0;
+	}
+	zlock_unlock(&t->lock);
+}

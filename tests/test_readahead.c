@@ -1,0 +1,153 @@
+/*
+ * test_readahead.c - the daemon's read-ahead (fs/readahead.c) through the real daemon.
+ *
+ * Reads that reach the daemon in 128 KiB pieces, in sequence, must reach the device as large
+ * reads (the stats' read-size counters show reads of 512 KiB and more), and what a window
+ * holds must never hide a change: an overwrite inside a window just read ahead, a truncate
+ * and a hole punched through it are all seen by the reads that follow, for a plain and an
+ * encrypted file, and every byte read is checked.
+ */
+#include "testutil.h"
+
+#include "zdev_emu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FSIZE (8u << 20)
+#define PIECE (128u << 10)
+
+static char img[512], mnt[512], bin[512];
+static uint8_t *want;
+
+static uint8_t pat(uint32_t seed, size_t i) { return (uint8_t)(seed * 37 + i * 11 + (i >> 12)); }
+
+static void fill(uint8_t *b, size_t n, uint32_t seed, size_t base)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pat(seed, base + i);
+}
+
+/* O_DIRECT: every read reaches the daemon as asked, past the kernel's page cache. */
+static int open_direct(const char *name, int flags)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/%s", mnt, name);
+	return open(p, flags | O_DIRECT, 0644);
+}
+
+static void *abuf(size_t n)
+{
+	void *b = NULL;
+
+	ck_assert_int_eq(posix_memalign(&b, 4096, n), 0);
+	return b;
+}
+
+/* Read [FROM, TO) in pieces and compare with the model. */
+static void read_check(int fd, size_t from, size_t to, size_t fsize, const char *when)
+{
+	uint8_t *b = abuf(PIECE);
+
+	for (size_t off = from; off < to; off += PIECE) {
+		ssize_t n = pread(fd, b, PIECE, (off_t)off), exp;
+
+		exp = off >= fsize ? 0 : (ssize_t)(fsize - off < PIECE ? fsize - off : PIECE);
+		ck_assert_msg(n == exp, "%s: read at %zu gave %zd, expected %zd", when, off, n, exp);
+		for (ssize_t k = 0; k < n; k++)
+			if (b[k] != want[off + (size_t)k])
+				ck_abort_msg("%s: byte %zu is %u, expected %u", when, off + (size_t)k,
+					     b[k], want[off + (size_t)k]);
+	}
+	free(b);
+}
+
+static void run(const char *name)
+{
+	uint8_t *b = abuf(FSIZE);
+	int fd = open_direct(name, O_CREAT | O_RDWR);
+
+	ck_assert_int_ge(fd, 0);
+	fill(want, FSIZE, 7, 0);
+	memcpy(b, want, FSIZE);
+	ck_assert_int_eq(pwrite(fd, b, FSIZE, 0), FSIZE);
+	ck_assert_int_eq(fsync(fd), 0);
+	read_check(fd, 0, 2 << 20, FSIZE, "sequential");
+	/* The window now holds what follows 2 MiB: change it under the window. */
+	fill(b, 64 << 10, 9, (2 << 20) + 4096);
+	memcpy(want + (2 << 20) + 4096, b, 64 << 10);
+	ck_assert_int_eq(pwrite(fd, b, 64 << 10, (2 << 20) + 4096), 64 << 10);
+	read_check(fd, 2 << 20, 4 << 20, FSIZE, "after an overwrite in the window");
+	ck_assert_int_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   (4 << 20) + 8192, 256 << 10), 0);
+	memset(want + (4 << 20) + 8192, 0, 256 << 10);
+	read_check(fd, 4 << 20, 6 << 20, FSIZE, "after a hole punched in the window");
+	ck_assert_int_eq(ftruncate(fd, (6 << 20) + 100), 0);
+	read_check(fd, 6 << 20, FSIZE, (6 << 20) + 100, "after a truncate in the window");
+	close(fd);
+	free(b);
+}
+
+START_TEST(t_readahead)
+{
+	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 16 << 20};
+	long big0, big1;
+	pid_t pid;
+
+	want = malloc(FSIZE);
+	tu_fresh_fs("ra.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "dev_direct");
+	ck_assert_int_gt(pid, 0);
+	big0 = tu_ctl_stat(mnt, "ge_512k");
+	run("plain");
+	big1 = tu_ctl_stat(mnt, "ge_512k");
+	ck_assert_msg(big1 > big0, "no read of 512 KiB or more reached the device (%ld, %ld)", big0,
+		      big1);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+	free(want);
+}
+END_TEST
+
+START_TEST(t_readahead_encrypted)
+{
+	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 16 << 20};
+	char key[600], opts[700];
+	pid_t pid;
+
+	want = malloc(FSIZE);
+	tu_fresh_fs("rae.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	tu_path(key, sizeof(key), "ra.key");
+	unlink(key);
+	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), key), 0);
+	ck_assert_int_eq(tu_sh("%s -q -f --encrypt --keyfile %s %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), key, img), 0);
+	snprintf(opts, sizeof(opts), "dev_direct,encrypt_all,keyfile=%s", key);
+	pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(pid, 0);
+	run("secret");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	free(want);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("readahead");
+	TCase *tc = tcase_create("readahead");
+
+	if (tu_fuse_missing())
+		return 77;
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, t_readahead);
+	tcase_add_test(tc, t_readahead_encrypted);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
