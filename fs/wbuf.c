@@ -11,8 +11,10 @@
  *    so intake goes on while earlier slots are written and busy logs get more of the memory.
  *  - static: one superpage buffer (768 KiB) per log, written only when full or flushed; the
  *    log waits while its buffer is being written (the ZMS-style baseline).
- * Order: each zone's slots are queued in the order they were filled and one flusher writes
- * the queue in order, so writes reach every zone strictly at its write pointer.
+ * Order: each zone's slots are queued in the order they were filled. Several flushers write
+ * at once (WBUF_FLUSHERS), each taking the oldest queued slot of a zone that has no write in
+ * flight: writes to different zones proceed together, while every zone still receives its
+ * writes one at a time, strictly at its write pointer.
  */
 #include "wbuf.h"
 #include "log.h"
@@ -29,7 +31,9 @@ struct wslot {
 	uint32_t start;      /* first block (within the zone) the slot holds */
 	uint32_t nblocks;    /* staged */
 	uint32_t written;    /* already on the device (a flushed partial slot) */
-	int queued;          /* handed to the flusher */
+	int queued;          /* handed to the flushers */
+	int inflight;        /* a flusher is writing it */
+	uint64_t ticket;     /* order of queueing, for waits on what was queued before */
 	int owner;           /* log index holding it as its open slot, -1 if none */
 };
 
@@ -44,9 +48,10 @@ struct wbuf {
 	struct wslot *open[WBUF_MAX_LOGS];
 	pthread_mutex_t lock;
 	pthread_cond_t cond;      /* slots freed, queue drained, work queued */
-	pthread_t flusher;
-	pid_t flusher_pid;        /* process that started it: a daemon forks after mounting */
-	int busy;                 /* the flusher is writing a slot */
+	pthread_t flusher[WBUF_FLUSHERS];
+	int nflushers;
+	pid_t flusher_pid;        /* process that started them: a daemon forks after mounting */
+	uint64_t tickets;         /* slots queued so far */
 	int stop;
 	int error;                /* first write error (negative errno), sticky */
 	uint32_t error_zone;
@@ -96,8 +101,37 @@ static void slot_release(struct wbuf *wb, struct wslot *s)
 	wb->free_tail = s;
 }
 
-/* Write queued slots in order. The lock is dropped around the device write; order holds
- * because only this thread takes slots off the queue. */
+/* The oldest queued slot whose zone has no write in flight, or NULL. Slots of one zone
+ * are queued in zone order, so this is always the next write that zone expects. */
+static struct wslot *next_writable(struct wbuf *wb)
+{
+	struct wslot *s, *t;
+
+	for (s = wb->qhead; s; s = s->next) {
+		if (s->inflight)
+			continue;
+		for (t = wb->qhead; t != s && !(t->inflight && t->zone == s->zone); t = t->next)
+			;
+		if (t == s)
+			return s;
+	}
+	return NULL;
+}
+
+static void dequeue(struct wbuf *wb, struct wslot *s)
+{
+	struct wslot **pp = &wb->qhead, *prev = NULL;
+
+	while (*pp != s) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	*pp = s->next;
+	if (wb->qtail == s)
+		wb->qtail = prev;
+}
+
+/* Write queued slots, each zone's in order. The lock is dropped around the device write. */
 static void *flusher_main(void *arg)
 {
 	struct wbuf *wb = arg;
@@ -106,23 +140,22 @@ static void *flusher_main(void *arg)
 
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
-		while (!wb->qhead && !wb->stop)
+		while (!(s = next_writable(wb)) && !(wb->stop && !wb->qhead))
 			pthread_cond_wait(&wb->cond, &wb->lock);
-		if (!wb->qhead)
+		if (!s)
 			break;
-		s = wb->qhead;
-		wb->busy = 1;
+		s->inflight = 1;
+		ret = wb->error;
 		pthread_mutex_unlock(&wb->lock);
-		ret = wb->error ? wb->error : slot_write(wb, s);
+		if (!ret) /* after a write error nothing more is written: it is sticky */
+			ret = slot_write(wb, s);
 		pthread_mutex_lock(&wb->lock);
 		if (ret && !wb->error) {
 			wb->error = ret;
 			wb->error_zone = s->zone;
 		}
-		wb->qhead = s->next;
-		if (!wb->qhead)
-			wb->qtail = NULL;
-		wb->busy = 0;
+		dequeue(wb, s);
+		s->inflight = 0;
 		slot_release(wb, s);
 		pthread_cond_broadcast(&wb->cond);
 	}
@@ -130,14 +163,19 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-/* Threads do not survive fork(), and the daemon forks once mounted: start the flusher in
- * the process that first needs it. Called with wb->lock held. */
+/* Threads do not survive fork(), and the daemon forks once mounted: start the flushers in
+ * the process that first needs them. Called with wb->lock held. */
 static int flusher_ensure(struct wbuf *wb)
 {
 	if (wb->flusher_pid == getpid())
 		return 0;
-	wb->busy = 0;
-	if (pthread_create(&wb->flusher, NULL, flusher_main, wb)) {
+	wb->nflushers = 0;
+	for (int i = 0; i < WBUF_FLUSHERS; i++) {
+		if (pthread_create(&wb->flusher[i], NULL, flusher_main, wb))
+			break;
+		wb->nflushers++;
+	}
+	if (!wb->nflushers) {
 		wb->error = -EAGAIN;
 		return -EAGAIN;
 	}
@@ -149,6 +187,8 @@ static void enqueue(struct wbuf *wb, struct wslot *s)
 {
 	flusher_ensure(wb);
 	s->queued = 1;
+	s->inflight = 0;
+	s->ticket = ++wb->tickets;
 	s->next = NULL;
 	if (wb->qtail)
 		wb->qtail->next = s;
@@ -207,7 +247,8 @@ void wbuf_destroy(struct wbuf *wb)
 		wb->stop = 1;
 		pthread_cond_broadcast(&wb->cond);
 		pthread_mutex_unlock(&wb->lock);
-		pthread_join(wb->flusher, NULL);
+		for (i = 0; i < (uint32_t)wb->nflushers; i++)
+			pthread_join(wb->flusher[i], NULL);
 	}
 	for (i = 0; wb->slots && i < wb->nslots; i++)
 		zdev_buf_free(wb->slots[i].data);
@@ -334,9 +375,20 @@ int wbuf_read_run(struct wbuf *wb, uint32_t zone, uint32_t blk, uint32_t n, void
 	return (int)found;
 }
 
-/* Queue every open slot (of ZONE, or all when ALL) and wait until the queue is empty. */
+/* Whether a slot of ZONE (or any, with ALL) queued by ticket UPTO is still unwritten. */
+static int pending(const struct wbuf *wb, int all, uint32_t zone, uint64_t upto)
+{
+	for (const struct wslot *s = wb->qhead; s; s = s->next)
+		if (s->ticket <= upto && (all || s->zone == zone))
+			return 1;
+	return 0;
+}
+
+/* Queue every open slot (of ZONE, or all when ALL) and wait until what was queued by then is
+ * written: writers staging more meanwhile do not hold the wait up. */
 static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 {
+	uint64_t upto;
 	int log, ret;
 
 	pthread_mutex_lock(&wb->lock);
@@ -348,7 +400,8 @@ static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 			wb->open[log] = NULL;
 		}
 	}
-	while (!wb->error && (wb->qhead || wb->busy))
+	upto = wb->tickets;
+	while (!wb->error && pending(wb, all, zone, upto))
 		pthread_cond_wait(&wb->cond, &wb->lock);
 	ret = wb->error;
 	pthread_mutex_unlock(&wb->lock);
