@@ -565,6 +565,12 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	uint64_t i;
 	int k, ret = 0;
 
+	if (!le64_get(in->blocks)) { /* no data block anywhere: only the nodes may need going */
+		for (k = 0; k < ZLFS_INODE_NIDS && !in->nid[k]; k++)
+			;
+		if (k == ZLFS_INODE_NIDS)
+			return 0;
+	}
 	for (i = r->from; i < IA && i < r->to; i++)
 		drop_block(fs, inode, &in->addr[i]);
 	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
