@@ -80,7 +80,7 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 		fs->valid_blocks++;
 		if (fs->zone_state[mz] == ZONE_FREE) { /* only recovery adds blocks to such a zone */
 			fs->zone_state[mz] = ZONE_USED;
-			fs->free_zones--;
+			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
 		}
 	} else {
 		se->valid--;
@@ -395,8 +395,8 @@ static void seg_retire(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone *
 	if (fs->zone_state[mz] != ZONE_FREE)
 		return;
 	fs->zone_state[mz] = ZONE_RETIRED;
-	fs->free_zones--;
-	fs->retired_zones++;
+	ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
+	ATOMIC_ADD(&fs->retired_zones, 1);
 	zlog_warn("zone %u is %s on the device: no longer used (%u zones retired)",
 		  fs->sb.main_zone_first + mz, zdev_cond_name(z->cond), fs->retired_zones);
 }
@@ -428,7 +428,7 @@ static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type)
 	for (uint32_t mz = 0; seg_zone_allowed(fs, type) && mz < fs->sb.main_zones; mz++) {
 		if (fs->zone_state[mz] == ZONE_FREE) {
 			fs->zone_state[mz] = ZONE_OPEN;
-			fs->free_zones--;
+			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
 			got = mz;
 			break;
 		}
@@ -442,7 +442,7 @@ static void seg_unclaim(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone 
 {
 	zlock_lock(&fs->seg_lock);
 	fs->zone_state[mz] = ZONE_FREE;
-	fs->free_zones++;
+	ATOMIC_ADD(&fs->free_zones, 1);
 	if (bad)
 		seg_retire(fs, mz, bad);
 	zlock_unlock(&fs->seg_lock);
@@ -617,7 +617,7 @@ void seg_ckpt_done(struct zlfs_fs *fs)
 		fs->zone_prefree[mz] = 0;
 		if (fs->zone_state[mz] == ZONE_USED && !fs->zone_valid[mz]) {
 			fs->zone_state[mz] = ZONE_FREE;
-			fs->free_zones++;
+			ATOMIC_ADD(&fs->free_zones, 1);
 		}
 	}
 	zlock_unlock(&fs->seg_lock);
@@ -640,15 +640,8 @@ int seg_is_valid(struct zlfs_fs *fs, uint32_t addr)
 	return ret;
 }
 
-uint32_t seg_free_zones(struct zlfs_fs *fs)
-{
-	uint32_t n;
-
-	zlock_lock(&fs->seg_lock);
-	n = fs->free_zones;
-	zlock_unlock(&fs->seg_lock);
-	return n;
-}
+/* Written under seg_lock with atomic stores, so read here without it: every request asks. */
+uint32_t seg_free_zones(struct zlfs_fs *fs) { return ATOMIC_GET(&fs->free_zones); }
 
 int seg_zone_state(struct zlfs_fs *fs, uint32_t zone)
 {
@@ -672,8 +665,8 @@ int seg_init(struct zlfs_fs *fs)
 	uint32_t mz, s, i;
 
 	fs->gc_pin = ZLFS_ZONE_NONE;
-	fs->free_zones = 0;
-	fs->retired_zones = 0;
+	ATOMIC_SET(&fs->free_zones, 0);
+	ATOMIC_SET(&fs->retired_zones, 0);
 	fs->valid_blocks = 0;
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		fs->zone_valid[mz] = 0;
@@ -693,6 +686,6 @@ int seg_init(struct zlfs_fs *fs)
 	}
 	for (mz = 0; mz < fs->sb.main_zones; mz++)
 		if (fs->zone_state[mz] == ZONE_FREE)
-			fs->free_zones++;
+			ATOMIC_ADD(&fs->free_zones, 1);
 	return 0;
 }
