@@ -37,8 +37,9 @@ static const char *mp(const char *rel)
 	return p;
 }
 
-/* A fresh encrypted image (key file) of SIZE bytes in ZONE-byte zones. */
-static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone)
+/* A fresh encrypted image (key file) of SIZE bytes in ZONE-byte zones; PLAIN_ROOT: mkfs
+ * --plain-root, whose root directory is not encrypted. */
+static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone, int plain_root)
 {
 	struct zemu_create_opts o = {.size = size, .zone_size = zone, .max_open = 10,
 				     .max_active = 10};
@@ -52,8 +53,9 @@ static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone)
 	unlink(key);
 	ck_assert_int_eq(zemu_create(img, &o), 0);
 	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), key), 0);
-	ck_assert_int_eq(tu_sh("%s -q --encrypt --keyfile %s %s",
-			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), key, img), 0);
+	ck_assert_int_eq(tu_sh("%s -q --encrypt%s --keyfile %s %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       plain_root ? " --plain-root" : "", key, img), 0);
 }
 
 static pid_t mount_key(const char *extra)
@@ -155,7 +157,7 @@ START_TEST(t_nothing_plain_on_device)
 	pid_t pid;
 	int fd;
 
-	fresh_encrypted("secret.img", 128 << 20, 4 << 20);
+	fresh_encrypted("secret.img", 128 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("vault"), 0700), 0);
@@ -264,7 +266,7 @@ START_TEST(t_keys_and_locked_view)
 	int plain = 0, fd;
 	pid_t pid;
 
-	fresh_encrypted("keys.img", 64 << 20, 4 << 20);
+	fresh_encrypted("keys.img", 64 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("vault"), 0755), 0);
@@ -402,7 +404,7 @@ START_TEST(t_posix_inside)
 	pid_t pid;
 	int fd;
 
-	fresh_encrypted("posix.img", 128 << 20, 4 << 20);
+	fresh_encrypted("posix.img", 128 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("v"), 0755), 0);
@@ -519,10 +521,11 @@ START_TEST(t_gc_moves_ciphertext)
 	pid_t pid;
 	int i, r;
 
-	fresh_encrypted("gc.img", 96 << 20, 2 << 20);
+	fresh_encrypted("gc.img", 96 << 20, 2 << 20, 0);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
-	ck_assert_int_eq(set_encrypt(mnt), 0); /* the whole tree, names at the top included */
+	/* mkfs encrypted the root: the whole tree, names at the top included */
+	ck_assert_uint_eq(enc_flags(mnt), ZLFS_ENC_ENCRYPTED | ZLFS_ENC_KEY);
 	put_marker("marker", 1 << 20); /* old data: GC will have to move it */
 	for (i = 0; i < NFILES; i++) {
 		snprintf(rel, sizeof(rel), "encrypted-name-%02d", i);
