@@ -139,6 +139,9 @@ int fcrypt_need_key(const struct zlfs_fs *fs, struct node_page *np);
 int fcrypt_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np);
 /* Mark an empty directory encrypted (zlfs-ctl encrypt). */
 int fcrypt_set_policy(struct zlfs_fs *fs, struct node_page *dir);
+/* At mount: with -o encrypt_all on a filesystem whose root is not encrypted, say that names
+ * in directories that are not encrypted stay plaintext. */
+void fcrypt_mount_notice(struct zlfs_fs *fs, const char *path);
 /* 1 when a name may move between directories A and B (rename, link): same encryption. */
 int fcrypt_same_policy(struct node_page *a, struct node_page *b);
 int fcrypt_file_key(const struct zlfs_fs *fs, struct node_page *np, struct zcrypt_file_key *fk);

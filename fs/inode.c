@@ -4,7 +4,7 @@
  * Owns: the fields of struct zlfs_inode as the rest of the file layer sees them, and the
  * whole-filesystem sync and unmount of the file layer (directory blocks first, then a
  * checkpoint).
- * May call: node.c (through core.h), data.c, dir.c, xattr nodes, log.h.
+ * May call: node.c (through core.h), data.c, dir.c, xattr nodes, fcrypt.c, log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -217,6 +217,7 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 		zlfs_unmount(fs);
 		return ret;
 	}
+	fcrypt_mount_notice(fs, path);
 	for (uint32_t ino = orphan_next(fs, 0); ino && !fs->readonly; ino = orphan_next(fs, ino)) {
 		orphan_del(fs, ino);
 		ret = inode_orphan_free(fs, ino);

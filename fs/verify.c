@@ -3,7 +3,8 @@
  * filesystem whose parts agree with each other and with the device?
  *
  * Owns: the cross-checks - NAT entries <-> node blocks, node trees and data pointers in range
- * and not shared, xattr nodes well formed, encryption flags against the superblock, SIT
+ * and not shared, xattr nodes well formed, encryption flags against the superblock and against
+ * the directories naming an inode (everything an encrypted directory names is encrypted), SIT
  * bitmaps and counts <-> blocks actually referenced, directory entries <-> inodes, link
  * counts, "..", reachability from the root, orphans, log positions <-> write pointers - and,
  * on request, the list of repairs that would settle what it found (verify.h). It only reads;
@@ -32,6 +33,7 @@ struct chk {
 	uint32_t *parent;    /* per nid: directory holding its (last seen) name */
 	uint8_t *seen;       /* per nid: SEEN_* */
 	uint8_t *named_lost; /* per nid: named by a directory that is itself unreachable */
+	uint8_t *named_enc;  /* per nid: named by an encrypted directory */
 	uint32_t *subdirs;   /* per directory: subdirectories found */
 	uint32_t nblocks;
 };
@@ -267,6 +269,7 @@ static int dir_readable(struct chk *c, struct node_page *np)
 struct dirwalk {
 	struct chk *c;
 	uint32_t dir;
+	int encrypted;       /* DIR is: every inode it names must be */
 	uint32_t *queue;
 	uint32_t *qlen;
 };
@@ -295,6 +298,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 	}
 	c->links[ino]++;
 	c->parent[ino] = w->dir;
+	c->named_enc[ino] |= (uint8_t)w->encrypted;
 	if (c->seen[ino] != SEEN_REACHED) {
 		if (c->seen[ino] == SEEN_NODE)
 			finding(c, ZLFS_FIND_ERROR, "node %u is reached both as an inode and as a node",
@@ -319,6 +323,7 @@ static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
 	}
 	if (!dir_readable(c, np))
 		return;
+	w->encrypted = fcrypt_is_encrypted(np);
 	ret = dir_iterate(c->fs, np, 0, dir_entry, w);
 	if (ret) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u unreadable (%s)", ino, strerror(-ret));
@@ -342,7 +347,7 @@ static void check_tree(struct chk *c)
 	c->parent[ZLFS_ROOT_INO] = ZLFS_ROOT_INO;
 	for (qi = 0; qi < qlen; qi++) {
 		uint32_t ino = queue[qi];
-		struct dirwalk w = {c, ino, queue, &qlen};
+		struct dirwalk w = {.c = c, .dir = ino, .queue = queue, .qlen = &qlen};
 
 		if (!(qi & 1023))
 			progress(c, ZLFS_PHASE_TREE, qi, c->fs->valid_inodes);
@@ -376,6 +381,11 @@ static void check_links(struct chk *c)
 		want = isdir ? 2 + c->subdirs[ino] : c->links[ino];
 		if (ino == ZLFS_ROOT_INO && !isdir)
 			finding(c, ZLFS_FIND_ERROR, "the root inode is not a directory");
+		/* zlfs never makes one (inheritance, EXDEV): its name would be ciphertext and its
+		 * contents plain */
+		if (c->named_enc[ino] && !fcrypt_is_encrypted(np))
+			finding(c, ZLFS_FIND_ERROR, "inode %u is named in an encrypted directory but "
+				"is not encrypted", ino);
 		if (isdir && ino != ZLFS_ROOT_INO && c->links[ino] != 1)
 			finding(c, ZLFS_FIND_ERROR, "directory %u has %u names", ino, c->links[ino]);
 		else if (nlink != want) {
@@ -589,6 +599,7 @@ static void chk_free(struct chk *c)
 	free(c->subdirs);
 	free(c->seen);
 	free(c->named_lost);
+	free(c->named_enc);
 }
 
 int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
@@ -603,7 +614,8 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 	c.subdirs = calloc(n, sizeof(*c.subdirs));
 	c.seen = calloc(n, 1);
 	c.named_lost = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost) {
+	c.named_enc = calloc(n, 1);
+	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc) {
 		check_zones(&c);
 		check_tree(&c);
 		progress(&c, ZLFS_PHASE_LINKS, 0, 1);

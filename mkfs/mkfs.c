@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		"        --passphrase-fd N  a passphrase read from file descriptor N\n"
 		"        --scrypt-n N       scrypt cost for the passphrase (power of two,\n"
 		"                           default %llu)\n"
+		"        --plain-root       leave the root directory unencrypted (by default it\n"
+		"                           is encrypted and everything below inherits it)\n"
 		"  -f, --force              overwrite an existing filesystem\n"
 		"  -q, --quiet              print nothing but errors\n"
 		"  -V, --version            print the version and exit\n"
@@ -108,7 +110,8 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"encrypt", no_argument, NULL, 'E'},	 {"keyfile", required_argument, NULL, 'K'},
 		{"passphrase", no_argument, NULL, 'P'},	 {"passphrase-fd", required_argument, NULL, 'D'},
 		{"scrypt-n", required_argument, NULL, 'N'}, {"revision", required_argument, NULL, 'R'},
-		{"features", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
+		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'T'},
+		{NULL, 0, NULL, 0}};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "l:L:o:fqVh", longopts, NULL)) != -1) {
@@ -134,6 +137,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 			}
 			break;
 		case 'E': a->encrypt = 1; break;
+		case 'T': a->o.plain_root = 1; break;
 		case 'K': a->keyfile = optarg; break;
 		case 'P': a->passphrase = 1; break;
 		case 'D':
@@ -170,6 +174,10 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 	a->path = argv[optind];
 	if (!a->encrypt && (a->keyfile || a->passphrase || a->passphrase_fd >= 0)) {
 		fprintf(stderr, "mkfs.zlfs: a key was given without --encrypt\n");
+		return 1;
+	}
+	if (!a->encrypt && a->o.plain_root) {
+		fprintf(stderr, "mkfs.zlfs: --plain-root only means something with --encrypt\n");
 		return 1;
 	}
 	if (a->encrypt && !!a->keyfile + !!a->passphrase + (a->passphrase_fd >= 0) != 1) {
@@ -300,7 +308,7 @@ static void print_uuid(const uint8_t u[16], char *out)
 		out += sprintf(out, "%s%02x", dash[i] ? "-" : "", u[i]);
 }
 
-static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s)
+static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s, int plain_root)
 {
 	const struct zdev_info *info = zdev_info(dev);
 	uint64_t seg_bytes = (uint64_t)s->seg_blocks * ZLFS_BLOCK_SIZE;
@@ -332,8 +340,10 @@ static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s)
 	printf("usable     %llu MiB\n", (unsigned long long)(usable >> 20));
 	printf("uuid       %s\nlabel      %s\n", uuid, s->label);
 	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT)
-		printf("encryption AES-256-XTS contents, AES-256-CBC-CTS names; key from %s\n",
-		       s->enc_kdf == 1 ? "a key file" : "a passphrase (scrypt)");
+		printf("encryption AES-256-XTS contents, AES-256-CBC-CTS names; key from %s; %s\n",
+		       s->enc_kdf == 1 ? "a key file" : "a passphrase (scrypt)",
+		       plain_root ? "root directory not encrypted (zlfs-ctl encrypt DIR)"
+				  : "root directory encrypted, everything below inherits it");
 }
 
 int main(int argc, char **argv)
@@ -361,7 +371,7 @@ int main(int argc, char **argv)
 			ret = apply_stamp(dev, &sbi, &a.stamp);
 	}
 	if (!ret && !a.o.quiet)
-		print_summary(dev, &sbi);
+		print_summary(dev, &sbi, a.o.plain_root);
 	zdev_close(dev);
 	return ret ? 1 : 0;
 }
