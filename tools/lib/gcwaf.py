@@ -144,11 +144,15 @@ def plan_files(mnt, pct, size):
 
 def start_reader(mnt, files, iops, path):
     """fio 4 KiB random reads at QD1 over FILES until stopped (SIGTERM makes it report)."""
-    args = ["fio", "--name=reader", "--directory=" + mnt, "--filename=" + ":".join(n for n, _ in files),
+    args = ["fio", "--name=reader", "--opendir=" + mnt,
             "--rw=randread", "--bs=4k", "--ioengine=psync", "--direct=1", "--rate_iops=%d" % iops,
             "--time_based", "--runtime=1000000", "--file_service_type=random", "--norandommap",
             "--randrepeat=0", "--output-format=json", "--output=" + path]
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(path + ".err", "w")), args
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(path + ".err", "w"))
+    time.sleep(1)
+    if p.poll() is not None:
+        sys.exit("the fio reader did not start: %s" % open(path + ".err").read()[:2000])
+    return p, args
 
 
 def stop_reader(p, path):
