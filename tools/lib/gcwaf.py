@@ -412,7 +412,12 @@ plot %s'%s' using 1:2 with lines lw 1 lc rgb '#3060c0' title 'WAF, last %d sampl
     os.unlink(tmp)
 
 
+def on_term(signum, frame):
+    raise SystemExit(128 + signum)  # so the reader is stopped and the timeline closed
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_term)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
