@@ -346,6 +346,8 @@ static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
 	return ckpt_load_orphans(fs, buf, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
 }
 
+/* Which active log each type appends to: with fewer logs, the colder types fold into the
+ * warmer ones (docs/format.md, "Main area"). */
 static void ckpt_log_map(struct zlfs_fs *fs)
 {
 	uint32_t t, n = fs->sb.nr_logs;
@@ -353,11 +355,14 @@ static void ckpt_log_map(struct zlfs_fs *fs)
 	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
 		int node = t <= ZLFS_LOG_COLD_NODE;
 		uint32_t warm = node ? ZLFS_LOG_WARM_NODE : ZLFS_LOG_WARM_DATA;
+		int cold = t == ZLFS_LOG_COLD_NODE || t == ZLFS_LOG_COLD_DATA || t == ZLFS_LOG_FROZEN_DATA;
 
-		if (n == 6)
+		if (n >= ZLFS_NR_LOG_TYPES)
 			fs->log_of[t] = (uint8_t)t;
+		else if (n == 6)
+			fs->log_of[t] = (uint8_t)(t == ZLFS_LOG_FROZEN_DATA ? ZLFS_LOG_COLD_DATA : t);
 		else if (n == 4)
-			fs->log_of[t] = (uint8_t)(t == ZLFS_LOG_COLD_NODE || t == ZLFS_LOG_COLD_DATA ? warm : t);
+			fs->log_of[t] = (uint8_t)(cold ? warm : t);
 		else
 			fs->log_of[t] = (uint8_t)warm;
 	}

@@ -211,7 +211,9 @@ static int sb_check_layout(const struct zlfs_sb_info *s)
 		return -EUCLEAN;
 	if (main_end * zone_blocks > ZLFS_MAX_BLOCKS)
 		return -EUCLEAN;
-	if (s->nr_logs != 2 && s->nr_logs != 4 && s->nr_logs != 6)
+	/* A log count the record's revision, or this reader's, does not define is damage. */
+	if (!zlfs_nr_logs_valid(s->nr_logs, s->revision < zlfs_reader_revision() ?
+						   s->revision : zlfs_reader_revision()))
 		return -EUCLEAN;
 	if (!s->max_nid || s->root_ino == ZLFS_NID_NULL || s->root_ino >= s->max_nid)
 		return -EUCLEAN;
@@ -240,6 +242,14 @@ int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 }
 
 /* ---- revisions and features ------------------------------------------------------------ */
+
+int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision)
+{
+	return nr_logs == 2 || nr_logs == 4 || nr_logs == 6 ||
+	       (nr_logs == ZLFS_NR_LOG_TYPES && revision >= 2);
+}
+
+unsigned zlfs_logs_min_revision(uint32_t nr_logs) { return nr_logs > ZLFS_NR_LOG_TYPES_R1 ? 2 : 1; }
 
 unsigned zlfs_reader_revision(void)
 {
@@ -339,10 +349,13 @@ void zlfs_cp_head_encode(const struct zlfs_cp_info *c, uint64_t seed, void *bloc
 	d->meta_next_blk = le32_put(c->meta_next_blk);
 	d->nr_map = le32_put(c->nr_map);
 	d->next_free_nid = le32_put(c->next_free_nid);
-	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
-		d->logs[i].zone = le32_put(c->logs[i].zone);
-		d->logs[i].next_blk = le32_put(c->logs[i].next_blk);
-		d->logs[i].nr_entries = le32_put(c->logs[i].nr_entries);
+	for (i = 0; i < ZLFS_NR_LOG_TYPES && (i < ZLFS_NR_LOG_TYPES_R1 || c->nr_logs > i); i++) {
+		struct zlfs_cp_log *l = i < ZLFS_NR_LOG_TYPES_R1 ? &d->logs[i] :
+								  &d->logs_r2[i - ZLFS_NR_LOG_TYPES_R1];
+
+		l->zone = le32_put(c->logs[i].zone);
+		l->next_blk = le32_put(c->logs[i].next_blk);
+		l->nr_entries = le32_put(c->logs[i].nr_entries);
 	}
 	d->valid_blocks = le64_put(c->valid_blocks);
 	d->valid_nodes = le64_put(c->valid_nodes);
@@ -378,9 +391,16 @@ int zlfs_cp_head_decode(const void *block, uint64_t seed, struct zlfs_cp_info *c
 	c->nr_map = le32_get(d->nr_map);
 	c->next_free_nid = le32_get(d->next_free_nid);
 	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
-		c->logs[i].zone = le32_get(d->logs[i].zone);
-		c->logs[i].next_blk = le32_get(d->logs[i].next_blk);
-		c->logs[i].nr_entries = le32_get(d->logs[i].nr_entries);
+		const struct zlfs_cp_log *l = i < ZLFS_NR_LOG_TYPES_R1 ? &d->logs[i] :
+									&d->logs_r2[i - ZLFS_NR_LOG_TYPES_R1];
+
+		if (i >= ZLFS_NR_LOG_TYPES_R1 && c->nr_logs <= i) { /* a layout without this log */
+			c->logs[i].zone = ZLFS_ZONE_NONE;
+			continue;
+		}
+		c->logs[i].zone = le32_get(l->zone);
+		c->logs[i].next_blk = le32_get(l->next_blk);
+		c->logs[i].nr_entries = le32_get(l->nr_entries);
 	}
 	c->valid_blocks = le64_get(d->valid_blocks);
 	c->valid_nodes = le64_get(d->valid_nodes);

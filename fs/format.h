@@ -41,7 +41,7 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* ---- constants ------------------------------------------------------------------------- */
 
 #define ZLFS_MAGIC 0x53464c5aU /* "ZLFS" as bytes on disk */
-#define ZLFS_REVISION 1        /* format revision written by this code */
+#define ZLFS_REVISION 2        /* format revision written by this code */
 #define ZLFS_MIN_REVISION 1    /* oldest revision this code reads */
 
 #define ZLFS_BLOCK_SHIFT 12
@@ -93,18 +93,27 @@ int zlfs_sb_compat(const struct zlfs_sb_info *sbi, unsigned reader, char *why, s
 
 /* ---- log types ----------------------------------------------------------------------------
  * Each active log appends to its own open zone. With 2 logs only WARM_NODE and WARM_DATA are
- * active (everything maps to them); with 4, HOT/WARM of each kind (COLD folds into WARM); with
- * 6, all of them. */
+ * active (everything maps to them); with 4, HOT/WARM of each kind (COLD and FROZEN fold into
+ * WARM); with 6, all but FROZEN (it folds into COLD); with 7 (revision 2), all of them.
+ * Garbage collection moves data it moves for the first time to COLD and data it moved before
+ * to FROZEN, so data that keeps surviving collects in zones of its own. */
 enum zlfs_log_type {
 	ZLFS_LOG_HOT_NODE = 0,
 	ZLFS_LOG_WARM_NODE,
 	ZLFS_LOG_COLD_NODE,
 	ZLFS_LOG_HOT_DATA,
 	ZLFS_LOG_WARM_DATA,
-	ZLFS_LOG_COLD_DATA,
+	ZLFS_LOG_COLD_DATA,   /* data moved by GC from a user log: moved once */
+	ZLFS_LOG_FROZEN_DATA, /* revision 2: data moved by GC from a GC log: moved more often */
 	ZLFS_NR_LOG_TYPES
 };
+#define ZLFS_NR_LOG_TYPES_R1 6u /* log types revision 1 knows: the checkpoint head's first table */
 #define ZLFS_LOG_NONE 0xffu
+
+/* Log counts a layout may have: 2, 4 and 6 since revision 1, 7 since revision 2. */
+int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision);
+/* The oldest reader revision that understands a layout of NR_LOGS logs. */
+unsigned zlfs_logs_min_revision(uint32_t nr_logs);
 
 /* ---- common block header ------------------------------------------------------------------- */
 
@@ -233,7 +242,7 @@ struct zlfs_cp_head {
 	le32 meta_next_blk;
 	le32 nr_map;          /* map blocks in use */
 	le32 next_free_nid;   /* allocation hint */
-	struct zlfs_cp_log logs[ZLFS_NR_LOG_TYPES];
+	struct zlfs_cp_log logs[ZLFS_NR_LOG_TYPES_R1];
 	le64 valid_blocks;    /* main-area blocks referenced by this checkpoint */
 	le64 valid_nodes;
 	le64 valid_inodes;
@@ -241,7 +250,10 @@ struct zlfs_cp_head {
 	le64 dev_bytes;
 	le64 gc_bytes;
 	le64 seq;             /* last block sequence number used */
-	le64 reserved[9];
+	/* revision 2: the open logs of types ZLFS_NR_LOG_TYPES_R1 and up; written only when the
+	 * superblock has more than ZLFS_NR_LOG_TYPES_R1 logs (zero in every other pack) */
+	struct zlfs_cp_log logs_r2[ZLFS_NR_LOG_TYPES - ZLFS_NR_LOG_TYPES_R1];
+	le64 reserved[9 - 2 * (ZLFS_NR_LOG_TYPES - ZLFS_NR_LOG_TYPES_R1)];
 	le32 map_addr[ZLFS_CP_MAP_MAX];
 	le32 pad[44];
 	le64 csum;

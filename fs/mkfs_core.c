@@ -50,22 +50,27 @@ static uint32_t pow2_floor(uint64_t v)
 }
 
 /* Zones needed beside the logs: the GC reserve, from the overprovision percentage. */
-static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp)
+static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
 {
 	uint32_t r = (uint32_t)div_up((uint64_t)main_zones * ovp, 100);
 
-	return r < ZLFS_GC_ZONES_NEEDED ? ZLFS_GC_ZONES_NEEDED : r;
+	return r < zlfs_gc_zones_needed(nr_logs) ? zlfs_gc_zones_needed(nr_logs) : r;
 }
 
 /* Logs the device's open/active limits allow, beside the checkpoint and metadata logs. */
+/* The largest layout whose logs, with the checkpoint and meta logs, fit the zone limits:
+ * 7, then 6, 4, 2 (the new logs fold into the old ones as the 4- and 2-log layouts fold). */
 static unsigned layout_logs_fit(const struct zdev_geometry *g)
 {
-	unsigned n;
+	static const unsigned counts[] = {ZLFS_NR_LOG_TYPES, 6, 4, 2};
+	unsigned i, n;
 
-	for (n = 6; n >= 2; n -= 2)
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		n = counts[i];
 		if ((!g->max_open || n + 2 <= g->max_open) &&
 		    (!g->max_active || n + 2 <= g->max_active))
 			return n;
+	}
 	return 0;
 }
 
@@ -74,8 +79,9 @@ static int layout_logs(const struct zdev_geometry *g, const struct zlfs_mkfs_opt
 {
 	unsigned fit = layout_logs_fit(g);
 
-	if (o->nr_logs && o->nr_logs != 2 && o->nr_logs != 4 && o->nr_logs != 6)
-		return why_fail(why, wl, "--logs must be 2, 4 or 6, not %u", o->nr_logs);
+	if (o->nr_logs && !zlfs_nr_logs_valid(o->nr_logs, ZLFS_REVISION))
+		return why_fail(why, wl, "--logs must be 2, 4, 6 or %u, not %u", ZLFS_NR_LOG_TYPES,
+				o->nr_logs);
 	if (!fit)
 		return why_fail(why, wl,
 				"the device allows %u open and %u active zones; zlfs needs at "
@@ -154,7 +160,7 @@ static int layout_size(const struct zdev_geometry *g, struct zlfs_sb_info *s, ui
 			meta = 2;
 	}
 	main = avail > meta ? avail - meta : 0;
-	s->reserved_zones = layout_reserve(main, s->ovp_percent);
+	s->reserved_zones = layout_reserve(main, s->ovp_percent, s->nr_logs);
 	need = s->nr_logs + s->reserved_zones + MIN_FREE_ZONES;
 	if (main < need)
 		goto too_few;
@@ -172,7 +178,7 @@ too_few:
 			"needs 2 superblock + 2 checkpoint + %u metadata zones, then %u log, %u "
 			"GC-reserve and %u free zones",
 			seq, (unsigned long long)(g->zone_size >> 10), s->nr_logs, meta, s->nr_logs,
-			layout_reserve(main, s->ovp_percent), MIN_FREE_ZONES);
+			layout_reserve(main, s->ovp_percent, s->nr_logs), MIN_FREE_ZONES);
 }
 
 int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
@@ -215,7 +221,7 @@ int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
 	if (ret)
 		return ret;
 	s->revision = ZLFS_REVISION;
-	s->min_revision = ZLFS_MIN_REVISION;
+	s->min_revision = (uint16_t)zlfs_logs_min_revision(s->nr_logs);
 	s->block_size = ZLFS_BLOCK_SIZE;
 	s->dev_lblock_size = g->lblock_size;
 	s->zone_size = g->zone_size;

@@ -15,8 +15,13 @@
 #include <stddef.h>
 
 /* Free zones a GC pass needs in hand: one for moved data, one for re-pointed nodes, and one
- * for the checkpoint after it that frees the victim. mkfs reserves at least this many. */
+ * for the checkpoint after it that frees the victim; one more where moved data goes to two
+ * logs (more than ZLFS_NR_LOG_TYPES_R1 logs). mkfs reserves at least this many. */
 #define ZLFS_GC_ZONES_NEEDED 3
+static inline uint32_t zlfs_gc_zones_needed(uint32_t nr_logs)
+{
+	return ZLFS_GC_ZONES_NEEDED + (nr_logs > ZLFS_NR_LOG_TYPES_R1);
+}
 
 /* Encryption fields mkfs records (the key itself is never stored: only its check value). */
 struct zlfs_mkfs_enc {
@@ -33,7 +38,7 @@ struct zlfs_mkfs_opts {
 	int plain_root;        /* with ENC: leave the root directory unencrypted (fscrypt's
 				* layout); by default it is encrypted and everything inherits */
 	unsigned ovp_percent;  /* 0: default */
-	unsigned nr_logs;      /* 2, 4, 6; 0: the most the device's zone limits allow */
+	unsigned nr_logs;      /* 2, 4, 6, 7; 0: the most the device's zone limits allow */
 	int quiet;
 	/* called while zones are reset: done of total */
 	void (*progress)(uint32_t done, uint32_t total, void *arg);

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		"  -l, -L, --label LABEL    volume label (up to %d bytes)\n"
 		"  -o, --overprovision PCT  zones held back for garbage collection, in percent\n"
 		"                           of the main area (default %d)\n"
-		"      --logs 2|4|6         active logs (default: the most the zone limits allow)\n"
+		"      --logs 2|4|6|7       active logs (default: the most the zone limits allow)\n"
 		"      --encrypt            enable per-file encryption, with the master key from:\n"
 		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
 		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
@@ -132,7 +132,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case 'g':
 			if (parse_uint(optarg, &a->o.nr_logs) || !a->o.nr_logs) {
-				fprintf(stderr, "mkfs.zlfs: --logs takes 2, 4 or 6\n");
+				fprintf(stderr, "mkfs.zlfs: --logs takes 2, 4, 6 or 7\n");
 				return 1;
 			}
 			break;
@@ -253,6 +253,11 @@ static int apply_stamp(struct zdev *dev, struct zlfs_sb_info *s, const struct mk
 
 	if (!st->set)
 		return 0;
+	if (!zlfs_nr_logs_valid(s->nr_logs, st->rev)) {
+		fprintf(stderr, "mkfs.zlfs: revision %u has no layout of %u logs: add --logs 6\n",
+			st->rev, s->nr_logs);
+		return -EINVAL;
+	}
 	s->revision = (uint16_t)st->rev;
 	s->min_revision = (uint16_t)st->min_rev;
 	s->feat_compat |= st->feat[0]; /* added to what mkfs set (ENCRYPT, say) */

@@ -152,7 +152,7 @@ START_TEST(t_cp_round_trip_and_tail)
 	a->version = 99;
 	a->time_ns = 123456789;
 	a->flags = ZLFS_CP_CLEAN;
-	a->nr_logs = 6;
+	a->nr_logs = ZLFS_NR_LOG_TYPES;
 	a->nr_summaries = 2;
 	a->nr_orphan_blocks = 1;
 	a->nr_orphans = 3;
@@ -170,6 +170,18 @@ START_TEST(t_cp_round_trip_and_tail)
 	zlfs_cp_head_encode(a, seed, blk);
 	ck_assert_int_eq(zlfs_cp_head_decode(blk, seed, b), 0);
 	ck_assert_int_eq(memcmp(a, b, sizeof(*a)), 0);
+	/* A layout of revision 1's six logs writes the pack revision 1 defines: the second log
+	 * table stays zero, and the logs it does not have decode as none. */
+	a->nr_logs = 6;
+	zlfs_cp_head_encode(a, seed, blk);
+	for (i = 0; i < sizeof(((struct zlfs_cp_head *)blk)->logs_r2); i++)
+		ck_assert_uint_eq(((uint8_t *)((struct zlfs_cp_head *)blk)->logs_r2)[i], 0);
+	ck_assert_int_eq(zlfs_cp_head_decode(blk, seed, b), 0);
+	for (i = ZLFS_NR_LOG_TYPES_R1; i < ZLFS_NR_LOG_TYPES; i++)
+		ck_assert_uint_eq(b->logs[i].zone, ZLFS_ZONE_NONE);
+	ck_assert_uint_eq(b->logs[ZLFS_NR_LOG_TYPES_R1 - 1].zone, 10 + ZLFS_NR_LOG_TYPES_R1 - 1);
+	a->nr_logs = ZLFS_NR_LOG_TYPES;
+	zlfs_cp_head_encode(a, seed, blk);
 	hc = zlfs_blk_csum(blk, seed);
 	zlfs_cp_tail_encode(99, hc, seed, tail);
 	ck_assert_int_eq(zlfs_cp_tail_check(tail, seed, 99, hc), 0);
@@ -200,7 +212,8 @@ START_TEST(t_layout_good)
 	ck_assert_uint_eq(s.main_zone_first + s.main_zones, 256);
 	ck_assert_uint_eq(s.seg_blocks, 512);
 	ck_assert_uint_eq(s.segs_per_zone, 1); /* 3 MiB capacity holds one 2 MiB segment */
-	ck_assert_uint_eq(s.nr_logs, 6);
+	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES); /* no zone limits: every log */
+	ck_assert_uint_eq(s.min_revision, 2);            /* which revision 1 cannot read */
 	ck_assert_uint_ge((uint64_t)s.nat_blocks * ZLFS_NAT_PER_BLOCK, s.max_nid);
 	ck_assert_uint_ge((uint64_t)s.sit_blocks * ZLFS_SIT_PER_BLOCK, s.main_zones);
 	ck_assert_uint_ge(s.reserved_zones, 2);
@@ -254,7 +267,7 @@ START_TEST(t_layout_refusals)
 	o.nr_logs = 6;
 	expect_refusal(&g, z, &o, "--logs 4");
 	o.nr_logs = 5;
-	expect_refusal(&g, z, &o, "2, 4 or 6");
+	expect_refusal(&g, z, &o, "2, 4, 6 or 7");
 	o.nr_logs = 0;
 	g.max_active = 0;
 	z[20].type = ZDEV_ZONE_CONV;
@@ -280,6 +293,16 @@ START_TEST(t_layout_logs_follow_limits)
 	struct zlfs_sb_info s;
 	char why[256];
 
+	g.max_open = 9; /* 7 logs + checkpoint log + meta log */
+	g.max_active = 9;
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.nr_logs, 7);
+	ck_assert_uint_eq(s.min_revision, 2);
+	ck_assert_uint_ge(s.reserved_zones, 4); /* a pass needs a zone for each GC log */
+	g.max_open = 8; /* one short: the frozen log folds into the cold one, as revision 1 */
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);
+	ck_assert_uint_eq(s.nr_logs, 6);
+	ck_assert_uint_eq(s.min_revision, 1);
 	g.max_open = 6;
 	g.max_active = 8;
 	ck_assert_int_eq(zlfs_layout(&g, z, &o, &s, why, sizeof(why)), 0);

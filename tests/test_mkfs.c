@@ -127,7 +127,7 @@ START_TEST(t_mkfs_basic)
 	make_image(tu_path(img, sizeof(img), "basic.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
 		   NULL);
 	mkfs_dev(img, "basic", &sbi);
-	ck_assert_uint_eq(sbi.nr_logs, 6);
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES);
 	ck_assert_uint_eq(sbi.seg_blocks, 512);
 	ck_assert_uint_eq(sbi.sb_zone[0], 0);
 }

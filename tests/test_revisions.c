@@ -3,19 +3,21 @@
  * the states an upgrade meets: zones left open by a crash, zones closed by a power cut, a GC
  * pass cut in the middle, and media filled to ENOSPC.
  *
- * Only revision 1 exists, so the test plays the other side. mkfs.zlfs --revision REV:MIN
- * stamps an image as a newer writer would; ZLFS_TEST_READER_REVISION makes the daemon, fsck
- * and this process read as another revision; stamp() rewrites superblock records with feature
- * bits no reader knows. Each state is built by the real daemon on the emulator, then:
+ * Revisions 1 and 2 exist (2 added the frozen GC log, a layout of 7 logs); the test plays
+ * the others. mkfs.zlfs --revision REV:MIN stamps an image as another revision's writer
+ * would (with --logs 6 and 1:1, what revision 1's mkfs wrote); ZLFS_TEST_READER_REVISION
+ * makes the daemon, fsck and this process read as another revision; stamp() rewrites
+ * superblock records with feature bits no reader knows. Each state is built by the real
+ * daemon on the emulator, then:
  *   - unknown incompat bits (in both records, or only in the newest one while the other half
  *     of the ping-pong still holds the old record): refused, the image untouched;
  *   - unknown ro_compat bits: mounted read-only, content intact, writes fail with EROFS, the
  *     image untouched;
- *   - a newer reader mounts the older image read-write (recovery included), and the older
- *     reader still mounts it afterwards, fsck clean;
- *   - an image of a newer revision that older readers may read (min_revision 1) mounts
- *     read-write under the older reader; one that needs the newer reader is refused by the
- *     older one and mounts under the newer one;
+ *   - this revision mounts a revision-1 image read-write (recovery included), leaves it
+ *     revision 1, and the revision-1 reader still mounts it afterwards, fsck clean;
+ *   - an image of a newer revision that this one may read (min_revision 2) mounts read-write
+ *     here and is refused by a revision-1 reader (it has 7 logs); one that needs the newer
+ *     reader is refused here and mounts under the newer one;
  *   - unknown compat bits are ignored.
  */
 #include "testutil.h"
@@ -37,7 +39,8 @@
 
 #define MiB (1024ULL * 1024)
 #define MAX_FILES 96
-#define NEWER 2 /* the revision the test pretends a newer zlfs has */
+#define OLDER 1 /* revision 1: six logs at most */
+#define NEWER 3 /* the revision the test pretends a newer zlfs has */
 #define BIT_INCOMPAT (1u << 30)
 #define BIT_RO_COMPAT (1u << 29)
 #define BIT_COMPAT (1u << 28)
@@ -443,46 +446,51 @@ static void expect_rw(unsigned reader, struct model *m, const char *newfile)
 
 /* ---- the cases ---------------------------------------------------------------------------- */
 
-/* An image of today's revision in STATE: feature bits it does not know, then a newer reader,
- * then the older one again. */
+/* A revision-1 image in STATE, written by a revision-1 reader: feature bits it does not
+ * know, then this revision, then the revision-1 reader again. */
 static void case_old_image(enum state st)
 {
 	struct zlfs_sb_info base, after;
 	struct model m;
+	char args[64];
 
-	build(st, "", 0, &m);
-	read_sb(0, &base);
+	snprintf(args, sizeof(args), "--logs 6 --revision %d:%d", OLDER, OLDER);
+	build(st, args, OLDER, &m);
+	read_sb(OLDER, &base);
 	stamp(&base, 0, 0, BIT_INCOMPAT, 0); /* the other record still says nothing of it */
-	expect_refused(0, "0x40000000 (bit 30)");
+	expect_refused(OLDER, "0x40000000 (bit 30)");
 	stamp(&base, 0, 0, BIT_INCOMPAT, 1);
-	expect_refused(NEWER, "unknown incompatible features");
+	expect_refused(0, "unknown incompatible features");
 	stamp(&base, 0, BIT_RO_COMPAT, 0, 1);
-	expect_readonly(0, &m);
+	expect_readonly(OLDER, &m);
 	stamp(&base, 0, 0, 0, 1);
-	expect_rw(NEWER, &m, "by-newer");
-	read_sb(0, &after); /* the newer reader left the revision as it found it */
-	ck_assert_uint_eq(after.revision, ZLFS_REVISION);
-	ck_assert_uint_eq(after.min_revision, ZLFS_MIN_REVISION);
+	expect_rw(0, &m, "by-newer");
+	read_sb(OLDER, &after); /* this revision left the revision as it found it */
+	ck_assert_uint_eq(after.revision, OLDER);
+	ck_assert_uint_eq(after.min_revision, OLDER);
+	ck_assert_uint_eq(after.nr_logs, 6);
 	ck_assert_uint_eq(after.feat_incompat | after.feat_ro_compat | after.feat_compat, 0);
-	expect_rw(0, &m, "by-older");
+	expect_rw(OLDER, &m, "by-older");
 	stamp(&after, BIT_COMPAT, 0, 0, 1);
-	expect_rw(0, &m, "with-compat");
+	expect_rw(OLDER, &m, "with-compat");
 }
 
-/* Images of a newer revision in STATE: readable by older readers, and not. */
+/* Images of a newer revision in STATE, with this revision's 7 logs: readable here but not
+ * by revision 1, and readable only by the newer reader. */
 static void case_new_image(enum state st)
 {
 	char args[64];
 	struct model m;
 
-	snprintf(args, sizeof(args), "--revision %d:%d", NEWER, ZLFS_MIN_REVISION);
+	snprintf(args, sizeof(args), "--revision %d:%d", NEWER, ZLFS_REVISION);
 	build(st, args, NEWER, &m);
+	expect_refused(OLDER, "needs a reader of revision 2");
 	expect_rw(0, &m, "by-older");
 	expect_rw(NEWER, &m, "by-newer");
 
 	snprintf(args, sizeof(args), "--revision %d:%d", NEWER, NEWER);
 	build(st, args, NEWER, &m);
-	expect_refused(0, "needs a reader of revision 2");
+	expect_refused(0, "needs a reader of revision 3");
 	expect_rw(NEWER, &m, "by-newer");
 }
 
@@ -499,12 +507,25 @@ END_TEST
 START_TEST(t_mkfs_switch)
 {
 	struct zlfs_sb_info s;
-	struct model m = {0};
+	struct model m = {0}, m6 = {0};
 
-	make_image("--revision 2:2 --features 10000000:0:0", 64 * MiB, NULL);
-	read_sb(NEWER, &s);
-	ck_assert_uint_eq(s.revision, 2);
+	make_image("", 64 * MiB, NULL); /* this revision's own: 7 logs, which revision 1 lacks */
+	read_sb(0, &s);
+	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
 	ck_assert_uint_eq(s.min_revision, 2);
+	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES);
+	expect_refused(OLDER, "needs a reader of revision 2");
+	make_image("--logs 6", 64 * MiB, NULL); /* 6 logs: revision 1 reads it */
+	read_sb(OLDER, &s);
+	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
+	ck_assert_uint_eq(s.min_revision, 1);
+	expect_rw(OLDER, &m6, "y");
+	ck_assert_int_ne(tu_sh("%s -q -f --revision 1:1 %s 2>/dev/null", /* 7 logs in revision 1 */
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	make_image("--revision 3:3 --features 10000000:0:0", 64 * MiB, NULL);
+	read_sb(NEWER, &s);
+	ck_assert_uint_eq(s.revision, 3);
+	ck_assert_uint_eq(s.min_revision, 3);
 	ck_assert_uint_eq(s.feat_compat, BIT_COMPAT);
 	ck_assert_uint_eq(s.sb_seq, 3); /* both records rewritten: none of revision 1 is left */
 	expect_refused(0, "upgrade zlfs");
