@@ -1,11 +1,14 @@
 /*
  * background.c - the daemon's background worker: garbage collection by phase.
  *
- * Owns: when collection runs and how hard, and standing aside for users. Phases follow the
- * free zones (gc_phase_update): no-GC above the high watermark; normal below it - cost-
- * benefit, one zone per pass, only after the filesystem has been idle for idle_ms; boosted
- * below the low watermark - greedy, several zones per pass, even while users are active.
- * A step moves at most STEP_BLOCKS blocks; it holds gc_lock and cp_lock shared, and each
+ * Owns: running collection in the background and standing aside for users. Phases and how
+ * much a pass collects are gc_policy.c's (gc_phase_update, gc_bg_more): no-GC above the high
+ * watermark; normal below it - one zone per pass, only after the filesystem has been idle
+ * for idle_ms; boosted below the paced target - up to the target, even while users are
+ * active; foreground - the same, greedy while free zones are at the foreground level. In
+ * the boosted and foreground phases a step moves what pacing asks (gc_step_budget: what
+ * users wrote meanwhile costs) and the pass stands aside when nothing is owed.
+ * A step (STEP_BLOCKS in the normal phase) holds gc_lock and cp_lock shared, and each
  * file's lock only while one of its blocks is re-pointed, so users are not held off (see
  * gc.c). Emptied zones become free with the checkpoint that follows a pass.
  * May call: files.h (files_sync), core.h (gc), lock.h, log.h. Part of the FUSE layer.
@@ -63,16 +66,22 @@ static int bg_stopping(struct bg *b)
 static void bg_pass(struct bg *b, enum gc_phase phase)
 {
 	struct zlfs_fs *fs = b->fs;
-	unsigned zones = phase == GC_NORMAL ? 1 : fs->gc.o.boost_zones;
 	uint64_t zones0 = ATOMIC_GET(&fs->gc_zones), t0;
 	int ret = 0;
 
 	ATOMIC_ADD(&fs->gc.wakes, 1);
 	while (!bg_stopping(b) && !ATOMIC_GET(&fs->readonly) &&
-	       ATOMIC_GET(&fs->gc_zones) < zones0 + zones) {
+	       gc_bg_more(fs, phase, (unsigned)(ATOMIC_GET(&fs->gc_zones) - zones0))) {
 		uint64_t s0 = mono_ns(), d;
+		uint32_t budget;
 
-		ret = gc_step(fs, phase != GC_NORMAL, STEP_BLOCKS);
+		gc_pace_owe(fs, phase);
+		budget = phase == GC_NORMAL ? STEP_BLOCKS : gc_step_budget(fs, users_waiting(fs));
+		if (!budget)
+			break; /* nothing owed: the users' turn */
+		ret = gc_step(fs, gc_urgent(fs), budget);
+		if (ret > 0)
+			gc_pace_moved(fs, (uint32_t)ret);
 		d = mono_ns() - s0; /* busy and overlap counted per step: overlap <= busy */
 		ATOMIC_ADD(&fs->gc.busy_ns, d);
 		if (users_waiting(fs))
@@ -118,12 +127,13 @@ static void *bg_main(void *arg)
 			break;
 		if (ATOMIC_GET(&fs->readonly))
 			continue;
+		gc_pace_sample(fs);
 		p = gc_phase_update(fs);
-		if (p == GC_BOOSTED || p == GC_FOREGROUND || (p == GC_NORMAL && idle_enough(fs))) {
-			zlock_lock(&fs->gc_lock);
+		zlock_lock(&fs->gc_lock);
+		gc_pace_owe(fs, p);
+		if (p == GC_BOOSTED || p == GC_FOREGROUND || (p == GC_NORMAL && idle_enough(fs)))
 			bg_pass(b, p);
-			zlock_unlock(&fs->gc_lock);
-		}
+		zlock_unlock(&fs->gc_lock);
 	}
 	return NULL;
 }

@@ -91,7 +91,9 @@ enum gc_phase { GC_NONE = 0, GC_NORMAL, GC_BOOSTED, GC_FOREGROUND };
 /* Garbage-collection policy (docs/design.md) and its counters. */
 struct gc_opts {
 	unsigned high_pct;     /* free zones (% of main) below which normal GC runs; 60 */
-	unsigned low_pct;      /* below which GC is boosted; 25 */
+	unsigned low_pct;      /* 0: boosted below the paced target (gc_target_free); else
+				* below this many % free, cleaning ahead */
+	unsigned valid_thresh_pct; /* background GC takes only zones less valid than this; 90 */
 	unsigned idle_ms;      /* normal GC waits for this much user idleness; 500 */
 	unsigned boost_zones;  /* zones a boosted pass empties; 4 */
 	unsigned pe_cycles;    /* program/erase rating for the lifetime estimate; 3000 */
@@ -117,6 +119,14 @@ struct gc_state {
 		uint8_t *buf;
 	} win;
 	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
+	uint64_t moved_blocks[2];   /* atomic: data blocks moved to the cold log, the frozen log */
+	/* pacing (gc_policy.c): the pace, sampled by the worker, published for requests */
+	double pace_zps;            /* zones user data takes per second, smoothed */
+	uint32_t pace_mzps;         /* atomic: the same in thousandths */
+	uint64_t pace_t_ns, pace_zones; /* the last sample */
+	double pace_debt;           /* gc_lock: blocks GC owes for what users wrote while behind */
+	uint64_t pace_user_blocks;  /* gc_lock: user blocks counted into the debt so far */
+	uint64_t paid_user_bytes;   /* gc_lock: user bytes when a writer last paid foreground GC */
 };
 
 /* The attributes stat needs, kept for many more inodes than there are node pages. */
@@ -172,6 +182,8 @@ struct zlfs_fs {
 	uint32_t retired_zones;
 	uint64_t valid_blocks;
 	uint32_t gc_pin;            /* GC's victim: not freed by a checkpoint while GC reads it */
+	uint64_t data_zones_taken;  /* atomic: free zones the user data log took (this mount),
+				     * the pace GC keeps up with */
 
 	/* meta log: cp_lock exclusive */
 	uint32_t *meta_addr;        /* per logical meta block (NAT then SIT) */
@@ -269,6 +281,20 @@ void key_drop(struct zlfs_fs *fs);
 /* ---- segment.c -------------------------------------------------------------------------- */
 /* Append one block to log TYPE, owned by node NID at slot OFS (ZLFS_SUM_NODE for a node
  * block). Returns 0 and the block address in *ADDR, -ENOSPC when no zone is left. */
+/* seg_append for data whose write time BORN (seconds) is carried over: GC moving a block. */
+int seg_append_born(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
+		    uint16_t ofs, uint64_t born, uint32_t *addr);
+/* When the data of block ADDR was written, as its segment records it (the mean over the
+ * segment's valid blocks), and the log that wrote the segment (ZLFS_LOG_NONE outside the
+ * main area). */
+void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log);
+/* Valid blocks of main-area ZONE. */
+uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone);
+/* Blocks left in the open zone of the log TYPE appends to (0 without one); seg_lock held. */
+uint64_t seg_log_room_locked(const struct zlfs_fs *fs, enum zlfs_log_type type);
+/* At least the zones the logs owe to changed metadata beyond their open zones' room: each
+ * log's owed blocks in whole zones, as if it had no room (no lock). */
+uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs);
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr);
 /* Append N consecutive blocks of BUF to log TYPE for slots OFS, OFS+1... of node NID (or all
@@ -382,26 +408,55 @@ void iattr_of_inode(const struct zlfs_inode *in, struct iattr *a);
 int icache_init(struct zlfs_fs *fs);
 void icache_destroy(struct zlfs_fs *fs);
 
-/* ---- gc.c ------------------------------------------------------------------------------- */
-int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone);
-/* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
- * its moved nodes and frees it. */
-int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
-/* Empty victims until free plus prefree zones reach WANT_FREE or MAX_ZONES were emptied:
- * the number emptied, or -ENOENT when no zone has anything to reclaim. The caller holds
- * gc_lock (and no cp_lock), and writes the checkpoint that makes the emptied zones free. */
-int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones);
-/* Free zones are running short of what the logs and the reserve need. */
+/* ---- gc_policy.c ------------------------------------------------------------------------ */
+/* The best victim: greedy (most free space) in an EMERGENCY, else cost-benefit with age among
+ * the zones below the valid-ratio threshold. -ENOENT when none is worth collecting. */
+int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone);
+/* Free zones at or below which writers pay for collection in the request path. */
+uint32_t gc_fg_level(struct zlfs_fs *fs);
+/* Free zones background GC keeps in hand: the foreground level plus the pacing margin. */
+uint32_t gc_target_free(struct zlfs_fs *fs);
+/* Measure the pace of writing (the background worker, now and then). */
+void gc_pace_sample(struct zlfs_fs *fs);
+/* Pacing of background GC, with gc_lock held: count what users wrote into what GC owes them
+ * (in PHASE), ask how many blocks the next step may move (0: stand aside for waiting users
+ * now), and say how many it moved. */
+void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase);
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait);
+void gc_pace_moved(struct zlfs_fs *fs, uint32_t moved);
+/* Blocks of GC work a writer pays at the foreground level before its request returns. */
+uint32_t gc_fg_budget(const struct zlfs_fs *fs);
+/* Whether a background pass in PHASE that emptied DONE zones should take another. */
+int gc_bg_more(struct zlfs_fs *fs, enum gc_phase phase, unsigned done);
+/* The log that data moved out of a segment written by log FROM goes to. */
+enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from);
+/* Whether the free zones suffice to empty ZONE: one for each GC log its data would fill past
+ * the room left in that log's zone, and two for the nodes and the checkpoint. */
+int gc_can_finish(struct zlfs_fs *fs, uint32_t zone);
+/* Dead blocks in the zones GC would take: space that collection gives back. */
+uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs);
+/* Free zones are down to the foreground level. */
 int gc_urgent(struct zlfs_fs *fs);
 void gc_defaults(struct gc_opts *o);
 /* The phase the free space calls for now; a change is logged with its time. */
 enum gc_phase gc_phase_update(struct zlfs_fs *fs);
 const char *gc_phase_name(enum gc_phase p);
-/* Move up to BUDGET valid blocks out of the current background victim (choosing one first:
- * greedy or cost-benefit), with gc_lock held and cp_lock taken shared for the step. Returns
- * blocks moved, or -ENOENT when no zone is worth collecting; a victim done is counted in
- * gc_zones and freed by the next checkpoint, which writes its moved nodes. */
-int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget);
+
+/* ---- gc.c ------------------------------------------------------------------------------- */
+/* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
+ * its moved nodes and frees it. */
+int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
+/* Empty victims (a partly moved one first) until free plus prefree zones reach WANT_FREE or
+ * MAX_ZONES were emptied: the number emptied, or -ENOENT when no zone has anything to
+ * reclaim. The caller holds gc_lock (and no cp_lock), and writes the checkpoint that makes
+ * the emptied zones free. */
+int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t max_zones);
+/* Move up to BUDGET valid blocks out of the current victim (choosing one first, as
+ * gc_pick_victim, if the free zones can finish it), with gc_lock held and cp_lock taken
+ * shared for the step. Returns blocks moved, -ENOENT when no zone is worth collecting, or
+ * -ENOSPC when the free zones could not finish one; a victim done is counted in gc_zones and
+ * freed by the next checkpoint, which writes its moved nodes. */
+int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget);
 
 /* ---- stats.c ---------------------------------------------------------------------------- */
 /* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */

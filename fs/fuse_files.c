@@ -465,7 +465,11 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	st.f_bsize = st.f_frsize = ZLFS_BLOCK_SIZE;
 	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs) - retired) *
 		      seg_usable_per_zone(z->fs);
-	st.f_bfree = st.f_bavail = (fsblkcnt_t)seg_free_blocks(z->fs);
+	/* Garbage GC will reclaim counts as free: pacing does not clean ahead of need. */
+	st.f_bfree = (fsblkcnt_t)(seg_free_blocks(z->fs) + gc_reclaimable_blocks(z->fs));
+	if (st.f_bfree > st.f_blocks)
+		st.f_bfree = st.f_blocks;
+	st.f_bavail = st.f_bfree;
 	st.f_files = s->max_nid - 1;
 	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - nodes);
 	st.f_namemax = ZLFS_NAME_MAX;

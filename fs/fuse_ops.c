@@ -125,14 +125,14 @@ void op_enter(struct zfuse *z, int change)
 		zrw_rdlock(&z->fs->cp_lock);
 }
 
-/* Free zones down to what the logs need: empty the emptiest zones now, and checkpoint so
+/* Free zones down to the foreground level: empty the emptiest zones now, and checkpoint so
  * they become free. One collector at a time: others wait for it, then find the room. */
 int gc_foreground(struct zlfs_fs *fs)
 {
 	int ret;
 
 	zlock_lock(&fs->gc_lock);
-	ret = gc_reclaim(fs, seg_reserve(fs) + fs->sb.nr_logs + 2, 1, 4);
+	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, 1, 4);
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint. */
 	if (ret > 0 || (ret >= 0 && seg_prefree_zones(fs)))
 		ret = files_sync(fs);
@@ -154,6 +154,36 @@ static void ckpt_request(struct zfuse *z)
 	zlock_unlock(&z->cp_lock);
 }
 
+/* At the foreground level a request that follows a write pays an installment of GC work
+ * before it returns (gc_fg_budget blocks of the victim), and the one that empties the victim
+ * checkpoints so it becomes free: writers wait for a few MiB of moves each rather than one of
+ * them for whole zones. While another collector runs, there is nothing to pay. A request that
+ * meets ENOSPC still runs gc_foreground (op_retry). */
+static void gc_installment(struct zlfs_fs *fs)
+{
+	uint64_t zones0, user = ATOMIC_GET(&fs->user_bytes);
+	uint32_t left = gc_fg_budget(fs);
+	int ret;
+
+	if (!zlock_trylock(&fs->gc_lock))
+		return;
+	if (user == fs->gc.paid_user_bytes) { /* nothing written since the last installment */
+		zlock_unlock(&fs->gc_lock);
+		return;
+	}
+	fs->gc.paid_user_bytes = user;
+	zones0 = ATOMIC_GET(&fs->gc_zones);
+	for (;;) {
+		ret = gc_step(fs, 1, left);
+		if (ret <= 0 || (uint32_t)ret >= left || ATOMIC_GET(&fs->gc_zones) > zones0)
+			break;
+		left -= (uint32_t)ret;
+	}
+	if (ATOMIC_GET(&fs->gc_zones) > zones0)
+		files_sync(fs); /* the emptied victim becomes free */
+	zlock_unlock(&fs->gc_lock);
+}
+
 void op_leave(struct zfuse *z, int change)
 {
 	struct zlfs_fs *fs = z->fs;
@@ -163,7 +193,7 @@ void op_leave(struct zfuse *z, int change)
 		zrw_unlock(&fs->cp_lock);
 	gc_phase_update(fs); /* transitions are logged when they happen, not when GC wakes */
 	if (change && gc_urgent(fs))
-		gc_foreground(fs);
+		gc_installment(fs);
 	if (change && ckpt_due(fs))
 		ckpt_request(z);
 	node_shrink(fs);

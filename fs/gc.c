@@ -1,12 +1,12 @@
 /*
  * gc.c - garbage collection: emptying zones whose blocks are mostly dead.
  *
- * Owns: choosing victim zones (greedy: fewest valid blocks; cost-benefit: (1-u)*age/(1+u))
- * and migrating their valid blocks: a data block is copied as it is (ciphertext stays
- * ciphertext) to the cold data log and its owner node re-pointed; a node block is rewritten
- * through the node cache, which only moves its NAT entry. Owners come from the segment
- * summaries and are checked against the owner's pointer before anything moves.
- * May call: segment.c, node.c, ilock.c, format.h, zdev.h, lock.h, log.h.
+ * Owns: migrating a victim's valid blocks: a data block is copied as it is (ciphertext stays
+ * ciphertext) to the destination log gc_policy.c names, keeping its age, and its owner node
+ * re-pointed; a node block is rewritten through the node cache, which only moves its NAT
+ * entry. Owners come from the segment summaries and are checked against the owner's pointer
+ * before anything moves. Which zone, when and how much is gc_policy.c's.
+ * May call: gc_policy.c, segment.c, node.c, ilock.c, format.h, zdev.h, lock.h, log.h.
  *
  * Locks: one collector at a time (gc_lock, held by the caller); each step holds cp_lock
  * shared. Victim blocks are read with no inode lock, so users are not held off while GC
@@ -26,61 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static uint32_t zone_usable(const struct zlfs_fs *fs) { return seg_usable_per_zone(fs); }
-
-static uint64_t zone_mtime(const struct zlfs_fs *fs, uint32_t mz)
-{
-	uint64_t m = 0;
-	uint32_t s;
-
-	for (s = 0; s < fs->sb.segs_per_zone; s++)
-		if (fs->sit[mz * fs->sb.segs_per_zone + s].mtime > m)
-			m = fs->sit[mz * fs->sb.segs_per_zone + s].mtime;
-	return m;
-}
-
-/* Cost-benefit as in the log-structured file system papers: the space a victim frees, (1-u),
- * weighed by how long its data has been left alone, against reading and rewriting u. */
-static double gc_score(const struct zlfs_fs *fs, uint32_t mz, int greedy, uint64_t now)
-{
-	double u = (double)fs->zone_valid[mz] / zone_usable(fs);
-	uint64_t mt = zone_mtime(fs, mz);
-	double age = now > mt ? (double)(now - mt) : 0.0;
-
-	if (greedy)
-		return 1.0 - u;
-	return (1.0 - u) * (age + 1.0) / (1.0 + u);
-}
-
-/* A zone is worth collecting only if it frees at least 1/GC_MIN_GAIN of itself: near full,
- * moving a zone to win back a few blocks costs a whole zone of writes for each deleted file
- * (a foreground pass per request, write amplification without bound) and never reaches the
- * free zones it is after. Such thin garbage waits until more of its zone dies. */
-#define GC_MIN_GAIN 8
-
-int gc_pick_victim(struct zlfs_fs *fs, int greedy, uint32_t *zone)
-{
-	uint64_t now = (uint64_t)time(NULL);
-	uint32_t mz, usable = zone_usable(fs), min_gain = usable / GC_MIN_GAIN + 1;
-	double best = -1.0;
-
-	zlock_lock(&fs->seg_lock);
-	for (mz = 0; mz < fs->sb.main_zones; mz++) {
-		double sc;
-
-		if (fs->zone_state[mz] != ZONE_USED || !fs->zone_valid[mz] ||
-		    fs->zone_valid[mz] + min_gain > usable)
-			continue;
-		sc = gc_score(fs, mz, greedy, now);
-		if (sc > best) {
-			best = sc;
-			*zone = fs->sb.main_zone_first + mz;
-		}
-	}
-	zlock_unlock(&fs->seg_lock);
-	return best < 0 ? -ENOENT : 0;
-}
 
 static int gc_read_summary(struct zlfs_fs *fs, uint32_t zone, uint32_t seg,
 			   struct zlfs_summary *sum)
@@ -163,6 +108,23 @@ static struct ilock *gc_lock_owner(struct zlfs_fs *fs, uint32_t nid, struct nat_
 	return il;
 }
 
+/* Append the data of victim block ADDR where policy puts it, with the age it had. */
+static int gc_append_moved(struct zlfs_fs *fs, uint32_t addr, const uint8_t *data, uint32_t nid,
+			   uint16_t ofs, uint32_t *to)
+{
+	enum zlfs_log_type dest;
+	uint64_t born;
+	uint8_t from;
+	int ret;
+
+	seg_origin(fs, addr, &born, &from);
+	dest = gc_dest_log(fs, from);
+	ret = seg_append_born(fs, dest, data, nid, ofs, born, to);
+	if (!ret)
+		ATOMIC_ADD(&fs->gc.moved_blocks[dest == ZLFS_LOG_FROZEN_DATA], 1);
+	return ret;
+}
+
 /* Move one data block at ADDR owned by slot OFS of node NID, whose contents are DATA. */
 static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
 			const uint8_t *data)
@@ -189,7 +151,7 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 			zlog_err("GC: block %u is valid but node %u slot %u does not point to it",
 				 addr, nid, ofs);
 	} else {
-		ret = seg_append(fs, ZLFS_LOG_COLD_DATA, data, nid, ofs, &to);
+		ret = gc_append_moved(fs, addr, data, nid, ofs, &to);
 		if (!ret) {
 			seg_mark(fs, addr, 0);
 			*slot = le32_put(to);
@@ -331,7 +293,7 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone)
 	return ret < 0 ? ret : 0;
 }
 
-int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_zones)
+int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t max_zones)
 {
 	uint32_t zone, done = 0, prefree, mz;
 	int ret;
@@ -347,13 +309,17 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 		/* victims emptied in this pass count too: the caller's checkpoint frees them */
 		if (free_zones + prefree + done >= want_free || done >= max_zones)
 			return (int)done;
-		/* With fewer zones left a pass could spend the last ones and leave nothing to
-		 * write the checkpoint that frees its victim with. */
-		if (free_zones < ZLFS_GC_ZONES_NEEDED)
-			return done ? (int)done : -ENOSPC;
-		ret = gc_pick_victim(fs, greedy, &zone);
-		if (ret)
-			return done ? (int)done : ret;
+		if (fs->gc.has_victim && seg_zone_state(fs, fs->gc.victim) == ZONE_USED) {
+			zone = fs->gc.victim; /* partly moved already: the cheapest to finish */
+		} else {
+			ret = gc_pick_victim(fs, emergency, &zone);
+			if (ret)
+				return done ? (int)done : ret;
+			/* With fewer zones left a pass could spend the last ones and leave
+			 * nothing to write the checkpoint that frees its victim with. */
+			if (!gc_can_finish(fs, zone))
+				return done ? (int)done : -ENOSPC;
+		}
 		ret = gc_migrate_zone(fs, zone);
 		if (ret)
 			return ret;
@@ -361,80 +327,7 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int greedy, uint32_t max_
 	}
 }
 
-/* Foreground collection starts when the free zones are down to the reserve plus one zone
- * per log: below that a log could need a zone that only GC can give. */
-int gc_urgent(struct zlfs_fs *fs)
-{
-	return !ATOMIC_GET(&fs->readonly) && seg_free_zones(fs) <= seg_reserve(fs) + fs->sb.nr_logs;
-}
-
-void gc_defaults(struct gc_opts *o)
-{
-	o->high_pct = 60;
-	o->low_pct = 25;
-	o->idle_ms = 500;
-	o->boost_zones = 4;
-	o->pe_cycles = 3000;
-	/* From the UFS 4.0 notes in shared/seeds: 5 GB read for 0.81 Wh is about 580 nJ/byte;
-	 * writes run at 2.76 against 4.19 GB/s at a similar rail power, so about 1.5x that. */
-	o->read_nj_per_byte = 583.0;
-	o->write_nj_per_byte = 883.0;
-}
-
-const char *gc_phase_name(enum gc_phase p)
-{
-	static const char *const names[] = {"no-gc", "normal", "boosted", "foreground"};
-
-	return p <= GC_FOREGROUND ? names[p] : "unknown";
-}
-
-/* A phase is left only with some margin past its threshold, so that a filesystem hovering at
- * a watermark does not flap (and flood the transition log). */
-#define GC_HYST_ZONES 2
-#define GC_HYST_PCT 5
-
-enum gc_phase gc_phase_update(struct zlfs_fs *fs)
-{
-	uint32_t free_zones, retired;
-	uint32_t fg = seg_reserve(fs) + fs->sb.nr_logs, usable;
-	enum gc_phase cur, p = GC_NONE;
-	struct timespec ts;
-	uint64_t pct;
-
-	free_zones = ATOMIC_GET(&fs->free_zones);
-	retired = ATOMIC_GET(&fs->retired_zones);
-	usable = fs->sb.main_zones - retired;
-	pct = usable ? (uint64_t)free_zones * 100 / usable : 0;
-	cur = ATOMIC_GET(&fs->gc.phase);
-	if ((!ATOMIC_GET(&fs->readonly) && free_zones <= fg) ||
-	    (cur == GC_FOREGROUND && free_zones <= fg + GC_HYST_ZONES))
-		p = GC_FOREGROUND;
-	else if (pct < fs->gc.o.low_pct ||
-		 (cur >= GC_BOOSTED && pct < fs->gc.o.low_pct + GC_HYST_PCT))
-		p = GC_BOOSTED;
-	else if (pct < fs->gc.o.high_pct ||
-		 (cur >= GC_NORMAL && pct < fs->gc.o.high_pct + GC_HYST_PCT))
-		p = GC_NORMAL;
-	if (p == cur) /* every request asks: only a change takes the lock */
-		return p;
-	zlock_lock(&fs->stats_lock);
-	if (p != fs->gc.phase) {
-		uint32_t i = fs->gc.nlog++ % GC_LOG_MAX;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		fs->gc.log[i].time_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-		fs->gc.log[i].from = (uint8_t)fs->gc.phase;
-		fs->gc.log[i].to = (uint8_t)p;
-		fs->gc.log[i].free_zones = free_zones;
-		zlog_info("GC phase %s -> %s (%u of %u zones free)", gc_phase_name(fs->gc.phase),
-			  gc_phase_name(p), free_zones, fs->sb.main_zones);
-		ATOMIC_SET(&fs->gc.phase, p);
-	}
-	zlock_unlock(&fs->stats_lock);
-	return p;
-}
-
-int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget)
+int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget)
 {
 	int ret;
 
@@ -443,9 +336,11 @@ int gc_step(struct zlfs_fs *fs, int greedy, uint32_t budget)
 	if (!fs->gc.has_victim) {
 		uint32_t zone;
 
-		ret = gc_pick_victim(fs, greedy, &zone);
+		ret = gc_pick_victim(fs, emergency, &zone);
 		if (ret)
 			return ret;
+		if (!gc_can_finish(fs, zone))
+			return -ENOSPC; /* a victim is started only with the zones to finish it */
 		gc_take_victim(fs, zone);
 	}
 	return gc_victim_step(fs, budget);

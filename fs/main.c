@@ -24,7 +24,7 @@ struct zlfs_cli {
 	char *device;
 	char *wb_policy, *wb_budget, *wb_slot, *wb_superpage;
 	int no_gc;
-	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, pe_cycles;
+	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval;
 	double entry_timeout, attr_timeout;
@@ -49,6 +49,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("gc_low=%u", gc_low, 0),
 	OPT("gc_idle_ms=%u", gc_idle_ms, 0),
 	OPT("gc_boost_zones=%u", gc_boost_zones, 0),
+	OPT("gc_valid_thresh=%u", gc_valid_thresh, 0),
 	OPT("pe_cycles=%u", pe_cycles, 0),
 	OPT("wb_budget=%s", wb_budget, 0),
 	OPT("wb_slot=%s", wb_slot, 0),
@@ -78,6 +79,9 @@ static int cli_arg(void *data, const char *arg, int key, struct fuse_args *outar
 
 static void usage(const char *prog)
 {
+	struct gc_opts d;
+
+	gc_defaults(&d);
 	printf("usage: %s [options] DEVICE MOUNTPOINT\n"
 	       "Mount the zlfs filesystem on DEVICE (a zoned block device or a zlfs-emu image).\n\n"
 	       "zlfs options (-o):\n"
@@ -96,9 +100,12 @@ static void usage(const char *prog)
 	       "    wb_slot=SIZE         dynamic slot size, one program unit (default 192K)\n"
 	       "    wb_superpage=SIZE    static buffer size per zone (default 768K)\n"
 	       "    gc_high=PCT          background GC starts below PCT%% free zones (default 60)\n"
-	       "    gc_low=PCT           boosted GC below PCT%% free zones (default 25)\n"
+	       "    gc_low=PCT           boosted GC below PCT%% free zones, cleaning ahead (default:\n"
+	       "                         below a target paced to the write rate)\n"
+	       "    gc_valid_thresh=PCT  background GC takes only zones less than PCT%% valid\n"
+	       "                         (default %u)\n"
 	       "    gc_idle_ms=MS        normal GC waits for MS of user idleness (default 500)\n"
-	       "    gc_boost_zones=N     zones a boosted GC pass empties (default 4)\n"
+	       "    gc_boost_zones=N     zones a boosted GC pass empties at most (default 4)\n"
 	       "    nogc                 no background GC (foreground GC still frees space)\n"
 	       "    pe_cycles=N          P/E rating for the lifetime estimate (default 3000;\n"
 	       "                         30000 for pSLC)\n"
@@ -109,7 +116,7 @@ static void usage(const char *prog)
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n\n"
 	       "FUSE options:\n",
-	       prog);
+	       prog, d.valid_thresh_pct);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }
@@ -155,10 +162,16 @@ static int gc_options(const struct zlfs_cli *c, struct gc_opts *g)
 		g->idle_ms = c->gc_idle_ms;
 	if (c->gc_boost_zones)
 		g->boost_zones = c->gc_boost_zones;
+	if (c->gc_valid_thresh)
+		g->valid_thresh_pct = c->gc_valid_thresh;
 	if (c->pe_cycles)
 		g->pe_cycles = c->pe_cycles;
 	if (g->low_pct > g->high_pct || g->high_pct > 100) {
 		fprintf(stderr, "zlfs: need gc_low <= gc_high <= 100\n");
+		return -1;
+	}
+	if (g->valid_thresh_pct > 100) {
+		fprintf(stderr, "zlfs: gc_valid_thresh is a percentage, 1 to 100\n");
 		return -1;
 	}
 	return 0;

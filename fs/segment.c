@@ -55,7 +55,11 @@ static void sit_set_dirty(struct zlfs_fs *fs, uint32_t segno)
 	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
 }
 
-static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
+/* A segment's mtime is the mean write time of the blocks it holds (seconds), the age that
+ * cost-benefit GC weighs. BORN is when the block's data was written: now for new data, the
+ * victim segment's mtime for data GC moves, so moving data does not make it look young. A
+ * block that dies leaves the mean as it was. */
+static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid, uint64_t born)
 {
 	int64_t mz = addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW ? -1 : main_zone_of(fs, addr);
 	uint32_t in_zone, segno, bit;
@@ -73,8 +77,8 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 		return;
 	}
 	se->bitmap[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-	se->mtime = (uint64_t)time(NULL);
 	if (valid) {
+		se->mtime = se->valid ? (se->mtime * se->valid + born) / (se->valid + 1u) : born;
 		se->valid++;
 		fs->zone_valid[mz]++;
 		fs->valid_blocks++;
@@ -98,11 +102,45 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 
 void seg_mark_n(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, int valid)
 {
+	uint64_t now = (uint64_t)time(NULL);
+
 	zlock_lock(&fs->seg_lock);
 	for (uint32_t i = 0; i < n; i++)
 		if (addr[i] != ZLFS_ADDR_NULL && addr[i] != ZLFS_ADDR_NEW)
-			seg_mark_locked(fs, addr[i], valid);
+			seg_mark_locked(fs, addr[i], valid, now);
 	zlock_unlock(&fs->seg_lock);
+}
+
+/* The SIT entry of the segment holding ADDR, or NULL outside the main area. */
+static const struct seg_ent *seg_ent_of(const struct zlfs_fs *fs, uint32_t addr)
+{
+	int64_t mz = main_zone_of(fs, addr);
+
+	return mz < 0 ? NULL : &fs->sit[segno_of(fs, (uint32_t)mz, addr % zone_blocks(fs))];
+}
+
+void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log)
+{
+	const struct seg_ent *se = seg_ent_of(fs, addr);
+
+	*born = (uint64_t)time(NULL);
+	*log = ZLFS_LOG_NONE;
+	if (!se)
+		return;
+	zlock_lock(&fs->seg_lock);
+	*born = se->mtime;
+	*log = se->log;
+	zlock_unlock(&fs->seg_lock);
+}
+
+uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone)
+{
+	uint32_t v;
+
+	zlock_lock(&fs->seg_lock);
+	v = fs->zone_valid[zone - fs->sb.main_zone_first];
+	zlock_unlock(&fs->seg_lock);
+	return v;
 }
 
 /* A new inode brings node and directory blocks, which may use the GC reserve: once only the
@@ -122,8 +160,9 @@ int seg_room_for_user(struct zlfs_fs *fs)
 
 uint32_t seg_reserve(const struct zlfs_fs *fs)
 {
-	return fs->sb.reserved_zones > ZLFS_GC_ZONES_NEEDED ? fs->sb.reserved_zones :
-							      ZLFS_GC_ZONES_NEEDED;
+	uint32_t need = zlfs_gc_zones_needed(fs->sb.nr_logs);
+
+	return fs->sb.reserved_zones > need ? fs->sb.reserved_zones : need;
 }
 
 uint32_t seg_prefree_zones(struct zlfs_fs *fs)
@@ -146,6 +185,11 @@ static uint64_t log_room(const struct zlfs_fs *fs, const struct zlog_state *l)
 		return 0;
 	used = l->next_blk - l->next_blk / fs->sb.seg_blocks;
 	return used < per ? per - used : 0;
+}
+
+uint64_t seg_log_room_locked(const struct zlfs_fs *fs, enum zlfs_log_type type)
+{
+	return log_room(fs, &fs->logs[fs->log_of[type]]);
 }
 
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta)
@@ -204,6 +248,16 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 			owed += (uint32_t)((need - room + per - 1) / per);
 	}
 	return owed;
+}
+
+uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs)
+{
+	uint64_t per = seg_usable_per_zone(fs);
+	uint32_t n = 0;
+
+	for (int i = 0; i < ZLFS_NR_LOG_TYPES; i++)
+		n += (uint32_t)((owed_of(fs, i) + per - 1) / per);
+	return n;
 }
 
 /* What user data can still take: the rest of the data log's zone and the free zones above
@@ -429,6 +483,8 @@ static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type)
 		if (fs->zone_state[mz] == ZONE_FREE) {
 			fs->zone_state[mz] = ZONE_OPEN;
 			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
+			if (seg_is_user_data(type))
+				ATOMIC_ADD(&fs->data_zones_taken, 1);
 			got = mz;
 			break;
 		}
@@ -527,7 +583,7 @@ static int seg_ready(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_typ
 /* Append up to N blocks that fit before the open segment's summary slot: how many. */
 static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type,
 			  const uint8_t *buf, uint32_t n, uint32_t nid, uint16_t ofs,
-			  uint32_t *addr)
+			  uint64_t born, uint32_t *addr)
 {
 	uint32_t seg = fs->sb.seg_blocks, slot, k, i, first;
 	int ret = seg_ready(fs, l, type);
@@ -550,7 +606,7 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 	zlock_lock(&fs->seg_lock);
 	l->next_blk += k;
 	for (i = 0; i < k; i++)
-		seg_mark_locked(fs, first + i, 1);
+		seg_mark_locked(fs, first + i, 1, born);
 	fs->sit[segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1)].log =
 		(uint8_t)fs->log_of[type];
 	zlock_unlock(&fs->seg_lock);
@@ -562,8 +618,8 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 	return (int)k;
 }
 
-int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
-		 uint32_t nid, uint16_t ofs, uint32_t *addr)
+static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf,
+			     uint32_t n, uint32_t nid, uint16_t ofs, uint64_t born, uint32_t *addr)
 {
 	struct zlog_state *l = &fs->logs[fs->log_of[type]];
 	uint32_t done = 0;
@@ -588,7 +644,7 @@ int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, u
 			ret = seg_append_run(fs, l, type, (const uint8_t *)buf +
 					     (size_t)done * ZLFS_BLOCK_SIZE, want, nid,
 					     ofs == ZLFS_SUM_NODE ? ofs : (uint16_t)(ofs + done),
-					     addr + done);
+					     born, addr + done);
 		if (ret > 0) {
 			done += (uint32_t)ret;
 			ret = 0;
@@ -598,12 +654,24 @@ int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, u
 	return done ? (int)done : ret;
 }
 
+int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		 uint32_t nid, uint16_t ofs, uint32_t *addr)
+{
+	return seg_append_born_n(fs, type, buf, n, nid, ofs, (uint64_t)time(NULL), addr);
+}
+
+int seg_append_born(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
+		    uint16_t ofs, uint64_t born, uint32_t *addr)
+{
+	int ret = seg_append_born_n(fs, type, buf, 1, nid, ofs, born, addr);
+
+	return ret < 0 ? ret : 0;
+}
+
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr)
 {
-	int ret = seg_append_n(fs, type, buf, 1, nid, ofs, addr);
-
-	return ret < 0 ? ret : 0;
+	return seg_append_born(fs, type, buf, nid, ofs, (uint64_t)time(NULL), addr);
 }
 
 void seg_ckpt_done(struct zlfs_fs *fs)

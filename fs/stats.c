@@ -123,18 +123,24 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 			1e-9;
 	double waf = user ? (double)ATOMIC_GET(&fs->dev_bytes) / (double)user : 1.0;
 	double cap = (double)fs->sb.main_zones * seg_usable_per_zone(fs) * ZLFS_BLOCK_SIZE;
-	uint32_t i, n;
+	uint32_t i, n, fg = gc_fg_level(fs), target = gc_target_free(fs); /* before stats_lock */
 
 	zlock_lock(&fs->stats_lock);
 	n = g->nlog < GC_LOG_MAX ? g->nlog : GC_LOG_MAX;
 	jprintf(j, "  \"gc\": {\"phase\": \"%s\", \"bytes_migrated\": %llu, "
 		   "\"zones_reclaimed\": %llu, \"wakes\": %llu, \"busy_ms\": %.1f, "
 		   "\"overlap_with_users\": %.3f, \"energy_j_per_reclaimed_gib\": %.1f,\n"
-		   "    \"watermarks_pct\": {\"high\": %u, \"low\": %u}, \"transitions\": [",
+		   "    \"watermarks_pct\": {\"high\": %u, \"low\": %u}, \"valid_thresh_pct\": %u,\n"
+		   "    \"foreground_level_zones\": %u, \"target_free_zones\": %u, "
+		   "\"pace_zones_per_s\": %.2f,\n"
+		   "    \"bytes_moved_to\": {\"cold\": %llu, \"frozen\": %llu}, \"transitions\": [",
 		gc_phase_name(g->phase), (unsigned long long)gc_bytes, (unsigned long long)gc_zones,
 		(unsigned long long)ATOMIC_GET(&g->wakes), busy / 1e6,
 		busy ? (double)ATOMIC_GET(&g->overlap_ns) / (double)busy : 0.0,
-		freed_gib > 0 ? joules / freed_gib : 0.0, g->o.high_pct, g->o.low_pct);
+		freed_gib > 0 ? joules / freed_gib : 0.0, g->o.high_pct, g->o.low_pct,
+		g->o.valid_thresh_pct, fg, target, ATOMIC_GET(&g->pace_mzps) / 1000.0,
+		(unsigned long long)ATOMIC_GET(&g->moved_blocks[0]) * ZLFS_BLOCK_SIZE,
+		(unsigned long long)ATOMIC_GET(&g->moved_blocks[1]) * ZLFS_BLOCK_SIZE);
 	for (i = 0; i < n; i++) {
 		uint32_t k = (g->nlog - n + i) % GC_LOG_MAX;
 

@@ -122,6 +122,60 @@ START_TEST(t_full_device)
 }
 END_TEST
 
+/* Direct 4 MiB writes into a device whose free zones are used up but whose zones are half
+ * dead: each write that runs out of clean zones part way must be finished after collecting
+ * (the kernel turns a short direct write into EIO), until the dead blocks are spent. */
+START_TEST(t_direct_writes_into_garbage)
+{
+	static uint8_t buf[64 * 1024];
+	char a[600], b[600], c[600];
+	size_t total = 0, want;
+	uint8_t *big;
+	int fa, fb, fd, i;
+	pid_t pid;
+
+	setup("garbage.img", 64 << 20);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	snprintf(a, sizeof(a), "%s/a", mnt);
+	snprintf(b, sizeof(b), "%s/b", mnt);
+	snprintf(c, sizeof(c), "%s/c", mnt);
+	fa = open(a, O_CREAT | O_WRONLY, 0644);
+	fb = open(b, O_CREAT | O_WRONLY, 0644);
+	ck_assert(fa >= 0 && fb >= 0);
+	for (i = 0;; i++) { /* interleaved until full: every zone holds both */
+		memset(buf, i, sizeof(buf));
+		if (write(fa, buf, sizeof(buf)) != (ssize_t)sizeof(buf) ||
+		    write(fb, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	}
+	ck_assert_int_gt(i, 100);
+	close(fa);
+	close(fb);
+	ck_assert_int_eq(unlink(b), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	big = aligned_alloc(4096, 4 << 20);
+	memset(big, 0x77, 4 << 20);
+	fd = open(c, O_CREAT | O_WRONLY | O_DIRECT, 0644);
+	ck_assert_int_ge(fd, 0);
+	want = (size_t)i * sizeof(buf) / 2; /* half of what b freed: the rest is moved data's */
+	while (total < want) {
+		ssize_t n = pwrite(fd, big, 4 << 20, (off_t)total);
+
+		ck_assert_msg(n == 4 << 20, "direct write at %zu MiB: %zd (%s)", total >> 20, n,
+			      n < 0 ? strerror(errno) : "short");
+		total += (size_t)n;
+	}
+	close(fd);
+	free(big);
+	printf("direct writes into garbage: %zu MiB, %ld bytes moved by GC\n", total >> 20,
+	       tu_ctl_stat(mnt, "bytes_migrated"));
+	ck_assert_int_gt(tu_ctl_stat(mnt, "bytes_migrated"), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(fsck_rc(), 0);
+}
+END_TEST
+
 /* Small files, no sync, until ENOSPC: every one of them is there after a clean unmount. The
  * checkpoint at unmount must find room for their nodes and directory blocks; it did not
  * when user data could take the last free zones (the checkpoint failed with ENOSPC and the
@@ -394,6 +448,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_full_device);
 	tcase_add_test(tc, t_full_of_small_files);
+	tcase_add_test(tc, t_direct_writes_into_garbage);
 	tcase_add_test(tc, t_retired_free_zones);
 	tcase_add_test(tc, t_write_error_goes_read_only);
 	tcase_add_test(tc, t_ctl);

@@ -174,6 +174,54 @@ START_TEST(t_phases)
 }
 END_TEST
 
+/* Three files interleaved so every zone holds all three, then one deleted: zones two-thirds
+ * valid. Background GC leaves them alone below gc_valid_thresh=50 although the watermark asks
+ * for free zones (gc_low=90: boosted at once), and collects them with the threshold at 80. */
+START_TEST(t_valid_thresh)
+{
+	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20};
+	static uint8_t buf[64 * 1024];
+	char p[3][600];
+	long moved;
+	int fd[3], i, k, waited;
+	pid_t pid;
+
+	tu_fresh_fs("thresh.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,gc_high=95,gc_low=90,gc_valid_thresh=50");
+	ck_assert_int_gt(pid, 0);
+	for (k = 0; k < 3; k++) {
+		snprintf(p[k], sizeof(p[k]), "%s/f%d", mnt, k);
+		fd[k] = open(p[k], O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd[k], 0);
+	}
+	for (i = 0; i < 300; i++)
+		for (k = 0; k < 3; k++) {
+			memset(buf, i + k, sizeof(buf));
+			ck_assert_int_eq(write(fd[k], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		}
+	for (k = 0; k < 3; k++)
+		ck_assert_int_eq(close(fd[k]), 0);
+	ck_assert_int_eq(unlink(p[2]), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	sleep(2); /* boosted: the worker wakes every 20 ms */
+	ck_assert(stats_has("\"phase\": \"boosted\""));
+	moved = tu_ctl_stat(mnt, "bytes_migrated");
+	printf("valid threshold 50%%: %ld bytes moved out of zones two-thirds valid\n", moved);
+	ck_assert_int_eq(moved, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,gc_high=95,gc_low=90,gc_valid_thresh=80");
+	ck_assert_int_gt(pid, 0);
+	for (waited = 0; waited < 100 && tu_ctl_stat(mnt, "zones_reclaimed") <= 0; waited++)
+		usleep(100000);
+	moved = tu_ctl_stat(mnt, "bytes_migrated");
+	printf("valid threshold 80%%: %ld zones reclaimed, %ld bytes moved\n",
+	       tu_ctl_stat(mnt, "zones_reclaimed"), moved);
+	ck_assert_int_gt(tu_ctl_stat(mnt, "zones_reclaimed"), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 /* Near full, with garbage spread thin (one small file in twenty deleted), no zone is worth
  * moving: deletes must not each set off a foreground pass that rewrites whole zones to win
  * back one file's blocks. The data stays intact and fsck is clean. */
@@ -256,6 +304,7 @@ int main(void)
 	tcase_add_test(tc, t_churn);
 	tcase_add_test(tc, t_phases);
 	tcase_add_test(tc, t_thin_garbage_near_full);
+	tcase_add_test(tc, t_valid_thresh);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

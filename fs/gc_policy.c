@@ -1,0 +1,376 @@
+/*
+ * gc_policy.c - garbage-collection policy: when to collect, how much, which zone, and where
+ * moved data goes. The migration itself is gc.c's.
+ *
+ * Owns: the free-zone levels (foreground level, the background target that pacing keeps
+ * free zones near), the phases they give, the pace of writing that the target follows and
+ * the debt pacing counts, victim choice (cost-benefit with age; greedy only in emergencies;
+ * background GC only takes zones below the valid-ratio threshold), whether the free zones
+ * can finish a victim, the garbage statfs counts as free, and the destination log of moved
+ * data (moved once or moved more often). docs/design.md, "Garbage collection", gives the
+ * figures behind each choice.
+ * May call: segment.c (zones, reserve, owed room, under seg_lock where it says so), super.h,
+ * lock.h, log.h. Called by gc.c, the background worker, stats and the FUSE layer.
+ *
+ * Locks: the levels and the phase are asked by every request, so they read only atomics
+ * (free zones, owed blocks, the published pace); scans of zones and segments take seg_lock;
+ * the pacing debt is the collector's (gc_lock).
+ */
+#include "core.h"
+#include "log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <time.h>
+
+/* ---- levels ------------------------------------------------------------------------------ */
+
+/* A phase is left only with some margin past its level, so that a filesystem hovering at a
+ * level does not flap (and flood the transition log). */
+#define GC_HYST_ZONES 2
+#define GC_HYST_PCT 5
+
+/* The pacing margin: free zones kept above the foreground level for the zones user data takes
+ * in GC_PACE_HORIZON_MS at the measured pace, at least GC_PACE_MIN_ZONES, at most
+ * 1/GC_PACE_MAX_SHARE of the main area. */
+#define GC_PACE_HORIZON_MS 1000
+#define GC_PACE_MIN_ZONES 2
+#define GC_PACE_MAX_SHARE 16
+#define GC_PACE_SAMPLE_MS 250
+
+static uint32_t usable_zones(struct zlfs_fs *fs)
+{
+	return fs->sb.main_zones - ATOMIC_GET(&fs->retired_zones);
+}
+
+/* Foreground collection starts when user data is down to its last zone beyond the reserve
+ * and what changed metadata owes (counted per log, as if no log had room left: without a
+ * lock, and never less than the exact figure). The reserve already holds what a pass needs
+ * (and nodes may use it), so no zone per log is added on top: on a small device that was a
+ * large share of it, kept free for nothing. */
+uint32_t gc_fg_level(struct zlfs_fs *fs)
+{
+	uint32_t need = zlfs_gc_zones_needed(fs->sb.nr_logs) + 1;
+	uint32_t lvl = seg_reserve(fs) + seg_owed_zones_bound(fs) + 1;
+
+	return lvl > need ? lvl : need;
+}
+
+/* The free zones background GC keeps in hand: the foreground level plus what users write
+ * meanwhile at their pace (cleaning further ahead only moves data that would have died).
+ * gc_low, when given, asks for the old watermark instead: clean ahead up to gc_low%. */
+uint32_t gc_target_free(struct zlfs_fs *fs)
+{
+	uint32_t fg = gc_fg_level(fs), cap = fs->sb.main_zones / GC_PACE_MAX_SHARE, margin;
+
+	if (fs->gc.o.low_pct) {
+		uint32_t wm = (uint32_t)((uint64_t)usable_zones(fs) * fs->gc.o.low_pct / 100);
+
+		return wm > fg + GC_HYST_ZONES ? wm : fg + GC_HYST_ZONES;
+	}
+	/* zones taken in the horizon, rounded up; the pace is kept in thousandths of a zone */
+	margin = (uint32_t)(((uint64_t)ATOMIC_GET(&fs->gc.pace_mzps) * GC_PACE_HORIZON_MS / 1000 +
+			     999) / 1000);
+	if (margin > cap)
+		margin = cap;
+	if (margin < GC_PACE_MIN_ZONES)
+		margin = GC_PACE_MIN_ZONES;
+	return fg + margin;
+}
+
+/* The pace of writing: zones the user data log took per second, smoothed. The background
+ * worker samples it; requests read it (gc_target_free). */
+void gc_pace_sample(struct zlfs_fs *fs)
+{
+	struct gc_state *g = &fs->gc;
+	uint64_t taken = ATOMIC_GET(&fs->data_zones_taken), now, dt;
+	struct timespec ts;
+	double inst;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	dt = now - g->pace_t_ns;
+	if (g->pace_t_ns && dt < GC_PACE_SAMPLE_MS * 1000000ULL)
+		return;
+	if (g->pace_t_ns) {
+		inst = (double)(taken - g->pace_zones) * 1e9 / (double)dt;
+		g->pace_zps = 0.7 * g->pace_zps + 0.3 * inst;
+		ATOMIC_SET(&g->pace_mzps, (uint32_t)(g->pace_zps * 1000.0));
+	}
+	g->pace_t_ns = now;
+	g->pace_zones = taken;
+}
+
+int gc_urgent(struct zlfs_fs *fs)
+{
+	return !ATOMIC_GET(&fs->readonly) && seg_free_zones(fs) <= gc_fg_level(fs);
+}
+
+/* Every phase change is kept (the last GC_LOG_MAX, for zlfs-ctl stats) and logged. */
+static void gc_phase_log(struct zlfs_fs *fs, enum gc_phase p, uint32_t free_zones)
+{
+	uint32_t i = fs->gc.nlog++ % GC_LOG_MAX;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fs->gc.log[i].time_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	fs->gc.log[i].from = (uint8_t)fs->gc.phase;
+	fs->gc.log[i].to = (uint8_t)p;
+	fs->gc.log[i].free_zones = free_zones;
+	zlog_info("GC phase %s -> %s (%u of %u zones free)", gc_phase_name(fs->gc.phase),
+		  gc_phase_name(p), free_zones, fs->sb.main_zones);
+}
+
+enum gc_phase gc_phase_update(struct zlfs_fs *fs)
+{
+	uint32_t free_zones = seg_free_zones(fs), usable = usable_zones(fs);
+	uint32_t fg = gc_fg_level(fs), target = gc_target_free(fs);
+	uint64_t pct = usable ? (uint64_t)free_zones * 100 / usable : 0;
+	enum gc_phase cur = ATOMIC_GET(&fs->gc.phase), p = GC_NONE;
+
+	/* Foreground is left one zone above its level: between it and the target, background GC
+	 * is at work, which the boosted phase names. */
+	if ((!ATOMIC_GET(&fs->readonly) && free_zones <= fg) ||
+	    (cur == GC_FOREGROUND && free_zones <= fg + 1))
+		p = GC_FOREGROUND;
+	else if (free_zones < target || (cur >= GC_BOOSTED && free_zones < target + GC_HYST_ZONES))
+		p = GC_BOOSTED;
+	else if (pct < fs->gc.o.high_pct || (cur >= GC_NORMAL && pct < fs->gc.o.high_pct + GC_HYST_PCT))
+		p = GC_NORMAL;
+	if (p == cur) /* every request asks: only a change takes the lock */
+		return p;
+	zlock_lock(&fs->stats_lock);
+	if (p != fs->gc.phase) {
+		gc_phase_log(fs, p, free_zones);
+		ATOMIC_SET(&fs->gc.phase, p);
+	}
+	zlock_unlock(&fs->stats_lock);
+	return p;
+}
+
+/* ---- pacing ------------------------------------------------------------------------------ */
+
+/* A background step moves at least GC_STEP_MIN blocks and at most GC_STEP_MAX. */
+#define GC_STEP_MIN 32
+#define GC_STEP_MAX 1024
+
+/* Pacing: each block users write while GC is behind its target costs u/(1-u) moved blocks at
+ * a victim of utilisation u. That debt is what background GC owes them; between debts it
+ * stands aside while users wait, unless it is more than a zone short of the target, where it
+ * catches up, moving twice as much per zone short, before the foreground level makes writers
+ * pay installments. Called with gc_lock held. */
+void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
+{
+	struct gc_state *g = &fs->gc;
+	uint64_t ub = ATOMIC_GET(&fs->user_bytes) / ZLFS_BLOCK_SIZE;
+	uint32_t usable = seg_usable_per_zone(fs);
+	double ratio = 1.0;
+
+	if (g->has_victim) {
+		uint32_t v = seg_zone_valid(fs, g->victim);
+
+		ratio = v < usable ? (double)v / (usable - v) : (double)usable;
+	}
+	if (phase < GC_BOOSTED)
+		g->pace_debt = 0;
+	else if (ub > g->pace_user_blocks)
+		g->pace_debt += (double)(ub - g->pace_user_blocks) * ratio;
+	g->pace_user_blocks = ub;
+}
+
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait)
+{
+	const struct gc_state *g = &fs->gc;
+	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs), target = gc_target_free(fs);
+	uint32_t shift = have < target ? target - have : 0;
+	double want;
+
+	if (users_wait && g->pace_debt < GC_STEP_MIN && shift <= 1)
+		return 0;
+	want = g->pace_debt > GC_STEP_MIN ? g->pace_debt : GC_STEP_MIN;
+	want *= (double)(1u << (shift < 5 ? shift : 5));
+	return want > GC_STEP_MAX ? GC_STEP_MAX : (uint32_t)want;
+}
+
+void gc_pace_moved(struct zlfs_fs *fs, uint32_t moved)
+{
+	fs->gc.pace_debt = fs->gc.pace_debt > moved ? fs->gc.pace_debt - moved : 0;
+}
+
+/* What a writer pays at the foreground level: as much as a paced step at its most. */
+uint32_t gc_fg_budget(const struct zlfs_fs *fs)
+{
+	(void)fs;
+	return GC_STEP_MAX;
+}
+
+int gc_bg_more(struct zlfs_fs *fs, enum gc_phase phase, unsigned done)
+{
+	if (phase == GC_NORMAL)
+		return done < 1;
+	/* Boosted and foreground: up to the target and a little past it, so one checkpoint
+	 * frees a few zones rather than each its own, and at most boost_zones before that
+	 * checkpoint. */
+	return done < fs->gc.o.boost_zones &&
+	       seg_free_zones(fs) + seg_prefree_zones(fs) < gc_target_free(fs) + GC_HYST_ZONES;
+}
+
+const char *gc_phase_name(enum gc_phase p)
+{
+	static const char *const names[] = {"no-gc", "normal", "boosted", "foreground"};
+
+	return p <= GC_FOREGROUND ? names[p] : "unknown";
+}
+
+void gc_defaults(struct gc_opts *o)
+{
+	o->high_pct = 60;
+	o->low_pct = 0; /* paced: gc_target_free */
+	o->valid_thresh_pct = 90;
+	o->idle_ms = 500;
+	o->boost_zones = 4;
+	o->pe_cycles = 3000;
+	/* From the UFS 4.0 notes in shared/seeds: 5 GB read for 0.81 Wh is about 580 nJ/byte;
+	 * writes run at 2.76 against 4.19 GB/s at a similar rail power, so about 1.5x that. */
+	o->read_nj_per_byte = 583.0;
+	o->write_nj_per_byte = 883.0;
+}
+
+/* ---- victims ----------------------------------------------------------------------------- */
+
+/* When the zone's valid data was written: the mean of its segments' mtimes, weighted by their
+ * valid blocks (segment.c keeps each segment's mean). Under seg_lock. */
+static uint64_t zone_born(const struct zlfs_fs *fs, uint32_t mz)
+{
+	const struct seg_ent *se = &fs->sit[(uint64_t)mz * fs->sb.segs_per_zone];
+	uint64_t sum = 0, n = 0;
+	uint32_t s;
+
+	for (s = 0; s < fs->sb.segs_per_zone; s++) {
+		sum += se[s].mtime * se[s].valid;
+		n += se[s].valid;
+	}
+	return n ? sum / n : 0;
+}
+
+/* Cost-benefit as in the log-structured file system papers: the space a victim frees, (1-u),
+ * weighed by the age of its data, against reading and rewriting u. Old data has had its
+ * chance to die; what is still valid in it will likely stay so. The square root damps age,
+ * which in the papers' linear form outweighs utilisation: under uniform overwrites, where
+ * age tells nothing, that took fuller victims (docs/design.md has the figures). Greedy, in
+ * emergencies, wants the most free space now. Under seg_lock. */
+static double gc_score(const struct zlfs_fs *fs, uint32_t mz, int greedy, uint64_t now)
+{
+	double u = (double)fs->zone_valid[mz] / seg_usable_per_zone(fs);
+	uint64_t born = zone_born(fs, mz);
+	double age = now > born ? (double)(now - born) : 0.0;
+
+	if (greedy)
+		return 1.0 - u;
+	return (1.0 - u) * sqrt(age + 1.0) / (1.0 + u);
+}
+
+/* A zone is worth collecting only if it frees at least 1/GC_MIN_GAIN of itself: near full,
+ * moving a zone to win back a few blocks costs a whole zone of writes for each deleted file
+ * (a foreground pass per request, write amplification without bound) and never reaches the
+ * free zones it is after. Such thin garbage waits until more of its zone dies. */
+#define GC_MIN_GAIN 8
+
+/* Most valid blocks a zone may hold and still be a victim. */
+static uint32_t gc_victim_limit(const struct zlfs_fs *fs)
+{
+	uint32_t usable = seg_usable_per_zone(fs);
+
+	return usable - usable / GC_MIN_GAIN - 1;
+}
+
+/* Dead blocks GC can turn back into free space: those of every zone it would take. Pacing
+ * leaves garbage in place until the space is needed, so this is free space as users should
+ * see it (statfs), beside the free zones; thin garbage, which GC leaves alone, is not. */
+uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs)
+{
+	uint32_t mz, usable = seg_usable_per_zone(fs), limit = gc_victim_limit(fs), t;
+	uint64_t n = 0;
+
+	zlock_lock(&fs->seg_lock);
+	for (mz = 0; mz < fs->sb.main_zones; mz++)
+		if (fs->zone_state[mz] == ZONE_USED && fs->zone_valid[mz] <= limit)
+			n += usable - fs->zone_valid[mz];
+	/* A log's open zone: its dead blocks count as they will once it is closed, the room
+	 * still to be written taken as valid, so closing a zone does not change the sum (logs
+	 * publish their position under seg_lock). */
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		const struct zlog_state *l = &fs->logs[t];
+		uint32_t written, valid;
+
+		if (l->zone == ZLFS_ZONE_NONE || fs->log_of[t] != t)
+			continue;
+		written = l->next_blk - l->next_blk / fs->sb.seg_blocks;
+		valid = fs->zone_valid[l->zone - fs->sb.main_zone_first];
+		if (written > usable)
+			written = usable;
+		if (valid < written && valid + (usable - written) <= limit)
+			n += written - valid;
+	}
+	zlock_unlock(&fs->seg_lock);
+	return n;
+}
+
+int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	uint32_t mz, usable = seg_usable_per_zone(fs), limit = gc_victim_limit(fs);
+	double best = -1.0;
+
+	if (!emergency) { /* background GC leaves zones above the threshold to foreground GC */
+		uint32_t t = (uint32_t)((uint64_t)usable * fs->gc.o.valid_thresh_pct / 100);
+
+		if (t < limit)
+			limit = t;
+	}
+	zlock_lock(&fs->seg_lock);
+	for (mz = 0; mz < fs->sb.main_zones; mz++) {
+		double sc;
+
+		if (fs->zone_state[mz] != ZONE_USED || !fs->zone_valid[mz] || fs->zone_valid[mz] > limit)
+			continue;
+		sc = gc_score(fs, mz, emergency, now);
+		if (sc > best) {
+			best = sc;
+			*zone = fs->sb.main_zone_first + mz;
+		}
+	}
+	zlock_unlock(&fs->seg_lock);
+	return best < 0 ? -ENOENT : 0;
+}
+
+/* ---- placement --------------------------------------------------------------------------- */
+
+/* Data moved for the first time goes to the cold log; data a GC log wrote (it survived a
+ * move already) goes to the frozen log, so blocks that keep surviving end up among their
+ * kind and their zones stay full rather than being moved again and again. FROM is the log
+ * that wrote the victim's segment; folded layouts (fewer logs) map both to what they have. */
+enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from)
+{
+	int moved = from != fs->log_of[ZLFS_LOG_WARM_DATA] &&
+		    (from == fs->log_of[ZLFS_LOG_COLD_DATA] || from == fs->log_of[ZLFS_LOG_FROZEN_DATA]);
+
+	return moved ? ZLFS_LOG_FROZEN_DATA : ZLFS_LOG_COLD_DATA;
+}
+
+int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
+{
+	uint32_t mz = zone - fs->sb.main_zone_first, s, need = 2;
+	uint64_t to[2] = {0, 0}; /* valid data blocks bound for the cold and the frozen log */
+	const struct seg_ent *se = &fs->sit[(uint64_t)mz * fs->sb.segs_per_zone];
+	int fold = fs->log_of[ZLFS_LOG_COLD_DATA] == fs->log_of[ZLFS_LOG_FROZEN_DATA];
+
+	zlock_lock(&fs->seg_lock);
+	for (s = 0; s < fs->sb.segs_per_zone; s++)
+		if (se[s].valid)
+			to[!fold && gc_dest_log(fs, se[s].log) == ZLFS_LOG_FROZEN_DATA] += se[s].valid;
+	need += to[0] > seg_log_room_locked(fs, ZLFS_LOG_COLD_DATA);
+	need += to[1] && to[1] > seg_log_room_locked(fs, ZLFS_LOG_FROZEN_DATA);
+	zlock_unlock(&fs->seg_lock);
+	return seg_free_zones(fs) >= need;
+}
