@@ -71,7 +71,7 @@ extern double g_until; /* when the clients stop */
 double now_s(void);
 const char *ename(int e);
 uint64_t rnd(uint64_t *s);
-/* Bytes that depend on SEED and the offset. */
+/* Bytes that depend on SEED and the offset in BUF. */
 void fill(uint8_t *buf, size_t len, uint64_t seed);
 void act_set(struct activity *a, const char *what);
 /* Seconds A has been at its current operation (0 between operations), and what it is. */

@@ -46,6 +46,7 @@
 #define CP_EVERY_MS 100
 #define BALLAST_FILES 12 /* pre-fill: 12 live files of 1 MiB, 12 deleted */
 #define BALLAST_SIZE (1 << 20)
+#define BALLAST_CHUNK (256 << 10) /* live and doomed files take turns: zones half garbage */
 
 char g_mnt[512];
 int g_stop;
@@ -221,7 +222,7 @@ static const char *watch(void)
  * fill is half garbage, and the free zones are below gc_low from the start. */
 static void prefill(void)
 {
-	uint8_t *buf = malloc(64 << 10);
+	uint8_t *buf = malloc(BALLAST_CHUNK);
 	int fd[2 * BALLAST_FILES], i, c;
 	char p[600];
 
@@ -232,10 +233,10 @@ static void prefill(void)
 		fd[i] = open(p, O_CREAT | O_WRONLY, 0644);
 		ck_assert_msg(fd[i] >= 0, "create %s: %s", p, ename(errno));
 	}
-	for (c = 0; c < BALLAST_SIZE / (64 << 10); c++)
+	for (c = 0; c < BALLAST_SIZE / BALLAST_CHUNK; c++)
 		for (i = 0; i < 2 * BALLAST_FILES; i++) {
-			fill(buf, 64 << 10, (uint64_t)i << 32 | (uint64_t)c);
-			ck_assert_int_eq(write(fd[i], buf, 64 << 10), 64 << 10);
+			fill(buf, BALLAST_CHUNK, (uint64_t)i << 32 | (uint64_t)c);
+			ck_assert_int_eq(write(fd[i], buf, BALLAST_CHUNK), BALLAST_CHUNK);
 		}
 	for (i = 0; i < 2 * BALLAST_FILES; i++) {
 		ck_assert_int_eq(close(fd[i]), 0);
@@ -248,7 +249,7 @@ static void prefill(void)
 
 static void check_ballast(const char *when)
 {
-	uint8_t *buf = malloc(BALLAST_SIZE), *want = malloc(64 << 10);
+	uint8_t *buf = malloc(BALLAST_SIZE), *want = malloc(BALLAST_CHUNK);
 	char p[600];
 	int i, c, fd;
 
@@ -259,10 +260,10 @@ static void check_ballast(const char *when)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		ck_assert_msg(pread(fd, buf, BALLAST_SIZE, 0) == BALLAST_SIZE, "%s: read %s", when, p);
 		close(fd);
-		for (c = 0; c < BALLAST_SIZE / (64 << 10); c++) {
-			fill(want, 64 << 10, (uint64_t)i << 32 | (uint64_t)c);
-			ck_assert_msg(!memcmp(buf + (c << 16), want, 64 << 10),
-				      "%s: %s differs in its 64 KiB chunk %d (GC moved it?)", when, p, c);
+		for (c = 0; c < BALLAST_SIZE / BALLAST_CHUNK; c++) {
+			fill(want, BALLAST_CHUNK, (uint64_t)i << 32 | (uint64_t)c);
+			ck_assert_msg(!memcmp(buf + c * BALLAST_CHUNK, want, BALLAST_CHUNK),
+				      "%s: %s differs in its chunk %d (GC moved it?)", when, p, c);
 		}
 	}
 	free(buf);
