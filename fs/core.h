@@ -235,8 +235,12 @@ struct zlfs_mount_opts {
 	const struct zlfs_key_source *key; /* NULL: mount without a key (locked view) */
 	struct wbuf_opts wb;        /* zeros: the defaults (dynamic, 4 MiB, 192 KiB slots) */
 	const struct gc_opts *gc;   /* NULL: gc_defaults() */
+	int daemon;                 /* the zlfs daemon: mark the device for tools (zdev.h) */
+	unsigned wait_secs;         /* wait this long for a daemon finishing its unmount */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
+/* The daemon's mount is visible: tools that find the device busy now fail at once. */
+void zlfs_serving(struct zlfs_fs *fs);
 /* Write a clean checkpoint (unless read-only) and release everything. */
 int zlfs_unmount(struct zlfs_fs *fs);
 

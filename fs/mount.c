@@ -50,9 +50,9 @@ static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 
 /* Forced read-only by the superblock: reopen the device read-only, so that nothing - recovery,
  * the unmount checkpoint - can write to a filesystem this code does not fully understand. */
-static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, int direct)
+static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, const struct zlfs_mount_opts *o)
 {
-	struct zdev_open_opts d = {.readonly = 1, .direct = direct};
+	struct zdev_open_opts d = {.readonly = 1, .direct = o->direct, .daemon = o->daemon};
 
 	zdev_close(fs->dev);
 	fs->dev = NULL;
@@ -267,7 +267,8 @@ static void fs_free(struct zlfs_fs *fs)
 
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
 {
-	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct};
+	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct,
+				       .daemon = o->daemon, .wait_secs = o->wait_secs};
 	struct zlfs_fs *fs = calloc(1, sizeof(*fs));
 	int ret, readonly = o->readonly;
 	uint32_t t;
@@ -285,7 +286,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
 	if (!ret && readonly && !o->readonly)
-		ret = mount_reopen_ro(fs, path, o->direct);
+		ret = mount_reopen_ro(fs, path, o);
 	if (!ret) /* a wrong key must be refused before recovery writes anything */
 		ret = key_load(fs, o->key, path);
 	if (!ret)
@@ -312,6 +313,11 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	fs->readonly = readonly;
 	*out = fs;
 	return 0;
+}
+
+void zlfs_serving(struct zlfs_fs *fs)
+{
+	zdev_mark_serving(fs->dev); /* a failure is logged; it only makes tools wait longer */
 }
 
 int zlfs_unmount(struct zlfs_fs *fs)

@@ -37,6 +37,7 @@ struct fsck_args {
 	const char *path;
 	enum fsck_mode mode;
 	int verbose, json, progress;
+	unsigned wait_secs;
 };
 
 /* One list of the report (findings, repairs, remaining): JSON commas and the cap. */
@@ -115,17 +116,19 @@ static void print_progress(void *arg, enum zlfs_check_phase ph, uint64_t done, u
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] DEVICE\n"
+	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] [--wait SECS] DEVICE\n"
 		     "  -n       check only, write nothing (default)\n"
 		     "  -p, -a   safe automatic repairs: roll forward, orphans, counts, leaks\n"
 		     "  -y       every repair: also /lost+found and dangling directory entries\n"
 		     "  -C       progress on stderr\n"
 		     "  -v       verbose\n"
 		     "  --json   machine-readable report on stdout\n"
+		     "  --wait SECS  DEVICE held by a zlfs daemon finishing its unmount: wait up\n"
+		     "           to SECS for it (default %u; 0: fail at once)\n"
 		     "A clean -p/-y run records the scan time in the superblock; -n never writes.\n"
 		     "exit: 0 clean, 1 errors corrected, 4 errors left uncorrected (device "
 		     "write-pointer errors always), 8 operational error, 16 usage error\n"
-		     "See docs/fsck.md.\n");
+		     "See docs/fsck.md.\n", ZDEV_WAIT_DEFAULT);
 }
 
 static int parse(int argc, char **argv, struct fsck_args *a)
@@ -133,8 +136,10 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"help", no_argument, NULL, 'h'},
 					   {"version", no_argument, NULL, 'V'},
+					   {"wait", required_argument, NULL, 'w'},
 					   {NULL, 0, NULL, 0}};
 	int c, modes = 0;
+	char *end;
 
 	while ((c = getopt_long(argc, argv, "npayvfCVh", lo, NULL)) != -1) {
 		switch (c) {
@@ -145,6 +150,13 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 		case 'f': break; /* always a full check */
 		case 'C': a->progress = 1; break;
 		case 'j': a->json = 1; break;
+		case 'w':
+			a->wait_secs = (unsigned)strtoul(optarg, &end, 10);
+			if (end == optarg || *end || a->wait_secs > 86400) {
+				fprintf(stderr, "fsck.zlfs: --wait takes seconds, 0 to 86400\n");
+				return FSCK_USAGE;
+			}
+			break;
 		case 'V': printf("fsck.zlfs %s (format revision %d)\n", ZLFS_VERSION, ZLFS_REVISION); return -1;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return FSCK_USAGE;
@@ -550,7 +562,7 @@ static int record_scan(struct fsck_run *r, struct zlfs_fs *fs)
  * device errors, whatever they held. */
 static void report_lost_zones(struct fsck_run *r)
 {
-	struct zdev_open_opts oo = {.readonly = 1};
+	struct zdev_open_opts oo = {.readonly = 1, .wait_secs = r->a.wait_secs};
 	struct zdev_zone z;
 	struct zdev *dev;
 	char msg[160];
@@ -592,7 +604,7 @@ static int mount_failure(struct fsck_run *r, int err)
 /* The read-only pass: what -n reports, and what decides whether repair may run. */
 static int check_readonly(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {.readonly = 1};
+	struct zlfs_mount_opts mo = {.readonly = 1, .wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs);
 
@@ -621,7 +633,7 @@ static int check_readonly(struct fsck_run *r)
 /* Read-write: mount (roll forward, free orphans, checkpoint), repair rounds, final check. */
 static int repair(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {0};
+	struct zlfs_mount_opts mo = {.wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs), round, made = 0;
 
@@ -659,6 +671,7 @@ int main(int argc, char **argv)
 	int code;
 
 	zlog_set_ident("fsck.zlfs");
+	r.a.wait_secs = ZDEV_WAIT_DEFAULT;
 	code = parse(argc, argv, &r.a);
 	if (code)
 		return code < 0 ? FSCK_OK : code;
