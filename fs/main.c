@@ -293,23 +293,22 @@ int main(int argc, char **argv)
 	}
 	if (c.show_help || fo.show_help) {
 		usage(argv[0]);
-		return 0;
-	}
-	if (c.show_version || fo.show_version) {
+		ret = 0;
+	} else if (c.show_version || fo.show_version) {
 		printf("zlfs %s (format revision %d), FUSE library %s\n", ZLFS_VERSION, ZLFS_REVISION,
 		       fuse_pkgversion());
-		return 0;
-	}
-	if (!c.device || !fo.mountpoint) {
+		ret = 0;
+	} else if (!c.device || !fo.mountpoint) {
 		fprintf(stderr, "usage: zlfs [options] DEVICE MOUNTPOINT (see zlfs --help)\n");
-		return 2;
+		ret = 2;
+	} else if (mount_source(c.device, fsname, sizeof(fsname))) {
+		ret = 2;
+	} else {
+		if (c.verbose || fo.debug)
+			zlog_set_level(ZLOG_DEBUG);
+		fuse_opt_add_arg(&args, fsname);
+		ret = run(&args, &c, &fo);
 	}
-	if (c.verbose || fo.debug)
-		zlog_set_level(ZLOG_DEBUG);
-	if (mount_source(c.device, fsname, sizeof(fsname)))
-		return 2;
-	fuse_opt_add_arg(&args, fsname);
-	ret = run(&args, &c, &fo);
 	free(fo.mountpoint);
 	free(c.device);
 	free(c.wb_policy);
