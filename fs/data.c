@@ -27,12 +27,6 @@
 #define L2_END (L1_END + 2ULL * NA * NA)
 #define L3_END (L2_END + (uint64_t)NA * NA * NA)
 
-/* Where a block's pointer lives: the page holding it and the slot. */
-struct dref {
-	struct node_page *np;
-	uint32_t slot;
-};
-
 /* The path from the inode to block IDX: the inode's nid slot, then child slots, and the node
  * offset (ofs) of each node on the way. Depth 0 means the inode's own address array. */
 struct dpath {
@@ -81,7 +75,7 @@ static int data_path(uint64_t idx, struct dpath *p)
 	return -EFBIG;
 }
 
-static le32 *node_slot(struct node_page *np, uint32_t slot)
+le32 *node_slot(struct node_page *np, uint32_t slot)
 {
 	const struct zlfs_blkhdr *h = np->buf;
 
@@ -121,9 +115,8 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	return 0;
 }
 
-/* Find (or make, with CREATE) the pointer to block IDX. REF->np is held: node_put it. */
-static int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
-		    struct dref *ref)
+int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
+	     struct dref *ref)
 {
 	struct node_page *cur = inode, *next;
 	struct dpath p;
@@ -162,6 +155,8 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 	if (ret)
 		return ret;
 	*addr = le32_get(*node_slot(ref.np, ref.slot));
+	if (*addr == ZLFS_ADDR_PREALLOC) /* reserved, never written: reads as a hole */
+		*addr = ZLFS_ADDR_NULL;
 	node_put(fs, ref.np);
 	return 0;
 }
@@ -179,7 +174,11 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 		return ret;
 	slot = node_slot(ref.np, ref.slot);
 	old = le32_get(*slot);
+	if (old == ZLFS_ADDR_PREALLOC) /* the block's reservation pays for it */
+		seg_prealloc_add(fs, -1);
 	ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
+	if (ret && old == ZLFS_ADDR_PREALLOC)
+		seg_prealloc_add(fs, 1);
 	if (!ret) {
 		seg_mark(fs, old, 0);
 		*slot = le32_put(addr);
@@ -383,6 +382,8 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 
 	if (!addr)
 		return;
+	if (addr == ZLFS_ADDR_PREALLOC)
+		seg_prealloc_add(fs, -1); /* the reservation goes with the pointer */
 	seg_mark(fs, addr, 0);
 	*slot = 0;
 	in->blocks = le64_put(le64_get(in->blocks) - 1);
@@ -457,6 +458,15 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	}
 	return ret;
 }
+
+int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to)
+{
+	struct drange r = {from, to};
+
+	return drop_range(fs, inode, &r);
+}
+
+uint64_t data_max_blocks(void) { return L3_END; }
 
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
 {

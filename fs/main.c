@@ -238,7 +238,7 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	if (!fo->foreground)
 		zlog_set_syslog(1);
 	zlfs_serving(fs);
-	zfuse_start(z);
+	zfuse_start(z, se);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, fo->clone_fd);
 	fuse_loop_cfg_set_max_threads(lc, fo->max_threads);

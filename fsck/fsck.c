@@ -499,6 +499,13 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		orphan_del(fs, f->a);
 		said(r, "inode %u dropped from the orphan list", f->a);
 		return 0;
+	case ZLFS_FIX_PREALLOC_COUNT:
+		if (!complete)
+			return -EAGAIN;
+		seg_prealloc_add(fs, (int64_t)f->a - (int64_t)seg_prealloc(fs));
+		ATOMIC_SET(&fs->dirty, 1);
+		said(r, "blocks reserved by fallocate recounted: %u", f->a);
+		return 0;
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:
