@@ -35,7 +35,9 @@ struct zlfs_ioc_encrypt {
  * the kernel's FUSE module does not pass on (it passes only KEEP_SIZE, PUNCH_HOLE and
  * ZERO_RANGE). OFF and LEN are multiples of 4096; the rules are fallocate(2)'s. The daemon
  * drops the kernel's cached pages and attributes of the file. Dirty pages the kernel still
- * holds (a shared mapping, -o writeback_cache) are not moved: fsync first. */
+ * holds (a shared mapping, -o writeback_cache) are not moved: fsync first. The kernel takes
+ * the file's new size at its next look at the attributes: stat the file after the call,
+ * before touching it through a mapping (a fault past the old size is SIGBUS). */
 struct zlfs_ioc_range {
 	unsigned long long off, len;
 };

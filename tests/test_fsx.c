@@ -695,6 +695,7 @@ static void op_shift(int f, int insert)
 		memset(S.model[f] + size - len, 0, len);
 		S.size[f] = size - len;
 	}
+	check_size(f, insert ? "after an insert" : "after a collapse"); /* refreshes the kernel's size */
 }
 
 /* Through a shared mapping of the file: a read, or a write followed by msync, inside EOF.

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int usage(FILE *f, int code)
@@ -130,6 +131,7 @@ static int cmd_encryption(const char *path)
 static int cmd_shift(const char *path, const char *off, const char *len, unsigned long cmd)
 {
 	struct zlfs_ioc_range r;
+	struct stat st;
 	char *e1, *e2;
 	int fd, ret;
 
@@ -147,6 +149,8 @@ static int cmd_shift(const char *path, const char *off, const char *len, unsigne
 	ret = fsync(fd);
 	if (!ret)
 		ret = ioctl(fd, cmd, &r);
+	if (!ret) /* the kernel takes the new size at its next look at the attributes */
+		ret = fstat(fd, &st);
 	if (ret < 0)
 		fprintf(stderr, "zlfs-ctl: %s: %s\n", path,
 			errno == ENOTTY ? "not on a mounted zlfs" : strerror(errno));
