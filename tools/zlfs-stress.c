@@ -393,6 +393,85 @@ static void writer(const struct pcut *c, int w, uint64_t seed)
 	exit(0);
 }
 
+/* The names a writer's journal says it deleted, in an open-addressing set: verify looks each
+ * durable file up once (a grep per file made rounds slower as the journal grew). */
+struct nameset {
+	char **slot;
+	size_t cap;
+};
+
+static size_t name_hash(const char *n)
+{
+	size_t h = 1469598103934665603ULL;
+
+	while (*n)
+		h = (h ^ (unsigned char)*n++) * 1099511628211ULL;
+	return h;
+}
+
+static void set_add(struct nameset *set, const char *n)
+{
+	size_t i;
+
+	if (!set->cap) {
+		set->cap = 1 << 16;
+		set->slot = calloc(set->cap, sizeof(*set->slot));
+	}
+	for (i = name_hash(n) & (set->cap - 1); set->slot[i]; i = (i + 1) & (set->cap - 1))
+		if (!strcmp(set->slot[i], n))
+			return;
+	set->slot[i] = strdup(n);
+}
+
+static int set_has(const struct nameset *set, const char *n)
+{
+	size_t i;
+
+	if (!set->cap)
+		return 0;
+	for (i = name_hash(n) & (set->cap - 1); set->slot[i]; i = (i + 1) & (set->cap - 1))
+		if (!strcmp(set->slot[i], n))
+			return 1;
+	return 0;
+}
+
+static void set_free(struct nameset *set)
+{
+	for (size_t i = 0; i < set->cap; i++)
+		free(set->slot[i]);
+	free(set->slot);
+	set->slot = NULL;
+	set->cap = 0;
+}
+
+/* Whether durable file NAME (of SIZE bytes, pattern ID) is whole; 0 if so. */
+static int check_file(const struct pcut *c, long round, const char *name, uint64_t id,
+		      uint64_t size, uint8_t *b)
+{
+	char p[700];
+	int fd, bad = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", c->mnt, name);
+	fd = open(p, O_RDONLY);
+	for (uint64_t off = 0; fd >= 0 && !bad && off < size; off += 1 << 20) {
+		uint64_t k = size - off < (1u << 20) ? size - off : 1u << 20;
+
+		if (pread(fd, b, k, (off_t)off) != (ssize_t)k) {
+			fprintf(stderr, "round %ld: %s is short\n", round, name);
+			bad = 1;
+		}
+		for (uint64_t i = 0; !bad && i < k; i++)
+			if (b[i] != pat((uint32_t)id, off + i)) {
+				fprintf(stderr, "round %ld: %s differs at byte %llu\n", round, name,
+					(unsigned long long)(off + i));
+				bad = 1;
+			}
+	}
+	if (fd >= 0)
+		close(fd);
+	return bad;
+}
+
 /* After the crash: durable files present and whole, no wrong byte anywhere. */
 static int verify(const struct pcut *c, long round, long *files)
 {
@@ -402,51 +481,40 @@ static int verify(const struct pcut *c, long round, long *files)
 
 	*files = 0;
 	for (w = 0; w < c->writers; w++) {
+		struct nameset deleted = {0};
 		FILE *j;
 
 		snprintf(p, sizeof(p), "%s.%d", c->journal, w);
-		j = fopen(p, "r");
-		while (j && fscanf(j, " %c %299s", &kind, name) == 2) {
-			unsigned long long id, size;
-			struct stat st;
-			int fd;
+		for (int pass = 0; pass < 2; pass++) { /* deletions first, then the files */
+			j = fopen(p, "r");
+			while (j && fscanf(j, " %c %299s", &kind, name) == 2) {
+				unsigned long long id, size;
+				struct stat st;
+				char path[700];
 
-			if (kind != 'F' || sscanf(name, "w%*d-%llu-%llu", &id, &size) != 2)
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", c->mnt, name);
-			if (stat(p, &st)) { /* deleted later (D line), or lost */
-				char cmd[1200];
-
-				snprintf(cmd, sizeof(cmd), "grep -q '^D %s$' %s.%d", name, c->journal, w);
-				if (system(cmd)) {
-					fprintf(stderr, "round %ld: durable %s is missing\n", round, name);
-					bad++;
+				if (!pass) {
+					if (kind == 'D')
+						set_add(&deleted, name);
+					continue;
 				}
-				continue;
-			}
-			fd = open(p, O_RDONLY);
-			for (uint64_t off = 0; fd >= 0 && off < size; off += 1 << 20) {
-				uint64_t k = size - off < (1u << 20) ? size - off : 1u << 20;
-
-				if (pread(fd, b, k, (off_t)off) != (ssize_t)k) {
-					fprintf(stderr, "round %ld: %s is short\n", round, name);
-					bad++;
-					break;
-				}
-				for (uint64_t i = 0; i < k; i++)
-					if (b[i] != pat((uint32_t)id, off + i)) {
-						fprintf(stderr, "round %ld: %s differs at byte %llu\n", round,
-							name, (unsigned long long)(off + i));
+				if (kind != 'F' || sscanf(name, "w%*d-%llu-%llu", &id, &size) != 2)
+					continue;
+				snprintf(path, sizeof(path), "%s/%s", c->mnt, name);
+				if (stat(path, &st)) { /* deleted later, or lost */
+					if (!set_has(&deleted, name)) {
+						fprintf(stderr, "round %ld: durable %s is missing\n", round,
+							name);
 						bad++;
-						break;
 					}
+					continue;
+				}
+				bad += check_file(c, round, name, id, size, b);
+				(*files)++;
 			}
-			if (fd >= 0)
-				close(fd);
-			(*files)++;
+			if (j)
+				fclose(j);
 		}
-		if (j)
-			fclose(j);
+		set_free(&deleted);
 	}
 	free(b);
 	return bad;
