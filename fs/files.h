@@ -137,6 +137,8 @@ int dir_flush(struct zlfs_fs *fs);
 /* The directory cache, made at mount before any request can race to make it. */
 int dir_cache_init(struct zlfs_fs *fs);
 void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
+/* Blocks made in the cache for INO and not yet written, to add to its st_blocks. */
+uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 void dir_cache_destroy(struct zlfs_fs *fs);
 
 /* ---- xattr.c ---------------------------------------------------------------------------- */
