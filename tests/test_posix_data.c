@@ -6,11 +6,13 @@
  */
 #include "posix_testutil.h"
 #include "format.h"
+#include "zlfs_ioctl.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -220,6 +222,96 @@ END_TEST
 
 /* ---- fallocate --------------------------------------------------------------------------- */
 
+/* KEEP_SIZE reserves: statfs counts the blocks as used and st_blocks as the file's, the size
+ * stays; writing into the range spends the reservation, truncating gives it back. */
+START_TEST(t_fallocate_reserve)
+{
+	uint8_t buf[8192];
+	uint64_t before, reserved, after;
+	struct stat st;
+	int fd;
+
+	fd = xopen(P("resv"), O_CREAT | O_RDWR, 0644);
+	OK(pwrite(fd, "x", 1, 0) == 1 ? 0 : -1);
+	before = vfs().f_bfree;
+	OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8 << 20));
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, 1);
+	ck_assert_int_eq(st.st_blocks, 2048 * 8); /* the written block and 2047 reserved */
+	reserved = vfs().f_bfree;
+	ck_assert_msg(before - reserved >= 2047 && before - reserved <= 2047 + 16,
+		      "statfs free went from %llu to %llu for 2047 reserved blocks",
+		      (unsigned long long)before, (unsigned long long)reserved);
+	/* again over the same range: nothing more is reserved */
+	OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8 << 20));
+	ck_assert_uint_le(reserved - vfs().f_bfree, 2);
+	memset(buf, 'r', sizeof(buf));
+	OK(pwrite(fd, buf, sizeof(buf), 4 << 20) == (ssize_t)sizeof(buf) ? 0 : -1);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_blocks, 2048 * 8); /* written blocks were reserved ones */
+	ck_assert_int_eq(st.st_size, (4 << 20) + 8192);
+	OK(ftruncate(fd, 4096));
+	after = vfs().f_bfree;
+	ck_assert_msg(after + 4 >= before, "truncating gave back %llu of %llu reserved blocks",
+		      (unsigned long long)(after - reserved), (unsigned long long)(before - reserved));
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_blocks, 8);
+	/* more than the free space: refused, nothing reserved */
+	FAILS(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)(before + 4096) * 4096), ENOSPC);
+	ck_assert_uint_le(after - vfs().f_bfree, 2);
+	close(fd);
+	OK(unlink(P("resv")));
+}
+END_TEST
+
+/* ZERO_RANGE reads as zeros (partial blocks too) and extends the size unless KEEP_SIZE;
+ * COLLAPSE_RANGE and INSERT_RANGE (zlfs's ioctls) move the blocks after the offset. */
+START_TEST(t_fallocate_shift)
+{
+	uint8_t *buf = malloc(16 * 4096), *want = malloc(32 * 4096);
+	struct zlfs_ioc_range r;
+	int fd, i;
+
+	for (i = 0; i < 16; i++)
+		memset(buf + i * 4096, 'a' + i, 4096);
+	put_file(P("shift"), buf, 16 * 4096, 0644);
+	fd = xopen(P("shift"), O_RDWR, 0);
+	OK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 4096 + 10, 2 * 4096));
+	memcpy(want, buf, 16 * 4096);
+	memset(want + 4096 + 10, 0, 2 * 4096);
+	OK(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 15 * 4096, 8 * 4096));
+	memset(want + 15 * 4096, 0, 4096);
+	close(fd);
+	expect_content(P("shift"), want, 16 * 4096);
+	fd = xopen(P("shift"), O_RDWR, 0);
+	OK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 16 * 4096, 4096)); /* past EOF: grows */
+	memset(want + 16 * 4096, 0, 4096);
+	/* collapse blocks 2-4: blocks 5.. move down by 3 */
+	r = (struct zlfs_ioc_range){2 * 4096, 3 * 4096};
+	OK(ioctl(fd, ZLFS_IOC_COLLAPSE_RANGE, &r));
+	memmove(want + 2 * 4096, want + 5 * 4096, 12 * 4096);
+	close(fd);
+	expect_content(P("shift"), want, 14 * 4096);
+	/* insert two blocks at block 1 */
+	fd = xopen(P("shift"), O_RDWR, 0);
+	r = (struct zlfs_ioc_range){4096, 2 * 4096};
+	OK(ioctl(fd, ZLFS_IOC_INSERT_RANGE, &r));
+	memmove(want + 3 * 4096, want + 4096, 13 * 4096);
+	memset(want + 4096, 0, 2 * 4096);
+	/* the rules of fallocate(2): aligned, and a collapse must end before EOF */
+	r = (struct zlfs_ioc_range){100, 4096};
+	FAILS(ioctl(fd, ZLFS_IOC_COLLAPSE_RANGE, &r), EINVAL);
+	r = (struct zlfs_ioc_range){0, 16 * 4096};
+	FAILS(ioctl(fd, ZLFS_IOC_COLLAPSE_RANGE, &r), EINVAL);
+	r = (struct zlfs_ioc_range){16 * 4096, 4096};
+	FAILS(ioctl(fd, ZLFS_IOC_INSERT_RANGE, &r), EINVAL);
+	close(fd);
+	expect_content(P("shift"), want, 16 * 4096);
+	free(buf);
+	free(want);
+}
+END_TEST
+
 START_TEST(t_fallocate)
 {
 	uint8_t *buf = malloc(65536), *got;
@@ -238,8 +330,7 @@ START_TEST(t_fallocate)
 	OK(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 2 << 20, 4096));
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	ck_assert_int_eq(st.st_size, 1 << 20);
-	FAILS(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8 << 20), EOPNOTSUPP);
-	FAILS(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 4096), EOPNOTSUPP);
+	/* the kernel's FUSE module passes neither: zlfs offers them as ioctls (t_fallocate_shift) */
 	FAILS(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096), EOPNOTSUPP);
 	FAILS(fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, 4096), EOPNOTSUPP);
 	FAILS(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096), EOPNOTSUPP); /* needs KEEP_SIZE */
@@ -525,6 +616,8 @@ int posix_data_tests(const TTest **t)
 	t[n++] = t_files;
 	t[n++] = t_unlink_open;
 	t[n++] = t_fallocate;
+	t[n++] = t_fallocate_reserve;
+	t[n++] = t_fallocate_shift;
 	t[n++] = t_statfs;
 	t[n++] = t_fsync;
 	t[n++] = t_boundaries;

@@ -35,6 +35,12 @@ START_TEST(t_dirs)
 	ck_assert_int_eq(lst(P("d")).st_nlink, 4);
 	put_file(P("d/f"), "x", 1, 0644);
 	ck_assert_int_eq(lst(P("d")).st_nlink, 4);
+	/* st_blocks counts the entries' block from the start: a checkpoint writing it must not
+	 * change what the kernel may keep for a day */
+	st = lst(P("d"));
+	ck_assert_int_gt(st.st_blocks, 0);
+	fs_sync();
+	ck_assert_int_eq(lst(P("d")).st_blocks, st.st_blocks);
 	FAILS(rmdir(P("d")), ENOTEMPTY);
 	FAILS(rmdir(P("d/f")), ENOTDIR);
 	FAILS(unlink(P("d/s1")), EISDIR);
