@@ -31,7 +31,12 @@ struct bg {
 	struct zlock lock;    /* the sleep and the stop flag */
 	pthread_cond_t cond;
 	int stop;
+	uint64_t prefree_cp_ns; /* the last checkpoint written only to free emptied zones */
 };
+
+/* A checkpoint for emptied zones at most this often: deletes in a boosted phase would
+ * otherwise ask for one every nap. */
+#define PREFREE_CP_MS 200
 
 static uint64_t mono_ns(void)
 {
@@ -60,6 +65,13 @@ static int bg_stopping(struct bg *b)
 	stop = b->stop;
 	zlock_unlock(&b->lock);
 	return stop;
+}
+
+/* Below the target with zones that only wait for a checkpoint to be free. */
+static int prefree_would_do(const struct bg *b, enum gc_phase phase, uint64_t now)
+{
+	return phase >= GC_BOOSTED && seg_prefree_zones(b->fs) &&
+	       now - b->prefree_cp_ns >= PREFREE_CP_MS * 1000000ULL;
 }
 
 /* One pass, with gc_lock held. */
@@ -92,8 +104,13 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 			break; /* normal GC is for idle time only */
 	}
 	t0 = mono_ns();
-	if (ATOMIC_GET(&fs->gc_zones) > zones0 && !ATOMIC_GET(&fs->readonly))
-		files_sync(fs); /* the emptied zones become free */
+	/* The emptied zones become free with a checkpoint; so do zones deletes emptied, which
+	 * may be all a boosted phase needs (with cp_interval=0 nothing else would write one). */
+	if (!ATOMIC_GET(&fs->readonly) &&
+	    (ATOMIC_GET(&fs->gc_zones) > zones0 || prefree_would_do(b, phase, t0))) {
+		b->prefree_cp_ns = t0;
+		files_sync(fs);
+	}
 	ATOMIC_ADD(&fs->gc.busy_ns, mono_ns() - t0);
 	if (ret < 0 && ret != -ENOENT)
 		zlog_warn("background GC stopped this pass: %s", strerror(-ret));

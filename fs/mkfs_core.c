@@ -218,6 +218,12 @@ int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
 		return why_fail(why, wl, "overprovision %u%% is too large (at most 49%%)",
 				s->ovp_percent);
 	ret = layout_size(g, s, first, cap_blocks, why, wl);
+	/* The frozen log costs a zone: a device too small for it gets the 6-log layout it got
+	 * before revision 2, unless the user asked for 7. */
+	if (ret && !o->nr_logs && s->nr_logs == ZLFS_NR_LOG_TYPES) {
+		s->nr_logs = ZLFS_NR_LOG_TYPES_R1;
+		ret = layout_size(g, s, first, cap_blocks, why, wl);
+	}
 	if (ret)
 		return ret;
 	s->revision = ZLFS_REVISION;

@@ -130,6 +130,12 @@ START_TEST(t_mkfs_basic)
 	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES);
 	ck_assert_uint_eq(sbi.seg_blocks, 512);
 	ck_assert_uint_eq(sbi.sb_zone[0], 0);
+	/* 16 zones: too few for the frozen log's zone, enough for the 6-log layout */
+	make_image(tu_path(img, sizeof(img), "small.img"), 64 * MiB, 4 * MiB, 0, 0, 4096, 0, 0,
+		   NULL);
+	mkfs_dev(img, "small", &sbi);
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R1);
+	ck_assert_uint_eq(sbi.min_revision, 1);
 }
 END_TEST
 
