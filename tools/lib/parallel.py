@@ -510,8 +510,11 @@ def cmd_summary(a):
                   " %.2f s: some stats did not reach the daemon" % (v, r, val, f.get((v, r, m, c, "stat_pass_s"), 0), ))
     notes = [r for r in rows if r["note"] and r["metric"] in ("gc_phases", "MiBps")]
     for r in notes:
-        if r["metric"] == "gc_phases" and r["case"] != "idle" and r["note"] != "boosted":
+        if r["metric"] == "gc_phases" and r["measure"] == "read-gc" and r["case"] != "idle" and r["note"] != "boosted":
             print("  note: %s round %s: read-gc %s: GC phases during the reads: %s (not boosted throughout)"
+                  % (r["version"], r["round"], r["case"], r["note"]))
+        if r["metric"] == "gc_phases" and r["measure"] == "read-writer" and "foreground" in r["note"]:
+            print("  note: %s round %s: read-writer %s: foreground GC ran during the reads (phases %s)"
                   % (r["version"], r["round"], r["case"], r["note"]))
         if r["metric"] == "MiBps":
             print("  note: %s round %s %s %s: %s" % (r["version"], r["round"], r["measure"], r["case"], r["note"]))
