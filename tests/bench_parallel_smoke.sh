@@ -46,6 +46,10 @@ a,1,read-gc,writer,p99_us,150,us,
 a,1,read-gc,gc,p99_us,120,us,
 a,1,stat-cp,idle,p99_us,50,us,
 a,1,stat-cp,checkpoint,p99_us,75,us,
+a,1,stat-cp,idle,p999_us,400,us,
+a,1,stat-cp,checkpoint,p999_us,100000,us,
+a,1,stat-cp,idle,rate,20000,stats/s,
+a,1,stat-cp,checkpoint,rate,2500,stats/s,
 a,1,stat-cp,change,p99_us,60,us,
 b,1,creates,one,ops,1000,ops/s,
 b,1,creates,four,ops,2500,ops/s,
@@ -70,6 +74,8 @@ expect_ratio a read_iops_gc_vs_writer 1.125
 expect_ratio a read_p99_gc_vs_writer 0.8
 expect_ratio a stat_p99_checkpoint 1.5
 expect_ratio a stat_p99_changes 1.2
+expect_ratio a stat_p999_checkpoint 250
+expect_ratio a stat_rate_checkpoint 0.125
 expect_ratio b creates_4_vs_1 2.5
 awk -F, '$1 == "a" && $2 == "writers_4_vs_1" && $3 == 120 && $4 == 240 && $7 == 3 { f = 1 } END { exit !f }' "$KNOWN" ||
 	{ echo "FAIL: writers of a: base and loaded are not the medians 120 and 240 of 3 rounds"; fail=1; }
@@ -79,6 +85,8 @@ grep -qE 'creates.*b +1000\.0 +2500\.0 +2\.500x +>= 1\.5: met' "$T/known-summary
 	{ echo "FAIL: the printed line of b's creates is not as expected"; fail=1; }
 grep -qE 'QD1 4K read p99, sequential writer / idle +a .* 2\.500x +<= 2: not met' "$T/known-summary.txt" ||
 	{ echo "FAIL: the printed line of a's read p99 beside a writer is not as expected"; fail=1; }
+grep -qE 'harness: .* 1 process 40000 ops/s, 4 processes 90000 ops/s, 4/1 2\.250x' "$T/known-summary.txt" ||
+	{ echo "FAIL: the harness line is not as expected"; fail=1; }
 [[ $fail == 0 ]] && echo "PASS: the summary of the known CSV"
 
 # ---- 2. a quick run ---------------------------------------------------------------------------
@@ -101,6 +109,7 @@ for f in writers:one:MiBps writers:four:MiBps creates:one:ops creates:four:ops \
 	read-writer:writer:writer_MiBps read-gc:idle:iops read-gc:idle:p99_us read-gc:writer:iops \
 	read-gc:writer:p99_us read-gc:gc:iops read-gc:gc:p99_us read-gc:gc:writer_MiBps \
 	read-gc:gc:gc_migrated_MiB stat-cp:idle:p99_us stat-cp:checkpoint:p99_us stat-cp:change:p99_us \
+	stat-cp:idle:p999_us stat-cp:checkpoint:p999_us stat-cp:idle:rate stat-cp:checkpoint:rate \
 	stat-cp:checkpoint:checkpoints stat-cp:checkpoint:sync_ms_median; do
 	IFS=: read -r m c k <<<"$f"
 	v=$(figure "$m" "$c" "$k")
@@ -116,7 +125,8 @@ for r in writers_4_vs_1:writers:MiBps:one:four creates_4_vs_1:creates:ops:one:fo
 	read_p99_seqwriter:read-writer:p99_us:idle:writer read_iops_seqwriter:read-writer:iops:idle:writer \
 	read_iops_gc:read-gc:iops:idle:gc read_p99_gc:read-gc:p99_us:idle:gc \
 	read_iops_gc_vs_writer:read-gc:iops:writer:gc read_p99_gc_vs_writer:read-gc:p99_us:writer:gc \
-	stat_p99_checkpoint:stat-cp:p99_us:idle:checkpoint stat_p99_changes:stat-cp:p99_us:idle:change; do
+	stat_p99_checkpoint:stat-cp:p99_us:idle:checkpoint stat_p99_changes:stat-cp:p99_us:idle:change \
+	stat_p999_checkpoint:stat-cp:p999_us:idle:checkpoint stat_rate_checkpoint:stat-cp:rate:idle:checkpoint; do
 	IFS=: read -r n m k bc lc <<<"$r"
 	b=$(figure "$m" "$bc" "$k") l=$(figure "$m" "$lc" "$k")
 	want=$(awk -v b="$b" -v l="$l" 'BEGIN { if (b > 0) printf "%.6f", l / b }')
