@@ -169,13 +169,18 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 {
 	struct node_page *np;
 	struct nat_ent e;
-	struct ilock *il = gc_lock_owner(fs, nid, &e);
+	struct ilock *il;
 	uint32_t to;
 	le32 *slot;
 	int ret;
 
+	/* moved by fallocate: the summary names the old slot. Moves stay inside their file and
+	 * happen under its lock, so once that lock is held the table's answer stands. */
+	remap_find(fs, addr, &nid, &ofs);
+	il = gc_lock_owner(fs, nid, &e);
 	if (!il)
 		return seg_is_valid(fs, addr) ? -EUCLEAN : 0;
+	remap_find(fs, addr, &nid, &ofs);
 	ret = node_get(fs, nid, &np);
 	if (ret) {
 		ilock_drop(fs, il);

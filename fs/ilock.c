@@ -125,7 +125,7 @@ void ilock_drop(struct zlfs_fs *fs, struct ilock *l)
 		for (pp = &t->bucket[l->ino % ILOCK_BUCKETS]; *pp != l; pp = &(*pp)->next)
 			;
 		*pp = l->next;
-		if (t->nfree < ILOCK_FREE_MAX) {
+		if ((int)t->nfree < ILOCK_FREE_MAX) {
 			l->next = t->free;
 			t->free = l;
 			t->nfree++;

@@ -116,9 +116,11 @@ void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat
 {
 	struct iattr a;
 
-	(void)fs;
 	iattr_of_inode(inode_of(np), &a);
 	iattr_to_stat(np->nid, &a, st);
+	if (S_ISDIR(a.mode))
+		st->st_blocks += (blkcnt_t)dir_pending_blocks((struct zlfs_fs *)fs, np->nid) *
+				 (ZLFS_BLOCK_SIZE / 512);
 }
 
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation)
@@ -128,7 +130,9 @@ int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *gene
 	struct iattr a;
 	int ret;
 
-	if (!iattr_get(fs, ino, &a)) { /* the common case for stat of many files: no node read */
+	/* The common case for stat of many files: no node read. A directory's count includes
+	 * blocks its flush may be writing, so it is read under the directory's lock. */
+	if (!iattr_get(fs, ino, &a) && !S_ISDIR(a.mode)) {
 		iattr_to_stat(ino, &a, st);
 		*generation = a.generation;
 		return 0;

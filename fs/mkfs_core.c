@@ -429,7 +429,7 @@ static int mkfs_write_cp(struct mkfs_ctx *c, struct zlfs_cp_info *cp)
 	cp->valid_blocks = cp->valid_nodes = cp->valid_inodes = 1;
 	sum->nid[0] = le32_put(ZLFS_ROOT_INO);
 	sum->ofs[0] = le16_put(ZLFS_SUM_NODE);
-	ret = ckpt_write_pack(c->dev, s, cp, 0, 0, sum, &sum_log, 1, NULL);
+	ret = ckpt_write_pack(c->dev, s, cp, 0, 0, sum, &sum_log, 1, NULL, NULL);
 	free(sum);
 	return ret;
 }

@@ -67,6 +67,8 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 	segno = segno_of(fs, (uint32_t)mz, in_zone);
 	bit = in_zone % fs->sb.seg_blocks;
 	se = &fs->sit[segno];
+	if (!valid && fs->remap)
+		remap_drop_locked(fs, addr); /* a dead or moved block needs no owner */
 	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid) {
 		zlog_err("segment %u block %u already %s: accounting error", segno, bit,
 			 valid ? "valid" : "invalid");
@@ -207,17 +209,37 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 }
 
 /* What user data can still take: the rest of the data log's zone and the free zones above
- * the reserve, less what changed metadata owes. Room left in other logs is not data space. */
+ * the reserve, less what changed metadata owes and what fallocate reserved (a write into a
+ * reserved block gives its reservation back first: data_put_block). Room left in other logs
+ * is not data space. */
 static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 {
 	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
-	uint64_t data_owed;
+	uint64_t data_owed, room;
 	uint32_t owed = seg_zones_owed(fs, &data_owed);
 
 	if (owed > avail)
 		return 0;
-	return log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
+	room = log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
 	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
+	return room > fs->prealloc_blocks ? room - fs->prealloc_blocks : 0;
+}
+
+void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta)
+{
+	zlock_lock(&fs->seg_lock);
+	fs->prealloc_blocks += (uint64_t)delta;
+	zlock_unlock(&fs->seg_lock);
+}
+
+uint64_t seg_prealloc(struct zlfs_fs *fs)
+{
+	uint64_t n;
+
+	zlock_lock(&fs->seg_lock);
+	n = fs->prealloc_blocks;
+	zlock_unlock(&fs->seg_lock);
+	return n;
 }
 
 uint64_t seg_free_blocks(struct zlfs_fs *fs)

@@ -78,11 +78,12 @@ struct zlfs_cp_pos {
 /*
  * Write a checkpoint pack at block BLK of checkpoint zone SLOT (which must be that zone's
  * write pointer): head, NSUM summary blocks (already filled and sealed by the caller, or
- * sealed here: this function sets their headers), orphan blocks, tail. Does not flush.
+ * sealed here: this function sets their headers), orphan blocks, remap blocks (cpi->nr_remaps
+ * entries of REMAPS), tail. Does not flush.
  */
 int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
 		    int slot, uint32_t blk, struct zlfs_summary *sums, const uint8_t *sum_logs,
-		    uint32_t nsum, const uint32_t *orphans);
+		    uint32_t nsum, const uint32_t *orphans, const struct zlfs_remap_entry *remaps);
 /* Find the newest valid checkpoint pack in the two checkpoint zones. */
 int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
 		     struct zlfs_cp_pos *pos);

@@ -36,6 +36,7 @@ struct chk {
 	uint8_t *named_enc;  /* per nid: named by an encrypted directory */
 	uint32_t *subdirs;   /* per directory: subdirectories found */
 	uint32_t nblocks;
+	uint64_t prealloc;   /* data pointers reserved by fallocate */
 };
 
 static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
@@ -117,6 +118,30 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 	}
 	c->ref[addr / 8] |= (uint8_t)(1u << (addr % 8));
 	c->rep->blocks++;
+}
+
+/* A data pointer: a block, or a reservation (counted, to match the checkpoint's total). */
+static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
+{
+	if (addr != ZLFS_ADDR_PREALLOC)
+		ref_block(c, addr, ino, "data block");
+	else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
+		finding(c, ZLFS_FIND_ERROR, "inode %u holds a reserved block on a filesystem "
+			"without the fallocate feature", ino);
+	else
+		c->prealloc++;
+}
+
+/* The checkpoint's count of reserved blocks against the pointers found. */
+static void check_prealloc(struct chk *c)
+{
+	uint64_t counted = seg_prealloc(c->fs);
+
+	if (c->prealloc == counted || c->rep->incomplete)
+		return;
+	finding(c, ZLFS_FIND_ERROR, "%llu blocks are reserved by fallocate, the filesystem counts "
+		"%llu", (unsigned long long)c->prealloc, (unsigned long long)counted);
+	propose(c, ZLFS_FIX_PREALLOC_COUNT, (uint32_t)c->prealloc, 0, NULL, 0);
 }
 
 static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth);
@@ -207,7 +232,7 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 			if (depth)
 				walk_child(c, p, ino, depth - 1);
 			else
-				ref_block(c, p, ino, "data block");
+				ref_data(c, p, ino);
 		}
 	}
 	node_put(c->fs, np);
@@ -241,7 +266,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
 		for (i = 0; i < ZLFS_INODE_ADDRS; i++)
 			if (le32_get(in->addr[i]))
-				ref_block(c, le32_get(in->addr[i]), np->nid, "data block");
+				ref_data(c, le32_get(in->addr[i]), np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
 				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i]);
@@ -622,6 +647,7 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 		check_links(&c);
 		progress(&c, ZLFS_PHASE_UNREACHABLE, 0, 1);
 		check_unreachable(&c);
+		check_prealloc(&c);
 		check_sit(&c);
 		progress(&c, ZLFS_PHASE_SIT, 1, 1);
 	} else {

@@ -1909,10 +1909,8 @@ static int emu_lock_fd(int fd, int readonly, const char *path)
 	if (!flock(fd, (readonly ? LOCK_SH : LOCK_EX) | LOCK_NB))
 		return 0;
 	err = errno;
-	if (err == EWOULDBLOCK) {
-		zlog_err("%s is in use (mounted or open elsewhere)", path);
-		return -EBUSY;
-	}
+	if (err == EWOULDBLOCK)
+		return -EBUSY; /* the caller says so: zdev_open knows more about who holds it */
 	zlog_err("%s: cannot lock: %s", path, strerror(err));
 	return -err;
 }
@@ -1982,7 +1980,8 @@ static int emu_load(struct emu_dev *d, const char *path)
 	return 0;
 }
 
-/* NOLOG: internal opens (inject, power cut, replay) never touch the write log. */
+/* NOLOG: internal opens (inject, power cut, replay) never touch the write log. They say
+ * when the image is busy; zdev_open says it for the others. */
 static int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int nolog,
 			     struct emu_dev **out)
 {
@@ -2003,6 +2002,8 @@ static int emu_open_internal(const char *path, const struct zdev_open_opts *opts
 	d->direct = opts->direct;
 	d->zd.readonly = opts->readonly;
 	ret = emu_open_fd(path, opts->readonly, opts->direct, &d->fd);
+	if (ret == -EBUSY && nolog)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (!ret)
 		ret = emu_load(d, path);
 	log = opts->emu_log ? opts->emu_log : d->hdr->log_path;
@@ -2067,7 +2068,12 @@ int zemu_open(const char *path, const struct zdev_open_opts *opts, struct zdev *
 		zlog_err("%s: not a zlfs-emu image (create one with zlfs-emu create)", path);
 		return -ENODEV;
 	}
-	return zdev_emu_open(path, opts, out);
+	ret = zdev_emu_open(path, opts, out);
+	if (ret == -EBUSY)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
+	if (!ret)
+		(*out)->mark_fd = -1;
+	return ret;
 }
 
 int zemu_read_geometry(const char *path, struct zdev_geometry *geo)
@@ -2261,6 +2267,8 @@ int zemu_create(const char *path, const struct zemu_create_opts *opts)
 			ret = -EINVAL;
 		} else {
 			ret = emu_lock_fd(fd, 0, path);
+			if (ret == -EBUSY)
+				zlog_err("%s is in use (mounted or open elsewhere)", path);
 		}
 	}
 	if (!ret)
@@ -2536,6 +2544,8 @@ int zemu_powercut_ex(const char *path, long keep, uint64_t seed, int torn,
 
 	/* opened with the image's write log, if any, so the log records the power cut */
 	ret = emu_open_internal(path, &opts, 0, &d);
+	if (ret == -EBUSY)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (ret)
 		return ret;
 	ret = zemu_powercut_dev_ex(&d->zd, keep, seed, torn, res);

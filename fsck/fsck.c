@@ -43,6 +43,7 @@ struct fsck_args {
 	int verbose, json, progress;
 	const char *keyfile;
 	int passphrase, passphrase_fd;
+	unsigned wait_secs;
 };
 
 /* One list of the report (findings, repairs, remaining): JSON commas and the cap. */
@@ -132,20 +133,22 @@ static void print_progress(void *arg, enum zlfs_check_phase ph, uint64_t done, u
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] [KEY] DEVICE\n"
+	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] [KEY] [--wait SECS] DEVICE\n"
 		     "  -n       check only, write nothing (default)\n"
 		     "  -p, -a   safe automatic repairs: roll forward, orphans, counts, leaks\n"
 		     "  -y       every repair: also /lost+found and dangling directory entries\n"
 		     "  -C       progress on stderr\n"
 		     "  -v       verbose\n"
 		     "  --json   machine-readable report on stdout\n"
+		     "  --wait SECS  DEVICE held by a zlfs daemon finishing its unmount: wait up\n"
+		     "           to SECS for it (default %u; 0: fail at once)\n"
 		     "KEY, for an encrypted filesystem (needed only to add names to an encrypted\n"
 		     "/lost+found): --keyfile FILE, --passphrase (asked on the terminal) or\n"
 		     "--passphrase-fd N\n"
 		     "A clean -p/-y run records the scan time in the superblock; -n never writes.\n"
 		     "exit: 0 clean, 1 errors corrected, 4 errors left uncorrected (device "
 		     "write-pointer errors always), 8 operational error, 16 usage error\n"
-		     "See docs/fsck.md.\n");
+		     "See docs/fsck.md.\n", ZDEV_WAIT_DEFAULT);
 }
 
 static int parse(int argc, char **argv, struct fsck_args *a)
@@ -156,6 +159,7 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 					   {"keyfile", required_argument, NULL, 'K'},
 					   {"passphrase", no_argument, NULL, 'P'},
 					   {"passphrase-fd", required_argument, NULL, 'D'},
+					   {"wait", required_argument, NULL, 'w'},
 					   {NULL, 0, NULL, 0}};
 	char *end;
 	int c, modes = 0;
@@ -175,6 +179,13 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 			a->passphrase_fd = (int)strtol(optarg, &end, 10);
 			if (*end || end == optarg || a->passphrase_fd < 0) {
 				fprintf(stderr, "fsck.zlfs: --passphrase-fd takes a file descriptor\n");
+				return FSCK_USAGE;
+			}
+			break;
+		case 'w':
+			a->wait_secs = (unsigned)strtoul(optarg, &end, 10);
+			if (end == optarg || *end || a->wait_secs > 86400) {
+				fprintf(stderr, "fsck.zlfs: --wait takes seconds, 0 to 86400\n");
 				return FSCK_USAGE;
 			}
 			break;
@@ -613,6 +624,13 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		orphan_del(fs, f->a);
 		said(r, "inode %u dropped from the orphan list", f->a);
 		return 0;
+	case ZLFS_FIX_PREALLOC_COUNT:
+		if (!complete)
+			return -EAGAIN;
+		seg_prealloc_add(fs, (int64_t)f->a - (int64_t)seg_prealloc(fs));
+		ATOMIC_SET(&fs->dirty, 1);
+		said(r, "blocks reserved by fallocate recounted: %u", f->a);
+		return 0;
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:
@@ -676,7 +694,7 @@ static int record_scan(struct fsck_run *r, struct zlfs_fs *fs)
  * device errors, whatever they held. */
 static void report_lost_zones(struct fsck_run *r)
 {
-	struct zdev_open_opts oo = {.readonly = 1};
+	struct zdev_open_opts oo = {.readonly = 1, .wait_secs = r->a.wait_secs};
 	struct zdev_zone z;
 	struct zdev *dev;
 	char msg[160];
@@ -746,7 +764,7 @@ static const struct zlfs_key_source *key_of(const struct fsck_run *r)
 /* The read-only pass: what -n reports, and what decides whether repair may run. */
 static int check_readonly(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {.readonly = 1, .key = key_of(r)};
+	struct zlfs_mount_opts mo = {.readonly = 1, .key = key_of(r), .wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs);
 
@@ -776,7 +794,7 @@ static int check_readonly(struct fsck_run *r)
 /* Read-write: mount (roll forward, free orphans, checkpoint), repair rounds, final check. */
 static int repair(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {.key = key_of(r)};
+	struct zlfs_mount_opts mo = {.key = key_of(r), .wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs), round, made = 0;
 
@@ -858,6 +876,7 @@ int main(int argc, char **argv)
 
 	zlog_set_ident("fsck.zlfs");
 	r.a.passphrase_fd = -1;
+	r.a.wait_secs = ZDEV_WAIT_DEFAULT;
 	code = parse(argc, argv, &r.a);
 	if (code)
 		return code < 0 ? FSCK_OK : code;

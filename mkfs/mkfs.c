@@ -36,10 +36,13 @@ static void usage(FILE *f)
 		"        --plain-root       leave the root directory unencrypted (by default it\n"
 		"                           is encrypted and everything below inherits it)\n"
 		"  -f, --force              overwrite an existing filesystem\n"
+		"      --wait SECS          DEVICE held by a zlfs daemon finishing its unmount:\n"
+		"                           wait up to SECS for it (default %u; 0: fail at once)\n"
 		"  -q, --quiet              print nothing but errors\n"
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               print this help and exit\n",
-		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP, (unsigned long long)ZCRYPT_SCRYPT_N);
+		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP, (unsigned long long)ZCRYPT_SCRYPT_N,
+		ZDEV_WAIT_DEFAULT);
 }
 
 /* Hidden, for tests of format revisions (tests/test_revisions.c): stamp the new filesystem as
@@ -55,6 +58,7 @@ struct mkfs_args {
 	struct zlfs_mkfs_opts o;
 	struct mkfs_stamp stamp;
 	int force;
+	unsigned wait_secs;
 	const char *path;
 	int encrypt, passphrase, passphrase_fd;
 	const char *keyfile;
@@ -111,6 +115,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"passphrase", no_argument, NULL, 'P'},	 {"passphrase-fd", required_argument, NULL, 'D'},
 		{"scrypt-n", required_argument, NULL, 'N'}, {"revision", required_argument, NULL, 'R'},
 		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'T'},
+		{"wait", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0}};
 	int c;
 
@@ -157,6 +162,12 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		case 'F':
 			if (parse_stamp(c, optarg, &a->stamp)) {
 				fprintf(stderr, "mkfs.zlfs: --revision REV[:MIN], --features C:R:I (hex)\n");
+				return 1;
+			}
+			break;
+		case 'w':
+			if (parse_uint(optarg, &a->wait_secs) || a->wait_secs > 86400) {
+				fprintf(stderr, "mkfs.zlfs: --wait takes seconds, 0 to 86400\n");
 				return 1;
 			}
 			break;
@@ -348,7 +359,8 @@ static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s, int pl
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = {.passphrase_fd = -1};
+	struct mkfs_args a = {.passphrase_fd = -1, .wait_secs = ZDEV_WAIT_DEFAULT};
+	struct zdev_open_opts oo;
 	struct zlfs_sb_info sbi;
 	struct zdev *dev;
 	int ret;
@@ -359,7 +371,8 @@ int main(int argc, char **argv)
 		return ret < 0 ? 0 : ret;
 	if (a.encrypt && enc_setup(&a))
 		return 1;
-	ret = zdev_open(a.path, NULL, &dev);
+	oo = (struct zdev_open_opts){.wait_secs = a.wait_secs};
+	ret = zdev_open(a.path, &oo, &dev);
 	if (ret)
 		return 1;
 	ret = check_existing(dev, a.path, a.force);

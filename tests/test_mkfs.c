@@ -286,7 +286,7 @@ START_TEST(t_cp_newest_and_torn_pack)
 	uint32_t next = pos.blk + cp->pack_blocks;
 	cp->version = 2;
 	cp->nr_orphans = 3;
-	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 0, next, sum, logs, 2, orphans), 0);
+	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 0, next, sum, logs, 2, orphans, NULL), 0);
 	ck_assert_uint_eq(cp->pack_blocks, 5);
 	ck_assert_int_eq(ckpt_read_newest(dev, &sbi, cp, &pos), 0);
 	ck_assert_uint_eq(cp->version, 2);
@@ -308,7 +308,7 @@ START_TEST(t_cp_newest_and_torn_pack)
 	cp->version = 4;
 	cp->nr_orphans = 0;
 	ck_assert_int_eq(zdev_zone_reset(dev, sbi.cp_zone[1]), 0);
-	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 1, 0, sum, logs, 1, NULL), 0);
+	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 1, 0, sum, logs, 1, NULL, NULL), 0);
 	ck_assert_int_eq(ckpt_read_newest(dev, &sbi, cp, &pos), 0);
 	ck_assert_uint_eq(cp->version, 4);
 	ck_assert_int_eq(pos.slot, 1);
