@@ -76,8 +76,7 @@ grep -qE '^  zlfs +5 +100\.0 +50\.0 +4 +60\.0 +200\.0 +130\.0 +35\.0 +21\.7 +no-
 [[ $fail == 0 ]] && echo "PASS: the summary of the known CSV"
 
 # ---- 2. a quick run ---------------------------------------------------------------------------
-[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "SKIP: /dev/fuse not available"; exit $((fail ? 1 : 77)); }
-command -v gnuplot >/dev/null || { echo "SKIP: gnuplot is not installed"; exit $((fail ? 1 : 77)); }
+smoke_needs gnuplot
 OUT=$T/out
 WORK=$T/work
 smoke_run age "$T" "$OUT" "$WORK" --quick --fs zlfs,passthrough

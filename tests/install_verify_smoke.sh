@@ -50,8 +50,7 @@ grep -qE '^  zlfs .* 4-8K 10\.0 .* >=512K 75\.0$' "$T/known-summary.txt" ||
 [[ $fail == 0 ]] && echo "PASS: the summary of the known CSV"
 
 # ---- 2. a quick run ---------------------------------------------------------------------------
-[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "SKIP: /dev/fuse not available"; exit $((fail ? 1 : 77)); }
-command -v gnuplot >/dev/null || { echo "SKIP: gnuplot is not installed"; exit $((fail ? 1 : 77)); }
+smoke_needs gnuplot
 OUT=$T/out
 WORK=$T/work
 smoke_run install-verify "$T" "$OUT" "$WORK" --quick

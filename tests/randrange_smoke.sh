@@ -52,9 +52,7 @@ grep -qE '^  zlfs +qd32x4 +IOPS 1G:40000 2G:39000 4G:38000; drop from 1G to 4G: 
 [[ $fail == 0 ]] && echo "PASS: the summary of the known CSV"
 
 # ---- 2. a quick run ---------------------------------------------------------------------------
-[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "SKIP: /dev/fuse not available"; exit $((fail ? 1 : 77)); }
-command -v fio >/dev/null || { echo "SKIP: fio is not installed"; exit $((fail ? 1 : 77)); }
-command -v gnuplot >/dev/null || { echo "SKIP: gnuplot is not installed"; exit $((fail ? 1 : 77)); }
+smoke_needs fio gnuplot
 OUT=$T/out
 WORK=$T/work
 smoke_run bench-randrange "$T" "$OUT" "$WORK" --quick

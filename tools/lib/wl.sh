@@ -7,7 +7,8 @@
 #
 # Filesystems under test (--fs, comma separated), each made fresh by wl_prepare:
 #   zlfs          host: a zlfs-emu image WORK/zlfs.img (--image-size, --zone-size, --max-open
-#                 14 --max-active 14) mounted with -o dev_direct, as tools/bench;
+#                 14 --max-active 14) mounted with -o dev_direct, as tools/bench
+#                 (WL_BUFFERED=1: without it, the image file through the host page cache);
 #                 in the zoned guest: mkfs.zlfs -f on the guest's zoned device
 #   passthrough   host only: zlfs-passthrough over WORK/src, a directory of the host
 #                 filesystem (tools/bench's baseline); its free space is the host's, so it
@@ -262,7 +263,7 @@ wl_mount() { # FS TAG: mount what wl_prepare made (again)
 		dev=${GUEST_DEV:-$WORK/zlfs.img}
 		# a kernel zoned device is always O_DIRECT (libzbd); the emulator's image needs dev_direct
 		local opts=
-		[[ -n $GUEST_DEV ]] || opts=dev_direct
+		[[ -n $GUEST_DEV || ${WL_BUFFERED:-0} == 1 ]] || opts=dev_direct
 		opts+=${ZLFS_OPTS:+${opts:+,}$ZLFS_OPTS}
 		log "$BIN/zlfs -f ${opts:+-o $opts }$dev $MNT   # $tag"
 		"$BIN/zlfs" -f ${opts:+-o "$opts"} "$dev" "$MNT" >>"$DLOG" 2>&1 &

@@ -166,6 +166,17 @@ def load_csv(path):
         return list(csv.DictReader(f))
 
 
+def load_checked(path, columns, prog):
+    """The rows of a tool's CSV; exits saying what is wrong if it has none or lacks columns."""
+    rows = load_csv(path)
+    if not rows:
+        sys.exit("%s: %s has no rows" % (prog, path))
+    missing = [c for c in columns if c not in rows[0]]
+    if missing:
+        sys.exit("%s: %s lacks columns %s" % (prog, path, ", ".join(missing)))
+    return rows
+
+
 def num(row, key):
     v = row.get(key, "")
     return float(v) if v not in ("", None) else None
@@ -326,12 +337,7 @@ def age_stats(rows, first, window=5):
 
 
 def age_summary(a):
-    rows = load_csv(a.csv)
-    if not rows:
-        sys.exit("age: %s has no rows" % a.csv)
-    missing = [c for c in AGE_COLUMNS if c not in rows[0]]
-    if missing:
-        sys.exit("age: %s lacks columns %s" % (a.csv, ", ".join(missing)))
+    rows = load_checked(a.csv, AGE_COLUMNS, "age")
     by = {}
     for r in rows:
         by.setdefault(r["fs"], []).append(r)
@@ -519,12 +525,7 @@ IV_COLUMNS = ["fs", "aged_iters", "used_pct", "files", "bytes", "install_s", "in
 
 
 def iv_summary(a):
-    rows = load_csv(a.csv)
-    if not rows:
-        sys.exit("install-verify: %s has no rows" % a.csv)
-    missing = [c for c in IV_COLUMNS if c not in rows[0]]
-    if missing:
-        sys.exit("install-verify: %s lacks columns %s" % (a.csv, ", ".join(missing)))
+    rows = load_checked(a.csv, IV_COLUMNS, "install-verify")
     out = []
     print("Install and verify: %s" % a.csv)
     print("  %-16s %8s %10s %9s %10s %9s %10s %9s  %s" % (
@@ -612,12 +613,7 @@ def fio_rows(a):
 
 
 def rr_summary(a):
-    rows = load_csv(a.csv)
-    if not rows:
-        sys.exit("bench-randrange: %s has no rows" % a.csv)
-    missing = [c for c in RR_COLUMNS if c not in rows[0]]
-    if missing:
-        sys.exit("bench-randrange: %s lacks columns %s" % (a.csv, ", ".join(missing)))
+    rows = load_checked(a.csv, RR_COLUMNS, "bench-randrange")
     by = {}
     for r in rows:
         by.setdefault((r["fs"], r["job"]), {})[int(r["range_bytes"])] = r
