@@ -21,6 +21,33 @@
 
 static const struct zdev_ops emu_ops;
 
+static uint64_t pages_of(uint64_t len) { return (len + 4095) / 4096; }
+
+/* A read as the model sees it: counted, and timed on the zones' units or through the FTL. */
+static void read_model(struct emu_dev *d, uint64_t off, uint64_t len)
+{
+	struct tm_read r;
+
+	d->tm.c.host_reads++;
+	d->tm.c.host_read_bytes += len;
+	if (d->ftl) {
+		emu_ftl_read(d, off, len);
+		return;
+	}
+	d->tm.c.map_lookups += pages_of(len); /* the zone map is resident: every lookup hits */
+	if (!emu_tm_reads(d))
+		return;
+	emu_tm_read_begin(d, &r);
+	for (uint64_t pos = off; pos < off + len;) {
+		uint32_t z = (uint32_t)(pos / d->hdr->zone_size);
+		uint64_t n = min_u64(off + len, zstart(d, z) + d->hdr->zone_size) - pos;
+
+		emu_tm_read_zone(d, &r, z, pos - zstart(d, z), emu_valid_len(d, z, pos, n));
+		pos += n;
+	}
+	emu_tm_read_end(d, &r, len);
+}
+
 /* Reads take the lock only to look at zone state, not across the data transfer. */
 static int emu_read(struct zdev *zd, void *buf, size_t len, uint64_t off)
 {
@@ -31,6 +58,8 @@ static int emu_read(struct zdev *zd, void *buf, size_t len, uint64_t off)
 
 	pthread_mutex_lock(&d->lock);
 	ret = emu_read_check(d, off, len);
+	if (!ret)
+		read_model(d, off, len);
 	pthread_mutex_unlock(&d->lock);
 	while (!ret && pos < end) {
 		uint32_t z = (uint32_t)(pos / d->hdr->zone_size);
@@ -52,9 +81,13 @@ int emu_write_locked(struct emu_dev *d, const void *buf, size_t len, uint64_t of
 	uint32_t z = (uint32_t)(off / d->hdr->zone_size);
 	int ret = is_conv(d, z) ? emu_write_conv(d, buf, len, off) : emu_write_seq(d, z, buf, len, off);
 
-	if (!ret)
+	if (ret)
+		return ret;
+	if (d->ftl)
+		emu_ftl_write(d, buf, off, len);
+	else
 		emu_tm_write(d, z, buf, len, off - zstart(d, z));
-	return ret;
+	return 0;
 }
 
 /* Writes hold the lock across the transfer: the journal must list them in wp order. */
@@ -65,6 +98,61 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 
 	pthread_mutex_lock(&d->lock);
 	ret = emu_write_locked(d, buf, len, off);
+	if (!ret) {
+		d->tm.c.host_writes++;
+		d->tm.c.host_write_bytes += len;
+		if (!d->ftl)
+			d->tm.c.map_lookups += pages_of(len);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+/* The range's data goes (a hole where the file system can punch one, zeros elsewhere) and
+ * the FTL unmaps it. Logged ahead like every operation. */
+int emu_trim_locked(struct emu_dev *d, uint64_t off, uint64_t len)
+{
+	uint64_t foff = d->hdr->data_off + off, lpos;
+	void *zeros;
+	int ret;
+
+	ret = emu_log_append_at(d, LOG_TRIM, (uint32_t)(off / d->hdr->zone_size), off, 8, &len,
+				&lpos);
+	if (ret)
+		return ret;
+	if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)foff, (off_t)len)) {
+		zeros = emu_blk_alloc(len);
+		ret = zeros ? emu_img_write(d, zeros, len, foff) : -ENOMEM;
+		free(zeros);
+		if (ret)
+			return emu_log_abort(d, lpos, ret);
+	}
+	if (d->ftl)
+		emu_ftl_trim(d, off, len);
+	d->tm.c.host_trims++;
+	d->tm.c.host_trim_bytes += len;
+	return 0;
+}
+
+int zemu_trim(struct zdev *dev, uint64_t off, uint64_t len)
+{
+	struct emu_dev *d;
+	int ret;
+
+	if (!zdev_is_emu(dev))
+		return -EINVAL;
+	d = to_emu(dev);
+	if (!is_ftl(d))
+		return -EOPNOTSUPP;
+	if (dev->readonly)
+		return -EROFS;
+	if (off % dev->geo.lblock_size || len % dev->geo.lblock_size || off > dev->geo.capacity ||
+	    len > dev->geo.capacity - off)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	ret = emu_trim_locked(d, off, len);
 	pthread_mutex_unlock(&d->lock);
 	return ret;
 }
@@ -75,6 +163,7 @@ static int emu_flush(struct zdev *zd)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
+	d->tm.c.host_flushes++;
 	ret = emu_flush_locked(d);
 	if (!ret)
 		emu_tm_flush(d); /* the host's flush; the journal's own destaging is not one */
@@ -89,6 +178,7 @@ static int emu_flush(struct zdev *zd)
 
 void emu_free(struct emu_dev *d)
 {
+	emu_ftl_close(d); /* saves its state first, while the image is open */
 	if (d->fd >= 0)
 		close(d->fd); /* also drops the flock */
 	if (d->log_fd >= 0)
@@ -177,7 +267,7 @@ static int emu_load(struct emu_dev *d, const char *path)
 		return ret;
 	emu_derive_conds(d);
 	emu_fill_public(d, path);
-	return 0;
+	return emu_ftl_open(d);
 }
 
 /* NOLOG: internal opens (inject, power cut, replay) never touch the write log. */
@@ -288,5 +378,6 @@ int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st)
 		snprintf(st->log_path, sizeof(st->log_path), "%s", d->log_path);
 	emu_tm_stats(d, st);
 	pthread_mutex_unlock(&d->lock);
+	zdev_read_sizes(dev, st->host_read_sizes);
 	return 0;
 }

@@ -189,7 +189,12 @@ static void hdr_layout(struct emu_hdr *h)
 	h->jrnl_off = h->table_off + emu_table_bytes(h->nr_zones);
 	h->undo_off = h->jrnl_off + round_up((uint64_t)h->jslots * sizeof(struct emu_jrec), EMU_BLK);
 	h->undo_len = undo;
-	h->data_off = h->undo_off + undo;
+	h->ftl_off = h->ftl_len = 0;
+	if (h->mode == ZEMU_MODE_FTL) {
+		h->ftl_off = h->undo_off + undo;
+		h->ftl_len = emu_ftl_state_bytes(h);
+	}
+	h->data_off = h->undo_off + undo + h->ftl_len;
 }
 
 int emu_hdr_write(struct emu_dev *d)
@@ -281,20 +286,27 @@ int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 
 	if (memcmp(h->magic, EMU_MAGIC, 8))
 		return emu_bad_image(path, -EINVAL, "bad magic");
-	if (h->version != EMU_FMT_VERSION) {
-		zlog_err("%s: zlfs-emu image format version %u is not supported (this is %u)", path,
-			 h->version, EMU_FMT_VERSION);
+	if (h->version != EMU_FMT_VERSION && h->version != EMU_FMT_VERSION_FTL) {
+		zlog_err("%s: zlfs-emu image format version %u is not supported (this is %u and %u)",
+			 path, h->version, EMU_FMT_VERSION, EMU_FMT_VERSION_FTL);
 		return -EINVAL;
 	}
 	if (h->crc != hdr_crc(h))
 		return emu_bad_image(path, -EUCLEAN, "header checksum mismatch");
+	if (h->mode != (h->version == EMU_FMT_VERSION_FTL ? ZEMU_MODE_FTL : ZEMU_MODE_ZONED))
+		return emu_bad_image(path, -EUCLEAN, "mode does not match the format version");
 	if ((h->lblock_size != 512 && h->lblock_size != 4096) || !h->zone_size ||
 	    h->zone_size % h->lblock_size || !h->zone_capacity ||
 	    h->zone_capacity > h->zone_size || h->zone_capacity % h->lblock_size)
 		return emu_bad_image(path, -EUCLEAN, "impossible block or zone size");
-	if (!h->nr_zones || h->nr_zones > EMU_MAX_ZONES || h->nr_conv >= h->nr_zones ||
-	    h->zone_size > UINT64_MAX / 2 / h->nr_zones)
+	if (!h->nr_zones || h->nr_zones > EMU_MAX_ZONES ||
+	    (h->mode == ZEMU_MODE_ZONED && h->nr_conv >= h->nr_zones) ||
+	    h->nr_conv > h->nr_zones || h->zone_size > UINT64_MAX / 2 / h->nr_zones)
 		return emu_bad_image(path, -EUCLEAN, "impossible zone count");
+	if (emu_timing_check(&h->timing, &why))
+		return emu_bad_image(path, -EUCLEAN, "impossible timing model");
+	if (h->mode == ZEMU_MODE_FTL && emu_ftl_geometry_check(h, &why))
+		return emu_bad_image(path, -EUCLEAN, why);
 	if (h->max_open && h->max_active && h->max_open > h->max_active)
 		return emu_bad_image(path, -EUCLEAN, "open limit above active limit");
 	if (!h->jslots || h->jslots > EMU_JSLOTS_MAX)
@@ -303,12 +315,11 @@ int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 	hdr_layout(&expect);
 	if (expect.table_off != h->table_off || expect.jrnl_off != h->jrnl_off ||
 	    expect.undo_off != h->undo_off || expect.undo_len != h->undo_len ||
+	    expect.ftl_off != h->ftl_off || expect.ftl_len != h->ftl_len ||
 	    expect.data_off != h->data_off)
 		return emu_bad_image(path, -EUCLEAN, "region offsets do not match the geometry");
 	if (!h->generation || !memchr(h->log_path, 0, sizeof(h->log_path)))
 		return emu_bad_image(path, -EUCLEAN, "bad generation or log path");
-	if (emu_timing_check(&h->timing, &why))
-		return emu_bad_image(path, -EUCLEAN, "impossible timing model");
 	for (int i = 0; i < EMU_MAX_FAULTS; i++) {
 		struct emu_fault_slot *f = &h->faults[i];
 		if (f->kind && ((f->kind != ZEMU_FAULT_EIO_READ && f->kind != ZEMU_FAULT_EIO_WRITE) ||
@@ -428,6 +439,31 @@ int zemu_read_geometry(const char *path, struct zdev_geometry *geo)
  * Creating images.
  */
 
+/* The conventional mode: every zone conventional, 4 KiB pages, a NAND model (the default one
+ * if none was given), no zone limits. Fills what it decides into H. */
+static int create_ftl(const char *path, const struct zemu_create_opts *o, struct emu_hdr *h)
+{
+	const char *why;
+
+	if (o->nr_conv || o->max_open || o->max_active || (o->lblock_size && o->lblock_size != 4096) ||
+	    (o->zone_capacity && o->zone_capacity != o->zone_size)) {
+		zlog_err("%s: the conventional mode takes no conventional-zone count, zone limits or "
+			 "zone capacity, and 4096-byte blocks only", path);
+		return -EINVAL;
+	}
+	h->version = EMU_FMT_VERSION_FTL;
+	h->mode = ZEMU_MODE_FTL;
+	h->nr_conv = h->nr_zones;
+	h->ftl = o->ftl;
+	if (!h->timing.dies)
+		zemu_timing_default(&h->timing);
+	if (emu_ftl_geometry_check(h, &why)) {
+		zlog_err("%s: %s", path, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int create_check(const char *path, const struct zemu_create_opts *o, struct emu_hdr *h)
 {
 	uint32_t lbs = o->lblock_size ? o->lblock_size : 4096;
@@ -445,7 +481,9 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 	nz = o->size / o->zone_size;
 	if (!nz || nz > EMU_MAX_ZONES)
 		CREATE_FAIL("%s: size must hold between 1 and %u zones", path, EMU_MAX_ZONES);
-	if (o->nr_conv >= nz)
+	if (o->mode != ZEMU_MODE_ZONED && o->mode != ZEMU_MODE_FTL)
+		CREATE_FAIL("%s: unknown mode %d", path, (int)o->mode);
+	if (o->mode == ZEMU_MODE_ZONED && o->nr_conv >= nz)
 		CREATE_FAIL("%s: %u conventional zones leave no sequential zone of %llu", path,
 			    o->nr_conv, (unsigned long long)nz);
 	if (o->max_open && o->max_active && o->max_open > o->max_active)
@@ -470,6 +508,8 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 	h->zone_capacity = cap;
 	h->generation = 1;
 	h->timing = o->timing;
+	if (o->mode == ZEMU_MODE_FTL && create_ftl(path, o, h))
+		return -EINVAL;
 	hdr_layout(h);
 	return 0;
 }

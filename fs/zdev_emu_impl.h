@@ -14,6 +14,8 @@
  *   zdev_emu_faults.c   one-shot and zone faults
  *   zdev_emu_log.c      the write log, redo after a kill, counting, replay
  *   zdev_emu_timing.c   the simulated NAND timing model
+ *   zdev_emu_ftl.c      the conventional mode: a page-mapped FTL on the same NAND model
+ *   zdev_emu_stats.c    the statistics as JSON
  *
  * Robustness rule, for every file: the process may be killed between any two system calls.
  * Every on-disk update is ordered so that the image then still opens and keeps every flushed
@@ -36,7 +38,8 @@
 #endif
 
 #define EMU_MAGIC "ZLFSEMU1"
-#define EMU_FMT_VERSION 1u
+#define EMU_FMT_VERSION 1u           /* zoned images */
+#define EMU_FMT_VERSION_FTL 2u       /* conventional-mode images (older emulators refuse them) */
 #define EMU_BLK 4096u                /* unit of all metadata I/O; also the O_DIRECT alignment */
 #define EMU_JSLOTS_DEFAULT 4096u
 #define EMU_JSLOTS_MAX (1u << 20)
@@ -81,8 +84,16 @@ struct emu_hdr {
 	struct emu_fault_slot faults[EMU_MAX_FAULTS];
 	char log_path[EMU_PATH_MAX];
 	/* Timing model, all zero when off. Images made before it existed have zeros here (the
-	 * rest of the block is zero and covered by the CRC), so they open unchanged. */
+	 * rest of the block is zero and covered by the CRC), so they open unchanged; so do the
+	 * read, erase and block fields added later. */
 	struct zemu_timing timing;
+	/* Version 2 (conventional mode) only, zero in version 1: the FTL's options and the
+	 * region where its state is saved at a clean close, between the undo area and data. */
+	uint32_t mode;      /* enum zemu_mode */
+	uint32_t rsvd_mode;
+	struct zemu_ftl ftl;
+	uint64_t ftl_off;
+	uint64_t ftl_len;
 };
 _Static_assert(sizeof(struct emu_hdr) <= EMU_BLK, "header must fit one block");
 
@@ -126,7 +137,7 @@ struct emu_lhdr {
 	uint32_t nr_conv;
 	uint32_t max_open;
 	uint32_t max_active;
-	uint32_t rsvd;
+	uint32_t mode;      /* enum zemu_mode of the image (0 in logs older than the FTL) */
 	uint64_t zone_size;
 	uint64_t zone_capacity;
 	uint32_t rsvd2;
@@ -140,14 +151,18 @@ _Static_assert(sizeof(struct emu_lhdr) == 64, "log header size");
  * operation) follows when it then fails. So a killed process leaves at most the last logged
  * operation in doubt, and the next logged open redoes it (every logged operation can be
  * redone safely). POWERON: the image was opened again (open zones closed). POWERCUT: the
- * volatile cache was dropped; replay cannot go past it.
+ * volatile cache was dropped; replay cannot go past it. TRIM (conventional mode, numbered
+ * after the markers because it came later) is an operation.
  */
 enum log_type {
 	LOG_WRITE = 1, LOG_FLUSH, LOG_RESET, LOG_FINISH, LOG_OPEN, LOG_CLOSE,
-	LOG_POWERON, LOG_POWERCUT, LOG_ABORT,
+	LOG_POWERON, LOG_POWERCUT, LOG_ABORT, LOG_TRIM,
 };
 
-static inline int log_is_op(uint8_t type) { return type >= LOG_WRITE && type <= LOG_CLOSE; }
+static inline int log_is_op(uint8_t type)
+{
+	return (type >= LOG_WRITE && type <= LOG_CLOSE) || type == LOG_TRIM;
+}
 
 struct emu_lrec {
 	uint32_t magic;
@@ -178,6 +193,22 @@ struct tm_buf {
 };
 #define TM_BUFS 64
 
+/* Counters of the model and of the host's requests, restarted with the clock (the names
+ * are those of struct zemu_stats). */
+struct emu_counters {
+	uint64_t xfer_bytes, link_busy_ns, programs, pad_programs, pad_bytes, die_busy_ns;
+	uint64_t buf_wait_ns;
+	uint64_t host_reads, host_read_bytes, host_writes, host_write_bytes;
+	uint64_t host_trims, host_trim_bytes, host_flushes;
+	uint64_t data_programs, gc_programs, map_programs;
+	uint64_t nand_reads, data_reads, map_reads, gc_reads, erases, read_service_ns;
+	uint64_t map_lookups, map_misses, map_writebacks;
+	uint64_t gc_pages, gc_victims;
+};
+
+/* What a program or a read on a die is for (which counter it goes to). */
+enum tm_kind { TM_DATA, TM_GC, TM_MAP, TM_PAD };
+
 /* Timing model state; times are virtual nanoseconds since the open or the last reset. */
 struct emu_tm {
 	struct zemu_timing t;       /* t.dies == 0: off */
@@ -188,9 +219,18 @@ struct emu_tm {
 	uint8_t *partial;           /* per zone: held partial unit not yet backed up by a flush */
 	struct tm_buf bufs[TM_BUFS];
 	uint32_t nbufs;
-	uint64_t xfer_bytes, link_busy_ns, programs, pad_programs, pad_bytes, die_busy_ns;
-	uint64_t buf_wait_ns;
+	struct emu_counters c;
 };
+
+/* One host read being timed: its NAND reads, then its transfer (see emu_tm_read_*). */
+struct tm_read {
+	uint64_t ready;             /* the earliest a NAND read of it may start */
+	uint64_t done;              /* the last of its NAND reads ends */
+	uint64_t map_ns;            /* service time of its map reads (misses) */
+	uint32_t on_die[ZEMU_TIMING_MAX_DIES];
+};
+
+struct emu_ftl;
 
 struct emu_dev {
 	struct zdev zd;             /* must stay first: zdev.c casts */
@@ -211,6 +251,7 @@ struct emu_dev {
 	uint64_t log_size;          /* where the next log record goes */
 	char log_path[EMU_PATH_MAX];
 	struct emu_tm tm;
+	struct emu_ftl *ftl;        /* conventional mode's FTL model, NULL in zoned mode */
 };
 
 static inline struct emu_dev *to_emu(struct zdev *zd) { return (struct emu_dev *)zd; }
@@ -228,6 +269,7 @@ static inline uint64_t zcap(const struct emu_dev *d, uint32_t z)
 
 static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline int tm_on(const struct emu_dev *d) { return d->tm.t.dies != 0; }
+static inline int is_ftl(const struct emu_dev *d) { return d->hdr->mode == ZEMU_MODE_FTL; }
 
 
 /* zdev_emu_image.c: the image format, I/O on it, creating and copying images */
@@ -282,17 +324,49 @@ int emu_log_abort(struct emu_dev *d, uint64_t pos, int err);
 int emu_log_start(struct emu_dev *d, const char *image, const char *log);
 int emu_log_create_empty(const char *log, const struct emu_hdr *h);
 
-/* zdev_emu_timing.c: the timing model */
+/* zdev_emu_timing.c: the timing model; the primitives the FTL shares with zoned mode */
 int emu_timing_check(const struct zemu_timing *t, const char **why);
+int emu_spec_number(const char *kv, unsigned long long *v, char **end);
+int emu_spec_scaled(unsigned long long v, const char *end, int is_time, uint64_t *out);
+int emu_spec_each(const char *spec, int (*fn)(const char *kv, void *ctx), void *ctx);
+uint32_t emu_tm_block(const struct zemu_timing *t);
+uint32_t emu_tm_die(const struct emu_dev *d, uint32_t base, uint64_t unit);
+uint64_t emu_tm_now(const struct emu_dev *d);
+uint64_t emu_tm_busy(struct emu_dev *d, uint32_t die, uint64_t ready, uint64_t ns);
+uint64_t emu_tm_program(struct emu_dev *d, uint32_t die, uint64_t ready, enum tm_kind kind);
+void emu_tm_pad(struct emu_dev *d, uint32_t die, uint64_t ready, uint64_t filled);
+uint64_t emu_tm_nand_read(struct emu_dev *d, uint32_t die, uint64_t ready, enum tm_kind kind);
+void emu_tm_erase(struct emu_dev *d, uint32_t die, uint64_t ready);
+int emu_tm_reads(const struct emu_dev *d);
+void emu_tm_read_begin(struct emu_dev *d, struct tm_read *r);
+void emu_tm_read_map(struct emu_dev *d, struct tm_read *r, uint32_t die);
+void emu_tm_read_unit(struct emu_dev *d, struct tm_read *r, uint32_t die);
+void emu_tm_read_end(struct emu_dev *d, struct tm_read *r, uint64_t len);
+void emu_tm_buf_hold(struct emu_dev *d, const void *buf, size_t len, uint64_t done);
+uint64_t emu_tm_transfer_in(struct emu_dev *d, const void *buf, uint64_t len);
 void emu_tm_write(struct emu_dev *d, uint32_t z, const void *buf, uint64_t len, uint64_t rel);
+void emu_tm_read_zone(struct emu_dev *d, struct tm_read *r, uint32_t z, uint64_t rel,
+		      uint64_t len);
 void emu_tm_flush(struct emu_dev *d);
 void emu_tm_finish(struct emu_dev *d, uint32_t z, uint64_t wp);
-void emu_tm_reset_zone(struct emu_dev *d, uint32_t z);
+void emu_tm_reset_zone(struct emu_dev *d, uint32_t z, uint64_t written);
 int emu_tm_init(struct emu_dev *d);
 void emu_tm_stats(const struct emu_dev *d, struct zemu_stats *st);
 
+/* zdev_emu_ftl.c: the conventional mode's FTL model (all calls with d->lock held) */
+uint64_t emu_ftl_state_bytes(const struct emu_hdr *h);
+int emu_ftl_geometry_check(const struct emu_hdr *h, const char **why);
+int emu_ftl_open(struct emu_dev *d);
+void emu_ftl_close(struct emu_dev *d);
+void emu_ftl_write(struct emu_dev *d, const void *buf, uint64_t off, uint64_t len);
+void emu_ftl_read(struct emu_dev *d, uint64_t off, uint64_t len);
+void emu_ftl_trim(struct emu_dev *d, uint64_t off, uint64_t len);
+void emu_ftl_flush(struct emu_dev *d);
+void emu_ftl_stats(const struct emu_dev *d, struct zemu_stats *st);
+
 /* zdev_emu.c: the device operations and opening */
 int emu_write_locked(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
+int emu_trim_locked(struct emu_dev *d, uint64_t off, uint64_t len);
 void emu_free(struct emu_dev *d);
 void emu_fill_public(struct emu_dev *d, const char *path);
 int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int nolog,

@@ -127,6 +127,7 @@ static void log_hdr_fill(struct emu_lhdr *l, const struct emu_hdr *h, enum log_b
 	l->nr_conv = h->nr_conv;
 	l->max_open = h->max_open;
 	l->max_active = h->max_active;
+	l->mode = h->mode;
 	l->zone_size = h->zone_size;
 	l->zone_capacity = h->zone_capacity;
 	l->crc = lhdr_crc(l);
@@ -136,7 +137,7 @@ static int log_geometry_matches(const struct emu_lhdr *l, const struct emu_hdr *
 {
 	return l->lblock_size == h->lblock_size && l->nr_zones == h->nr_zones &&
 	       l->nr_conv == h->nr_conv && l->max_open == h->max_open &&
-	       l->max_active == h->max_active && l->zone_size == h->zone_size &&
+	       l->max_active == h->max_active && l->mode == h->mode && l->zone_size == h->zone_size &&
 	       l->zone_capacity == h->zone_capacity;
 }
 
@@ -164,8 +165,9 @@ static int log_walk(int fd, uint64_t *end, log_walk_fn fn, void *ctx)
 		ret = emu_full_pread(fd, &r, sizeof(r), pos);
 		if (ret)
 			break;
-		if (r.magic != LOG_REC_MAGIC || r.type < LOG_WRITE || r.type > LOG_ABORT ||
-		    r.len > (uint64_t)st.st_size - pos - sizeof(r) || (r.type != LOG_WRITE && r.len))
+		if (r.magic != LOG_REC_MAGIC || r.type < LOG_WRITE || r.type > LOG_TRIM ||
+		    r.len > (uint64_t)st.st_size - pos - sizeof(r) ||
+		    (r.type == LOG_TRIM ? r.len != 8 : r.type != LOG_WRITE && r.len))
 			break;
 		if (r.len) {
 			payload = emu_blk_alloc(r.len);
@@ -286,6 +288,8 @@ static void log_redo(struct emu_dev *d, const char *log, const struct log_tail *
 		ret = emu_mgmt_reset(d, z);
 	} else if (r->type == LOG_FINISH) {
 		ret = emu_mgmt_finish(d, z);
+	} else if (r->type == LOG_TRIM) {
+		ret = emu_trim_locked(d, r->off, *(const uint64_t *)t->payload);
 	}
 	if (ret)
 		zlog_warn("%s: the image does not match the log's last operation (%s); replays past "
@@ -439,7 +443,7 @@ struct kinds_ctx {
 
 static int kind_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_t pos)
 {
-	static const char letters[] = "?WFRXOC";
+	static const char letters[] = "?WFRXOC???T";
 	struct kinds_ctx *k = ctx;
 
 	(void)payload;
@@ -535,6 +539,7 @@ static int replay_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_
 	case LOG_FINISH: ret = zdev_zone_finish(c->dev, z); break;
 	case LOG_OPEN: ret = zdev_zone_open(c->dev, z); break;
 	case LOG_CLOSE: ret = zdev_zone_close(c->dev, z); break;
+	case LOG_TRIM: ret = zemu_trim(c->dev, r->off, *(const uint64_t *)payload); break;
 	}
 	if (ret) {
 		zlog_err("write log operation %ld (type %u, zone %u) fails on replay: %s; "
@@ -551,9 +556,9 @@ static int replay_base(const char *log, const struct emu_lhdr *lh, const char *o
 	char base[EMU_PATH_MAX + 8];
 	struct zemu_create_opts co = {
 		.lblock_size = lh->lblock_size, .zone_size = lh->zone_size,
-		.zone_capacity = lh->zone_capacity, .nr_conv = lh->nr_conv,
+		.zone_capacity = lh->zone_capacity, .nr_conv = lh->mode ? 0 : lh->nr_conv,
 		.max_open = lh->max_open, .max_active = lh->max_active,
-		.size = (uint64_t)lh->nr_zones * lh->zone_size,
+		.size = (uint64_t)lh->nr_zones * lh->zone_size, .mode = (enum zemu_mode)lh->mode,
 	};
 	int ret;
 

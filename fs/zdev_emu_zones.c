@@ -277,6 +277,7 @@ int emu_mgmt_finish(struct emu_dev *d, uint32_t z)
 /* Reset is durable at once; the new epoch voids the zone's records still in the journal. */
 int emu_mgmt_reset(struct emu_dev *d, uint32_t z)
 {
+	uint64_t written = d->zones[z].wp;
 	int ret;
 
 	switch (d->zones[z].cond) {
@@ -293,7 +294,7 @@ int emu_mgmt_reset(struct emu_dev *d, uint32_t z)
 	ret = mgmt_commit(d, z, LOG_RESET, ZDEV_COND_EMPTY);
 	if (ret)
 		return ret;
-	emu_tm_reset_zone(d, z);
+	emu_tm_reset_zone(d, z, written);
 	/* Give the space back. Only an optimisation: reads past the write pointer return
 	 * zeros whatever the file holds, so a file system without hole punching is fine. */
 	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,

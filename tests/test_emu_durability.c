@@ -1,7 +1,7 @@
 /*
- * test_emu_durability.c - Check tests of the emulator (fs/zdev_emu*.c): durability: persistence across opens, exclusive opens, power cuts
- * (all, a prefix, torn, seeded, on an open device), a full journal, a process killed while
- * writing.
+ * test_emu_durability.c - Check tests of the emulator (fs/zdev_emu*.c): durability:
+ * persistence across opens, exclusive opens, power cuts (all, a prefix, torn, seeded, on an
+ * open device), a full journal, a process killed while writing.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"

@@ -1,6 +1,7 @@
 /*
- * test_emu_log.c - Check tests of the emulator (fs/zdev_emu*.c): the write log and replay: every prefix replayed, a log started on a
- * used image, a process killed while logging, redoing the last operation.
+ * test_emu_log.c - Check tests of the emulator (fs/zdev_emu*.c): the write log and replay:
+ * every prefix replayed, a log started on a used image, a process killed while logging,
+ * redoing the last operation.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"

@@ -1,5 +1,6 @@
 /*
- * test_emu_misc.c - Check tests of the emulator (fs/zdev_emu*.c): corrupt images, threads, O_DIRECT, and the zlfs-emu command.
+ * test_emu_misc.c - Check tests of the emulator (fs/zdev_emu*.c): corrupt images, threads,
+ * O_DIRECT, and the zlfs-emu command.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"

@@ -1,6 +1,7 @@
 /*
- * test_emu_rules.c - Check tests of the emulator (fs/zdev_emu*.c): the zone rules and their error codes: geometry, writes and reads,
- * the open and active limits, zone transitions, zone and EIO faults.
+ * test_emu_rules.c - Check tests of the emulator (fs/zdev_emu*.c): the zone rules and their
+ * error codes: geometry, writes and reads, the open and active limits, zone transitions, zone
+ * and EIO faults.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"

@@ -1,6 +1,6 @@
 /*
- * test_emu_timing.c - Check tests of the emulator (fs/zdev_emu*.c): the timing model: off, one die, several dies, buffer reuse, its
- * configuration and its command.
+ * test_emu_timing.c - Check tests of the emulator (fs/zdev_emu*.c): the timing model: off, one
+ * die, several dies, buffer reuse, its configuration and its command.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"
@@ -153,7 +153,8 @@ START_TEST(t_timing_config)
 	struct zemu_create_opts o = geo_opts();
 	struct zdev *d;
 	const char *bad[] = {"", "dies=0", "dies=65", "unit=1000", "unit=64X", "prog=5",
-			     "link=0", "bogus=1", "dies=", "dies=4,,"};
+			     "link=0", "bogus=1", "dies=", "dies=4,,", "read=5", "block=1000",
+			     "block=64K"};
 
 	zemu_timing_default(&def);
 	ck_assert_uint_eq(def.dies, 4);
@@ -167,6 +168,12 @@ START_TEST(t_timing_config)
 	ck_assert_uint_eq(t.prog_unit, 96 * KB);
 	ck_assert_uint_eq(t.prog_ns, 560000);
 	ck_assert_uint_eq(t.link_mbs, 2300);
+	ck_assert_int_eq(zemu_timing_parse("read=60us,erase=5ms,block=8M", &t), 0);
+	ck_assert_uint_eq(t.read_ns, 60000);
+	ck_assert_uint_eq(t.erase_ns, 5000000);
+	ck_assert_uint_eq(t.block, 8 << 20);
+	ck_assert_uint_eq(def.read_ns, 50000);
+	ck_assert_uint_eq(def.block, 16 << 20);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(zemu_timing_parse(bad[i], &t) == -EINVAL, "accepted '%s'", bad[i]);
 	/* create refuses an impossible model; set_timing changes a closed image's model */
@@ -216,6 +223,62 @@ START_TEST(t_timing_cli)
 }
 END_TEST
 
+/* Reads cost a read time per programmed unit on its die, then the link; a unit still held
+ * is read from the buffer; an image whose model has no read time reads for free. A reset
+ * erases the blocks the zone's data took on each die. */
+START_TEST(t_timing_reads_erases)
+{
+	struct zemu_create_opts o = {.size = 4 << 20, .zone_size = 1 << 20};
+	uint8_t *b = zdev_buf_alloc(128 * KB);
+	struct zemu_stats st;
+	struct zdev *d;
+
+	o.timing = (struct zemu_timing){.dies = 2, .prog_unit = 64 << 10, .prog_ns = 100000,
+					.link_mbs = 1000, .read_ns = 50000, .erase_ns = 1000000,
+					.block = 256 << 10};
+	mkimg("timing-reads.img", &o);
+	d = opn(img);
+	ck_assert_int_eq(wr(d, 0, 96 * KB, 1), 0); /* unit 0 programmed, unit 1 held */
+	ck_assert_int_eq(wr(d, (1 << 20), 1 << 20, 2), 0); /* a full zone: 8 units on each die */
+	ck_assert_int_eq(zemu_timing_reset(d), 0);
+	ck_assert_int_eq(zdev_read(d, b, BLK, 0), 0);
+	st = tstats(d);
+	ck_assert_uint_eq(st.nand_reads, 1);
+	ck_assert_uint_eq(st.sim_ns, 50000 + 4096);     /* the read, then 4 KiB over the link */
+	ck_assert_uint_eq(st.read_service_ns, 50000 + 4096);
+	ck_assert_int_eq(zdev_read(d, b, BLK, (64 * KB)), 0); /* the held unit */
+	st = tstats(d);
+	ck_assert_uint_eq(st.nand_reads, 1);
+	ck_assert_uint_eq(st.sim_ns, 50000 + 2 * 4096);
+	ck_assert_int_eq(zdev_read(d, b, 128 * KB, (1 << 20)), 0); /* two units, two dies */
+	st = tstats(d);
+	ck_assert_uint_eq(st.nand_reads, 3);
+	ck_assert_uint_eq(st.host_reads, 3);
+	ck_assert_uint_eq(st.map_misses, 0); /* the zone map stays resident */
+	ck_assert_uint_eq(st.map_lookups, 1 + 1 + 32);
+	ck_assert_int_eq(zdev_zone_reset(d, 0), 0); /* 96 KiB: one block on each die */
+	ck_assert_uint_eq(tstats(d).erases, 2);
+	ck_assert_int_eq(zdev_zone_reset(d, 1), 0); /* 512 KiB on each die: two blocks each */
+	ck_assert_uint_eq(tstats(d).erases, 6);
+	ck_assert_int_eq(zdev_zone_reset(d, 2), 0); /* empty: nothing to erase */
+	ck_assert_uint_eq(tstats(d).erases, 6);
+	zdev_close(d);
+	/* a model without read and erase times (an image made before they existed) */
+	o.timing.read_ns = o.timing.erase_ns = 0;
+	mkimg("timing-noreads.img", &o);
+	d = opn(img);
+	ck_assert_int_eq(wr(d, 0, 64 * KB, 1), 0);
+	ck_assert_int_eq(zemu_timing_reset(d), 0);
+	ck_assert_int_eq(zdev_read(d, b, BLK, 0), 0);
+	ck_assert_int_eq(zdev_zone_reset(d, 0), 0);
+	st = tstats(d);
+	ck_assert_uint_eq(st.sim_ns, 0);
+	ck_assert_uint_eq(st.nand_reads + st.xfer_bytes, 0);
+	zdev_buf_free(b);
+	zdev_close(d);
+}
+END_TEST
+
 void emu_timing_tests(Suite *s)
 {
 	TCase *tc = tcase_create("timing");
@@ -226,5 +289,6 @@ void emu_timing_tests(Suite *s)
 	tcase_add_test(tc, t_timing_buffer_reuse);
 	tcase_add_test(tc, t_timing_config);
 	tcase_add_test(tc, t_timing_cli);
+	tcase_add_test(tc, t_timing_reads_erases);
 	suite_add_tcase(s, tc);
 }
