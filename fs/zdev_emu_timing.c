@@ -151,6 +151,8 @@ int zemu_timing_parse(const char *spec, struct zemu_timing *t)
 	zemu_timing_default(t);
 	if (!strcmp(spec, "ufs40") || !strcmp(spec, "default"))
 		return 0;
+	if (!strncmp(spec, "ufs40,", 6)) /* "ufs40,block=4M": overrides said as such */
+		spec += 6;
 	ret = emu_spec_each(spec, timing_parse_kv, t);
 	if (!ret && !t->dies)
 		ret = -EINVAL; /* "dies=0" is not a model; "off" says so */

@@ -63,21 +63,30 @@ int wr(struct zdev *d, uint64_t off, size_t len, uint32_t seed)
 	return ret;
 }
 
-int holds(struct zdev *d, uint64_t off, size_t len, uint32_t seed)
+int buf_holds(const void *buf, size_t len, uint32_t seed)
 {
-	uint8_t *b = zdev_buf_alloc(len), *e = malloc(len);
+	uint8_t *e = malloc(len);
 	int ok;
 
-	ck_assert_ptr_nonnull(b);
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(zdev_read(d, b, len, off), 0);
 	if (seed)
 		pattern(e, len, seed);
 	else
 		memset(e, 0, len);
-	ok = !memcmp(b, e, len);
-	zdev_buf_free(b);
+	ok = !memcmp(buf, e, len);
 	free(e);
+	return ok;
+}
+
+int holds(struct zdev *d, uint64_t off, size_t len, uint32_t seed)
+{
+	uint8_t *b = zdev_buf_alloc(len);
+	int ok;
+
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(zdev_read(d, b, len, off), 0);
+	ok = buf_holds(b, len, seed);
+	zdev_buf_free(b);
 	return ok;
 }
 

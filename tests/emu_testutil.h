@@ -35,6 +35,8 @@ struct zdev *opn(const char *path);
 uint64_t zs(uint32_t z);
 void pattern(void *buf, size_t len, uint32_t seed);
 int wr(struct zdev *d, uint64_t off, size_t len, uint32_t seed);
+/* 1 if BUF holds pattern SEED (or zeros when SEED is 0). */
+int buf_holds(const void *buf, size_t len, uint32_t seed);
 /* 1 if [off, off+len) holds pattern SEED (or zeros when SEED is 0). */
 int holds(struct zdev *d, uint64_t off, size_t len, uint32_t seed);
 struct zdev_zone rep(struct zdev *d, uint32_t z);

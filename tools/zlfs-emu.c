@@ -2,9 +2,10 @@
  * zlfs-emu.c - the zlfs-emu command: create, inspect and crash-test emulator images.
  *
  * Owns: command-line parsing, size suffixes, and the human/JSON output of each subcommand.
- * May call: zdev_emu.h and zdev.h (public API only), log.h.
+ * May call: zdev_emu.h and zdev.h (public API only), log.h, nbd_server.h (serve-nbd).
  * Exit status: 0 success, 1 failure (a reason was printed), 2 usage error.
  */
+#include "nbd_server.h"
 #include "zdev_emu.h"
 #include "log.h"
 
@@ -38,11 +39,11 @@ static const char usage_text[] =
 	"      Time is simulated; see docs/emulator.md.\n"
 	"  report IMAGE [--json]\n"
 	"      Print the geometry and every zone: index, start, len, capacity, wp, type, cond.\n"
-	"  serve-nbd IMAGE SOCKET [--stats FILE] [--once] [--read-only]\n"
+	"  serve-nbd IMAGE SOCKET [--stats FILE] [--once] [--read-only] [--direct]\n"
 	"      Serve IMAGE as a block device over the NBD protocol on the Unix socket SOCKET\n"
 	"      (newstyle; flush, FUA and trim honoured), until SIGTERM or SIGINT. --stats\n"
 	"      rewrites FILE with the device's statistics (JSON) at every flush and at exit;\n"
-	"      --once exits when the first client disconnects.\n"
+	"      --once exits when the first client disconnects; --direct: O_DIRECT on IMAGE.\n"
 	"  inject IMAGE {offline|readonly|eio-read|eio-write} TARGET [--offset]\n"
 	"      Inject a fault. TARGET is a zone index when it is a bare number (\"7\"), a byte\n"
 	"      offset when it has a size suffix (\"28K\", \"1M\") or when --offset is given.\n"
@@ -470,6 +471,35 @@ static int cmd_powercut(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+/* ---- serve-nbd ------------------------------------------------------------------------- */
+
+static int cmd_serve_nbd(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"stats", required_argument, NULL, 's'},
+		{"once", no_argument, NULL, 'o'},
+		{"read-only", no_argument, NULL, 'r'},
+		{"direct", no_argument, NULL, 'd'},
+		{NULL, 0, NULL, 0},
+	};
+	struct nbd_server_opts o = {0};
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.stats_path = optarg; break;
+		case 'o': o.once = 1; break;
+		case 'r': o.readonly = 1; break;
+		case 'd': o.direct = 1; break;
+		default: return usage_error("serve-nbd: bad option%s", "");
+		}
+	}
+	if (argc - optind != 2)
+		return usage_error("serve-nbd: expected IMAGE SOCKET%s", "");
+	ret = nbd_serve(argv[optind], argv[optind + 1], &o);
+	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* ---- replay, log-count ----------------------------------------------------------------- */
 
 static int cmd_replay(int argc, char **argv)
@@ -519,7 +549,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"create", cmd_create}, {"report", cmd_report}, {"inject", cmd_inject},
 		{"powercut", cmd_powercut}, {"replay", cmd_replay}, {"log-count", cmd_log_count},
-		{"timing", cmd_timing},
+		{"timing", cmd_timing}, {"serve-nbd", cmd_serve_nbd},
 	};
 
 	zlog_set_ident("zlfs-emu");
