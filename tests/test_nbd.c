@@ -244,6 +244,23 @@ static long stat_of(const char *key)
 	return p ? strtol(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* The control socket's answer to LINE (one line, at most MAX - 1 bytes kept). */
+static void control(const char *line, char *buf, size_t max)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	size_t n = 0;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_uint_lt(strlen(sock) + 4, sizeof(a.sun_path));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%.100s.ctl", sock);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	xsend(fd, line, strlen(line));
+	while (n < max - 1 && read(fd, buf + n, 1) == 1 && buf[n] != '\n')
+		n++;
+	buf[n] = 0;
+	close(fd);
+}
+
 /* ---- tests --------------------------------------------------------------------------------- */
 
 START_TEST(t_nbd_handshake)
@@ -301,7 +318,9 @@ START_TEST(t_nbd_handshake)
 	ck_assert_uint_eq(recv_opt_reply(fd, NBD_OPT_ABORT, b, sizeof(b), &len), NBD_REP_ACK);
 	close(fd);
 	ck_assert_int_eq(stop_server(pid), 0);
-	ck_assert_int_ne(access(sock, F_OK), 0); /* the socket went with the server */
+	ck_assert_int_ne(access(sock, F_OK), 0); /* the sockets went with the server */
+	snprintf((char *)b, sizeof(b), "%s.ctl", sock);
+	ck_assert_int_ne(access((char *)b, F_OK), 0);
 }
 END_TEST
 
@@ -343,6 +362,13 @@ START_TEST(t_nbd_io)
 	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE, NBD_CMD_FLAG_FUA, 0, 4096, w, NULL), 0);
 	ck_assert_int_eq(stat_of("host_flushes"), 2);
 	ck_assert_int_eq(stat_of("reads_ge_512k"), 2);
+	/* the control socket answers at once, without a request to the device */
+	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_READ, 0, 0, 4096, NULL, r), 0);
+	control("stats\n", (char *)r, 4096);
+	ck_assert_ptr_nonnull(strstr((char *)r, "\"host_reads\": 4,"));
+	ck_assert_ptr_nonnull(strstr((char *)r, "\"host_flushes\": 2,"));
+	control("bogus\n", (char *)r, 4096);
+	ck_assert_ptr_nonnull(strstr((char *)r, "\"error\""));
 	disconnect(fd);
 	ck_assert_int_eq(stop_server(pid), 0);
 	zdev_buf_free(w);

@@ -6,7 +6,9 @@
  * Owns: the fixed newstyle handshake (NBD_OPT_GO, _INFO, _EXPORT_NAME, _LIST, _ABORT; other
  * options get ERR_UNSUP, so clients fall back to simple replies), the transmission phase
  * (read, write, flush, trim, write zeroes, FUA on any write, disconnect), one client at a
- * time, requests in arrival order, and the statistics file.
+ * time, requests in arrival order, the statistics file, and the control socket
+ * (SOCKET.ctl: a line "stats" gets the statistics as one JSON line, without a request to the
+ * device; the zoned guest reaches it through a virtio-serial port).
  * May call: zdev.h, zdev_emu.h (public API only), log.h, nbd_proto.h.
  *
  * Durability is the emulator's: a write completes into its volatile cache, NBD_CMD_FLUSH is
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -49,7 +52,8 @@ struct server {
 	const struct nbd_server_opts *o;
 	uint64_t size;
 	uint16_t tflags;
-	int fd;          /* the client */
+	int fd;          /* the NBD client, -1 while there is none */
+	int cfd;         /* the control client, -1 while there is none */
 	int no_zeroes;
 };
 
@@ -370,17 +374,45 @@ static int serve_request(struct server *s)
 	return ret;
 }
 
-static void serve_client(struct server *s)
+/* The client is gone or broke off: say why if it broke, and keep the statistics. */
+static void end_client(struct server *s, int ret)
 {
-	int ret = handshake(s);
-
-	if (ret == 1)
-		do
-			ret = serve_request(s);
-		while (!ret && !stop_requested);
 	if (ret < 0 && ret != -ECONNRESET && ret != -EPIPE && !stop_requested)
 		zlog_warn("NBD client: %s", strerror(-ret));
+	close(s->fd);
+	s->fd = -1;
 	write_stats(s);
+}
+
+/* ---- the control socket: statistics without touching the device --------------------------- */
+
+/* One line from the control client: "stats" gets the statistics as one JSON line. Lines
+ * longer than the buffer are cut; the client is one reader asking one question at a time. */
+static int control_line(struct server *s)
+{
+	char line[64], json[4096];
+	struct zemu_stats st;
+	size_t n = 0;
+	int ret;
+
+	for (;;) {
+		ssize_t r = read(s->cfd, line + n, 1);
+
+		if (r <= 0)
+			return r < 0 && errno == EINTR ? 0 : -ECONNRESET;
+		if (line[n] == '\n' || ++n == sizeof(line) - 1)
+			break;
+	}
+	line[n] = 0;
+	if (n && line[n - 1] == '\r')
+		line[--n] = 0;
+	if (!strcmp(line, "stats") && !zemu_dev_stats(s->dev, &st) &&
+	    (ret = zemu_stats_json(&st, json, sizeof(json) - 1)) > 0) {
+		json[ret] = '\n';
+		return send_all(s->cfd, json, (size_t)ret + 1);
+	}
+	snprintf(json, sizeof(json), "{\"error\": \"unknown request (stats is the one)\"}\n");
+	return send_all(s->cfd, json, strlen(json));
 }
 
 /* ---- the server ---------------------------------------------------------------------------- */
@@ -432,12 +464,51 @@ static int open_image(const char *image, const struct nbd_server_opts *o, struct
 	return 0;
 }
 
+/* Between requests, whichever of the two sockets and their clients has something. */
+static int serve_loop(struct server *s, int lfd, int ctl_lfd)
+{
+	while (!stop_requested) {
+		struct pollfd p[4] = {{lfd, s->fd < 0 ? POLLIN : 0, 0}, {ctl_lfd, s->cfd < 0 ? POLLIN : 0, 0},
+				      {s->fd, POLLIN, 0}, {s->cfd, POLLIN, 0}};
+		int ret;
+
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents & POLLIN) {
+			s->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			ret = s->fd < 0 ? 0 : handshake(s);
+			if (s->fd >= 0 && ret != 1) {
+				end_client(s, ret);
+				if (s->o->once)
+					return 0;
+			}
+		}
+		if (p[1].revents & POLLIN)
+			s->cfd = accept4(ctl_lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (p[2].revents && (ret = serve_request(s))) {
+			end_client(s, ret);
+			if (s->o->once)
+				return 0;
+		}
+		if (p[3].revents && control_line(s)) {
+			close(s->cfd);
+			s->cfd = -1;
+		}
+	}
+	return 0;
+}
+
 int nbd_serve(const char *image, const char *socket_path, const struct nbd_server_opts *o)
 {
-	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: accept() returns */
-	struct server s = {.o = o, .fd = -1};
-	int lfd, ret;
+	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: poll() returns */
+	struct server s = {.o = o, .fd = -1, .cfd = -1};
+	char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	int lfd, ctl_lfd = -1, ret;
 
+	snprintf(ctl_path, sizeof(ctl_path), "%s.ctl", socket_path);
 	ret = open_image(image, o, &s.dev);
 	if (ret)
 		return ret;
@@ -446,31 +517,32 @@ int nbd_serve(const char *image, const char *socket_path, const struct nbd_serve
 		   NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
 		   (o->readonly ? NBD_FLAG_READ_ONLY : 0);
 	lfd = listen_on(socket_path);
-	if (lfd < 0) {
+	if (lfd >= 0)
+		ctl_lfd = listen_on(ctl_path);
+	if (lfd < 0 || ctl_lfd < 0) {
+		if (lfd >= 0) {
+			close(lfd);
+			unlink(socket_path);
+		}
 		zdev_close(s.dev);
-		return lfd;
+		return lfd < 0 ? lfd : ctl_lfd;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	write_stats(&s);
-	fprintf(stderr, "zlfs-emu: serving %s (%llu bytes) on %s\n", image,
-		(unsigned long long)s.size, socket_path);
-	while (!stop_requested) {
-		s.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (s.fd < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			zlog_err("%s: accept: %s", socket_path, strerror(errno));
-			break;
-		}
-		serve_client(&s);
-		close(s.fd);
-		if (o->once)
-			break;
-	}
+	fprintf(stderr, "zlfs-emu: serving %s (%llu bytes) on %s (statistics on %s)\n", image,
+		(unsigned long long)s.size, socket_path, ctl_path);
+	ret = serve_loop(&s, lfd, ctl_lfd);
+	if (ret)
+		zlog_err("%s: %s", socket_path, strerror(-ret));
+	if (s.fd >= 0)
+		end_client(&s, 0);
+	if (s.cfd >= 0)
+		close(s.cfd);
 	close(lfd);
+	close(ctl_lfd);
 	unlink(socket_path);
+	unlink(ctl_path);
 	write_stats(&s);
 	zdev_close(s.dev);
 	return ret;
