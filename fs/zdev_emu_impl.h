@@ -209,6 +209,12 @@ struct emu_counters {
 /* What a program or a read on a die is for (which counter it goes to). */
 enum tm_kind { TM_DATA, TM_GC, TM_MAP, TM_PAD };
 
+/* An idle interval of a die that a later read may still use (see emu_tm_nand_read). */
+struct tm_gap {
+	uint64_t start, end;
+};
+#define TM_GAPS 16          /* per die: the oldest is forgotten first */
+
 /* Timing model state; times are virtual nanoseconds since the open or the last reset. */
 struct emu_tm {
 	struct zemu_timing t;       /* t.dies == 0: off */
@@ -216,6 +222,8 @@ struct emu_tm {
 	uint64_t barrier;           /* a flush completed then: later transfers start after it */
 	uint64_t end;               /* latest completion so far */
 	uint64_t die_free[ZEMU_TIMING_MAX_DIES];
+	struct tm_gap gaps[ZEMU_TIMING_MAX_DIES][TM_GAPS];
+	uint8_t ngaps[ZEMU_TIMING_MAX_DIES];
 	uint8_t *partial;           /* per zone: held partial unit not yet backed up by a flush */
 	struct tm_buf bufs[TM_BUFS];
 	uint32_t nbufs;

@@ -172,16 +172,63 @@ static uint64_t tm_xfer_ns(const struct emu_dev *d, uint64_t len)
 
 uint64_t emu_tm_now(const struct emu_dev *d) { return max_u64(d->tm.link_free, d->tm.barrier); }
 
+/* Remember that DIE idles in [START, END), at place AT of its gaps (kept in time order);
+ * when the list is full the oldest gap goes. */
+static void gap_insert(struct emu_tm *m, uint32_t die, uint32_t at, uint64_t start, uint64_t end)
+{
+	struct tm_gap *g = m->gaps[die];
+	uint32_t n = m->ngaps[die];
+
+	if (end <= start)
+		return;
+	if (n == TM_GAPS) {
+		if (!at)
+			return; /* older than all it keeps */
+		memmove(g, g + 1, (n - 1) * sizeof(*g));
+		n--;
+		at--;
+	}
+	memmove(g + at + 1, g + at, (n - at) * sizeof(*g));
+	g[at] = (struct tm_gap){start, end};
+	m->ngaps[die] = (uint8_t)(n + 1);
+}
+
 /* Keep DIE busy for NS from READY, or from when it is idle if that is later. */
 uint64_t emu_tm_busy(struct emu_dev *d, uint32_t die, uint64_t ready, uint64_t ns)
 {
 	struct emu_tm *m = &d->tm;
 	uint64_t start = max_u64(ready, m->die_free[die]);
 
+	gap_insert(m, die, m->ngaps[die], m->die_free[die], start);
 	m->die_free[die] = start + ns;
 	m->c.die_busy_ns += ns;
 	m->end = max_u64(m->end, m->die_free[die]);
 	return m->die_free[die];
+}
+
+/* A read may also go into an earlier idle gap of its die that fits it, after READY, as a
+ * device with a queue takes a later read before the die would otherwise idle. Without this
+ * a read that waits for its map read (a miss) would leave its die idle meanwhile, and every
+ * later request behind it. Returns when the read ends, 0 if no gap fits. */
+static uint64_t gap_take(struct emu_dev *d, uint32_t die, uint64_t ready, uint64_t ns)
+{
+	struct emu_tm *m = &d->tm;
+	struct tm_gap *g = m->gaps[die];
+
+	for (uint32_t i = 0; i < m->ngaps[die]; i++) {
+		uint64_t gs = g[i].start, ge = g[i].end, s = max_u64(gs, ready);
+
+		if (s + ns > ge)
+			continue;
+		memmove(g + i, g + i + 1, (m->ngaps[die] - i - 1) * sizeof(*g));
+		m->ngaps[die]--;
+		gap_insert(m, die, i, s + ns, ge); /* what is left after the read, */
+		gap_insert(m, die, i, gs, s);      /* and before it */
+		m->c.die_busy_ns += ns;
+		m->end = max_u64(m->end, s + ns);
+		return s + ns;
+	}
+	return 0;
 }
 
 /* Program one unit on DIE once its data is there (READY) and the die is idle. */
@@ -205,16 +252,17 @@ void emu_tm_pad(struct emu_dev *d, uint32_t die, uint64_t ready, uint64_t filled
 	d->tm.c.pad_bytes += d->tm.t.prog_unit - filled % d->tm.t.prog_unit;
 }
 
-/* One unit read on DIE, from READY on. */
+/* One unit read on DIE, from READY on: in an idle gap it fits, else when the die is free. */
 uint64_t emu_tm_nand_read(struct emu_dev *d, uint32_t die, uint64_t ready, enum tm_kind kind)
 {
 	struct emu_counters *c = &d->tm.c;
+	uint64_t done = gap_take(d, die, ready, d->tm.t.read_ns);
 
 	c->nand_reads++;
 	c->data_reads += kind == TM_DATA;
 	c->gc_reads += kind == TM_GC;
 	c->map_reads += kind == TM_MAP;
-	return emu_tm_busy(d, die, ready, d->tm.t.read_ns);
+	return done ? done : emu_tm_busy(d, die, ready, d->tm.t.read_ns);
 }
 
 void emu_tm_erase(struct emu_dev *d, uint32_t die, uint64_t ready)
