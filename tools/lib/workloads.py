@@ -420,12 +420,16 @@ def age_plot(a):
     os.makedirs(tmp, exist_ok=True)
     plots_w, plots_r, bands = [], [], []
     colors = {"no-gc": "#e0f0e0", "normal": "#fff0c0", "boosted": "#ffd8a0", "foreground": "#ffb0b0"}
+    # a run on the device model: the figures in device time (the wall clock of an emulated
+    # guest says little)
+    dev = devmodel.has_dev(rows, "dev_write_MiBps")
+    wcol, rcol = ("dev_write_MiBps", "dev_read_MiBps") if dev else ("write_MiBps", "read_MiBps")
     for fs, rs in by.items():
         rs.sort(key=lambda r: int(r["iter"]))
         p = os.path.join(tmp, fs.replace("/", "_") + ".dat")
         with open(p, "w") as f:
             for r in rs:
-                f.write("%s %s %s\n" % (r["iter"], r["write_MiBps"], r["read_MiBps"]))
+                f.write("%s %s %s\n" % (r["iter"], r[wcol], r[rcol]))
         plots_w.append("'%s' using 1:2 with linespoints pt 7 ps 0.4 title '%s write'" % (p, fs))
         plots_r.append("'%s' using 1:3 with linespoints pt 7 ps 0.4 title '%s read'" % (p, fs))
         if fs == "zlfs" or (not bands and "zlfs" not in by and any(r["gc_phase"] for r in rs)):
@@ -445,7 +449,7 @@ def age_plot(a):
     legend = "  ".join("%s" % p for p in PHASES if any(b[2] == p for b in bands))
     script = """set terminal pngcairo size 1000,700 font ',10'
 set output '%s'
-set multiplot layout 2,1 title "Aging: test-file throughput per iteration%s"
+set multiplot layout 2,1 title "Aging: test-file throughput per iteration%s%s"
 set grid
 set key outside right
 set lmargin at screen 0.08
@@ -459,7 +463,7 @@ plot %s
 set ylabel 'read MiB/s'
 plot %s
 unset multiplot
-""" % (a.png, ("\\nshaded: zlfs GC phase (green no-gc, yellow normal, orange boosted, red foreground): " + legend) if bands else "",
+""" % (a.png, " (simulated device time)" if dev else "", ("\\nshaded: zlfs GC phase (green no-gc, yellow normal, orange boosted, red foreground): " + legend) if bands else "",
        max(int(r["iter"]) for r in rows), "\n".join(objs), ", ".join(plots_w), ", ".join(plots_r))
     gnuplot(script, a.png)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -744,17 +748,21 @@ def rr_plot(a):
     tmp = a.png + ".d"
     os.makedirs(tmp, exist_ok=True)
     iops, lat = [], []
+    # a run on the device model: IOPS in device time and the map misses below (the wall
+    # clock of an emulated guest says little)
+    dev = devmodel.has_dev(rows, "dev_iops")
+    cols = ("dev_iops", "dev_read_us", "dev_map_miss_pct") if dev else ("iops", "p50_us", "p99_us")
     for (fs, job), rs in sorted(by.items()):
         rs.sort(key=lambda r: int(r["range_bytes"]))
         p = os.path.join(tmp, "%s-%s.dat" % (fs.replace("/", "_"), job))
         with open(p, "w") as f:
             for r in rs:
-                f.write("%s %s %s %s\n" % (r["range_GiB"], r["iops"], r["p50_us"], r["p99_us"]))
+                f.write("%s %s %s %s\n" % ((r["range_GiB"],) + tuple(r[c] for c in cols)))
         iops.append("'%s' using 1:2 with linespoints pt 7 title '%s %s'" % (p, fs, job))
-        lat.append("'%s' using 1:4 with linespoints pt 7 title '%s %s p99'" % (p, fs, job))
+        lat.append("'%s' using 1:4 with linespoints pt 7 title '%s %s%s'" % (p, fs, job, "" if dev else " p99"))
     script = """set terminal pngcairo size 1000,700 font ',10'
 set output '%s'
-set multiplot layout 2,1 title 'fio 4 KiB random reads over the first N GiB of a file'
+set multiplot layout 2,1 title 'fio 4 KiB random reads over the first N GiB of a file%s'
 set grid
 set logscale x 2
 set format x '%%g'
@@ -762,15 +770,16 @@ set key outside right
 set lmargin at screen 0.08
 set rmargin at screen 0.74
 set xlabel 'range (GiB)'
-set ylabel 'IOPS'
+set ylabel '%s'
 set yrange [0:*]
 plot %s
-set ylabel 'p99 completion latency (us)'
-set logscale y
-set yrange [*:*]
+set ylabel '%s'
+%s
 plot %s
 unset multiplot
-""" % (a.png, ", ".join(iops), ", ".join(lat))
+""" % (a.png, " (simulated device time)" if dev else "", "IOPS (device time)" if dev else "IOPS",
+       ", ".join(iops), "map misses (%)" if dev else "p99 completion latency (us)",
+       "set yrange [0:100]" if dev else "set logscale y\nset yrange [*:*]", ", ".join(lat))
     gnuplot(script, a.png)
     shutil.rmtree(tmp, ignore_errors=True)
 
