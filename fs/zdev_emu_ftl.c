@@ -290,7 +290,8 @@ static void stream_open(struct emu_dev *d, struct ftl_stream *s)
 			;
 	if (!f->nfree) {
 		if (!f->broken)
-			zlog_err("%s: FTL model: no free superblock left; placement stops", d->zd.info.path);
+			zlog_err("%s: FTL model: no free superblock left; placement stops",
+				 d->zd.info.path);
 		f->broken = 1;
 		return;
 	}

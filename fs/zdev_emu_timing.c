@@ -76,7 +76,8 @@ int emu_spec_scaled(unsigned long long v, const char *end, int is_time, uint64_t
 	uint64_t m;
 
 	if (is_time)
-		m = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1000 : !strcmp(end, "ms") ? 1000000 : 0;
+		m = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1000 :
+		    !strcmp(end, "ms") ? 1000000 : 0;
 	else
 		m = !*end ? 1 : !strcmp(end, "K") || !strcmp(end, "k") ? 1024 :
 		    !strcmp(end, "M") || !strcmp(end, "m") ? 1 << 20 : 0;

@@ -185,7 +185,8 @@ START_TEST(t_ftl_miss_overlap)
 	ck_assert_int_eq(zdev_flush(d), 0);
 	ck_assert_int_eq(zemu_timing_reset(d), 0);
 	for (uint32_t i = 0; i < 20; i++) /* alternately in the two map pages: every read misses */
-		ck_assert_int_eq(zdev_read(d, buf, BLK, (uint64_t)(i % 2 * 1024 + i / 2 * 37) * BLK), 0);
+		ck_assert_int_eq(zdev_read(d, buf, BLK, (i % 2 * 1024 + i / 2 * 37) * (uint64_t)BLK),
+				 0);
 	s = st(d);
 	ck_assert_uint_eq(s.map_misses, 20);
 	ck_assert_uint_eq(s.nand_reads, 40);

@@ -27,7 +27,10 @@ static char sock[512], stats[512];
 
 /* ---- the wire ------------------------------------------------------------------------------ */
 
-static void xsend(int fd, const void *p, size_t n) { ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n); }
+static void xsend(int fd, const void *p, size_t n)
+{
+	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
 
 static void xrecv(int fd, void *p, size_t n)
 {
@@ -346,8 +349,8 @@ START_TEST(t_nbd_io)
 	ck_assert_uint_eq(nbd_cmd(fd, 42, 0, 0, 0, NULL, NULL), NBD_EINVAL);
 	/* trim and write zeroes read as zeros; the trim reaches the FTL */
 	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_TRIM, 0, 8 << 20, 64 << 10, NULL, NULL), 0);
-	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_NO_HOLE, (8 << 20) + (64 << 10),
-				  64 << 10, NULL, NULL), 0);
+	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_NO_HOLE,
+				  (8 << 20) + (64 << 10), 64 << 10, NULL, NULL), 0);
 	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE_ZEROES, 0, (8 << 20) + (128 << 10), 64 << 10,
 				  NULL, NULL), 0);
 	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_READ, 0, 8 << 20, 1 << 20, NULL, r), 0);
@@ -406,7 +409,8 @@ START_TEST(t_nbd_powercut)
 	pid = start_server(NULL);
 	fd = nbd_open();
 	pattern(b, 64 << 10, 4);
-	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE, NBD_CMD_FLAG_FUA, 2 << 20, 64 << 10, b, NULL), 0);
+	ck_assert_uint_eq(nbd_cmd(fd, NBD_CMD_WRITE, NBD_CMD_FLAG_FUA, 2 << 20, 64 << 10, b, NULL),
+			  0);
 	disconnect(fd);
 	ck_assert_int_eq(stop_server(pid), 0);
 	ck_assert_int_eq(zemu_powercut(img, -1, 0, 0), 0);

@@ -99,9 +99,15 @@ struct wire {
 	size_t n;
 };
 
-static void put16(struct wire *w, uint16_t v) { v = htobe16(v); memcpy(w->b + w->n, &v, 2); w->n += 2; }
-static void put32(struct wire *w, uint32_t v) { v = htobe32(v); memcpy(w->b + w->n, &v, 4); w->n += 4; }
-static void put64(struct wire *w, uint64_t v) { v = htobe64(v); memcpy(w->b + w->n, &v, 8); w->n += 8; }
+static void put(struct wire *w, const void *v, size_t len)
+{
+	memcpy(w->b + w->n, v, len);
+	w->n += len;
+}
+
+static void put16(struct wire *w, uint16_t v) { v = htobe16(v); put(w, &v, 2); }
+static void put32(struct wire *w, uint32_t v) { v = htobe32(v); put(w, &v, 4); }
+static void put64(struct wire *w, uint64_t v) { v = htobe64(v); put(w, &v, 8); }
 static uint32_t min_len(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
@@ -468,7 +474,8 @@ static int open_image(const char *image, const struct nbd_server_opts *o, struct
 static int serve_loop(struct server *s, int lfd, int ctl_lfd)
 {
 	while (!stop_requested) {
-		struct pollfd p[4] = {{lfd, s->fd < 0 ? POLLIN : 0, 0}, {ctl_lfd, s->cfd < 0 ? POLLIN : 0, 0},
+		struct pollfd p[4] = {{lfd, s->fd < 0 ? POLLIN : 0, 0},
+				      {ctl_lfd, s->cfd < 0 ? POLLIN : 0, 0},
 				      {s->fd, POLLIN, 0}, {s->cfd, POLLIN, 0}};
 		int ret;
 

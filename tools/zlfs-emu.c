@@ -263,9 +263,10 @@ static void report_text(const struct zdev_geometry *g, const struct zemu_stats *
 	print_timing(&st->timing, 0);
 	putchar('\n');
 	if (st->mode == ZEMU_MODE_FTL)
-		printf("mode: conventional (FTL): over-provisioning %.1f%% asked, %" PRIu64 " MiB real, %u "
-		       "superblocks of %u pages, %u free, %" PRIu64 " pages mapped, map cache %" PRIu64
-		       " of %" PRIu64 " map pages\n", st->ftl.op_permille / 10.0, st->ftl_op_bytes >> 20,
+		printf("mode: conventional (FTL): over-provisioning %.1f%% asked, %" PRIu64
+		       " MiB real, %u superblocks of %u pages, %u free, %" PRIu64 " pages mapped, "
+		       "map cache %" PRIu64 " of %" PRIu64 " map pages\n", st->ftl.op_permille / 10.0,
+		       st->ftl_op_bytes >> 20,
 		       st->ftl_superblocks, st->ftl_pages_per_superblock, st->ftl_free_superblocks,
 		       st->ftl_mapped_pages, st->map_cache_pages, st->map_pages);
 	else
