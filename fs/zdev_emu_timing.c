@@ -561,6 +561,12 @@ int zemu_set_timing(const char *path, const struct zemu_timing *t)
 	ret = emu_open_internal(path, &rw, 1, &d);
 	if (ret)
 		return ret;
+	if (is_ftl(d)) { /* its superblocks, and so its layout, are cut from the model */
+		zlog_err("%s: a conventional-mode image keeps the NAND model it was created with",
+			 path);
+		emu_free(d);
+		return -EINVAL;
+	}
 	d->hdr->timing = *t;
 	ret = emu_hdr_write(d);
 	if (!ret && fdatasync(d->fd))

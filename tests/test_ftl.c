@@ -85,6 +85,15 @@ START_TEST(t_ftl_create)
 	o = ftl_opts(8 << 20);
 	o.ftl.op_permille = 1000;
 	ck_assert_int_eq(zemu_create(img, &o), -EINVAL);
+	/* its model is part of its layout: it stays */
+	o = ftl_opts(8 << 20);
+	d = ftl_image("ftl-settiming.img", &o);
+	zdev_close(d);
+	o.timing.prog_ns = 200000;
+	ck_assert_int_eq(zemu_set_timing(img, &o.timing), -EINVAL);
+	d = opn(img);
+	ck_assert_uint_eq(st(d).timing.prog_ns, 100000);
+	zdev_close(d);
 	/* no timing model given: the default one */
 	o = ftl_opts(256 << 20);
 	memset(&o.timing, 0, sizeof(o.timing));
