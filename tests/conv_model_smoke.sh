@@ -71,11 +71,11 @@ expect f2fs-conv-model dev_read_drop_pct 35      # 1 - 2600 / 4000
 expect f2fs-conv-model dev_gc_began_iter 2
 expect f2fs-conv-model dev_waf_last 2
 
-IV=fs,aged_iters,used_pct,files,bytes,install_s,install_MiBps,verify_s,verify_MiBps,mismatches,dev_reads,dev_read_bytes,mean_read_KiB,reads_lt_4k,reads_4k_8k,reads_8k_16k,reads_16k_32k,reads_32k_64k,reads_64k_128k,reads_128k_256k,reads_256k_512k,reads_ge_512k,gc_migrated_bytes,dev_install_s,dev_verify_s,dev_verify_MiBps
+IV=fs,aged_iters,used_pct,files,bytes,install_s,install_MiBps,verify_s,verify_MiBps,mismatches,dev_reads,dev_read_bytes,mean_read_KiB,reads_lt_4k,reads_4k_8k,reads_8k_16k,reads_16k_32k,reads_32k_64k,reads_64k_128k,reads_128k_256k,reads_256k_512k,reads_ge_512k,gc_migrated_bytes,dev_install_s,dev_verify_s,dev_verify_MiBps,dev_verify_qd1_s
 cat >"$T/iv.csv" <<EOF
 $IV
-zlfs,6,50,100,25165824,1,24,1,24,0,100,,,0,10,0,0,0,0,90,0,0,,0.02,0.030,800
-f2fs-conv-model,6,50,100,25165824,1,24,1,24,0,100,,,0,66,0,0,0,0,4,0,30,,0.03,0.035,685.7
+zlfs,6,50,100,25165824,1,24,1,24,0,100,,,0,10,0,0,0,0,90,0,0,,0.02,0.030,800,0.06
+f2fs-conv-model,6,50,100,25165824,1,24,1,24,0,100,,,0,66,0,0,0,0,4,0,30,,0.03,0.035,685.7,0.08
 EOF
 "$REPO/tools/install-verify" --summary "$T/iv.csv" --out "$T/iv-summary.csv" >"$T/iv-summary.txt" ||
 	{ echo "FAIL: install-verify --summary exited with an error"; fail=1; }
@@ -83,6 +83,7 @@ cat "$T/iv-summary.txt"
 KNOWN_SUMMARY=$T/iv-summary.csv
 expect zlfs dev_verify_s 0.03
 expect zlfs/f2fs-conv-model dev_verify_time_cut_pct 14.286 # 1 - 0.030 / 0.035
+expect zlfs/f2fs-conv-model dev_verify_qd1_time_cut_pct 25  # 1 - 0.06 / 0.08
 [[ $fail == 0 ]] && echo "PASS: the device-time summaries of the known CSVs"
 
 # ---- 2. quick runs in the guest ---------------------------------------------------------------
@@ -121,6 +122,6 @@ n=$(positive "$T/rr/randrange.csv" f2fs-conv-model dev_map_miss_pct)
 smoke_run age "$T" "$T/age" "$T/work" --guest conv-model --quick --max-iters 2
 check_run age "$T/age/age.csv" "$T/age/age.png" dev_write_MiBps dev_read_MiBps dev_waf
 smoke_run install-verify "$T" "$T/iv" "$T/work" --guest conv-model --quick --age-iters 2 --size 8M
-check_run install-verify "$T/iv/install-verify.csv" "$T/iv/read-sizes.png" dev_verify_s dev_reads
+check_run install-verify "$T/iv/install-verify.csv" "$T/iv/read-sizes.png" dev_verify_s dev_verify_qd1_s dev_reads
 [[ $fail == 0 ]] && echo "PASS: the three workloads --guest conv-model: CSV, device figures, plot and summary"
 exit $fail

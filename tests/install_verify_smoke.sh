@@ -19,7 +19,7 @@ mkdir -p "$T"
 fail=0
 COLS=fs,aged_iters,used_pct,files,bytes,install_s,install_MiBps,verify_s,verify_MiBps,mismatches,dev_reads,dev_read_bytes,mean_read_KiB,reads_lt_4k,reads_4k_8k,reads_8k_16k,reads_16k_32k,reads_32k_64k,reads_64k_128k,reads_128k_256k,reads_256k_512k,reads_ge_512k,gc_migrated_bytes
 # a run's CSV: the device model's columns too (empty without one)
-RUN_COLS=$COLS,dev_install_s,dev_verify_s,dev_verify_MiBps
+RUN_COLS=$COLS,dev_install_s,dev_verify_s,dev_verify_MiBps,dev_verify_qd1_s
 
 # ---- 1. the summary of a known CSV ------------------------------------------------------------
 {

@@ -551,8 +551,10 @@ IV_BASE_COLUMNS = ["fs", "aged_iters", "used_pct", "files", "bytes", "install_s"
                    "verify_s", "verify_MiBps", "mismatches", "dev_reads", "dev_read_bytes",
                    "mean_read_KiB"] + ["reads_" + b for b in BUCKETS] + ["gc_migrated_bytes"]
 # on the emulator's NAND model: install and verify in simulated time (the read counts and
-# sizes above then come from the model's counters too, for every filesystem alike)
-IV_DEV_COLUMNS = ["dev_install_s", "dev_verify_s", "dev_verify_MiBps"]
+# sizes above then come from the model's counters too, for every filesystem alike), and the
+# verification's reads one at a time (the sum of their unloaded service times: a reader at
+# queue depth 1, as a game checking its files one after the other is)
+IV_DEV_COLUMNS = ["dev_install_s", "dev_verify_s", "dev_verify_MiBps", "dev_verify_qd1_s"]
 IV_COLUMNS = IV_BASE_COLUMNS + IV_DEV_COLUMNS
 
 
@@ -575,14 +577,15 @@ def iv_row(a):
         mean = "%.1f" % (rbytes / reads / 1024) if reads else ""
     snaps = [devmodel.load(p("dev-%s-" + w + ".json")) for w in ("before-install", "after-install",
                                                                    "before-verify", "after-verify")]
-    dev = ["", "", ""]
+    dev = [""] * len(IV_DEV_COLUMNS)
     v = devmodel.delta(snaps[2], snaps[3])
     if v:  # the device's own counters, alike for every filesystem
         counts = [v["reads_" + b] for b in BUCKETS]
         reads, rbytes = v["host_reads"], v["host_read_bytes"]
         mean = "%.1f" % (rbytes / reads / 1024) if reads else ""
         dev = [devmodel.cell(devmodel.sim_s(devmodel.delta(snaps[0], snaps[1])), 4),
-               devmodel.cell(devmodel.sim_s(v), 4), devmodel.cell(devmodel.mibps(ver["bytes"], v))]
+               devmodel.cell(devmodel.sim_s(v), 4), devmodel.cell(devmodel.mibps(ver["bytes"], v)),
+               devmodel.cell(v["read_service_ns"] / 1e9, 4)]
     print(",".join(str(x) for x in [
         a.label, a.aged, a.used, ins["files"], ins["bytes"], ins["install_s"],
         "%.1f" % (ins["bytes"] / MiB / ins["install_s"]), ver["verify_s"],
