@@ -38,9 +38,32 @@ static void ckpt_fill_orphans(uint8_t *blocks, const struct zlfs_cp_info *cpi,
 	}
 }
 
+static void ckpt_fill_remaps(uint8_t *blocks, const struct zlfs_cp_info *cpi,
+			     const struct zlfs_remap_entry *remaps, uint64_t seed)
+{
+	uint32_t b, n = 0;
+
+	for (b = 0; b < cpi->nr_remap_blocks; b++) {
+		struct zlfs_cp_remap *rb = (void *)(blocks + (size_t)b * ZLFS_BLOCK_SIZE);
+		uint32_t k = cpi->nr_remaps - n < ZLFS_REMAPS_PER_BLOCK ? cpi->nr_remaps - n
+									 : ZLFS_REMAPS_PER_BLOCK;
+
+		memset(rb, 0, sizeof(*rb));
+		zlfs_blk_init(rb, ZLFS_KIND_CP_REMAP, b, 0, cpi->version);
+		memcpy(rb->e, remaps + n, k * sizeof(*remaps));
+		n += k;
+		zlfs_blk_seal(rb, seed);
+	}
+}
+
+static uint32_t remap_blocks(uint32_t n)
+{
+	return (n + ZLFS_REMAPS_PER_BLOCK - 1) / ZLFS_REMAPS_PER_BLOCK;
+}
+
 int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
 		    int slot, uint32_t blk, struct zlfs_summary *sums, const uint8_t *sum_logs,
-		    uint32_t nsum, const uint32_t *orphans)
+		    uint32_t nsum, const uint32_t *orphans, const struct zlfs_remap_entry *remaps)
 {
 	uint32_t i, nblocks;
 	uint8_t *buf;
@@ -49,9 +72,11 @@ int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlf
 	cpi->nr_summaries = nsum;
 	cpi->nr_orphan_blocks =
 		(cpi->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) / ZLFS_ORPHANS_PER_BLOCK;
-	if (cpi->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX || nsum > ZLFS_NR_LOG_TYPES)
+	cpi->nr_remap_blocks = remap_blocks(cpi->nr_remaps);
+	if (cpi->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX || nsum > ZLFS_NR_LOG_TYPES ||
+	    cpi->nr_remap_blocks > ZLFS_REMAP_BLOCKS_MAX)
 		return -ENOSPC;
-	cpi->pack_blocks = nblocks = 2 + nsum + cpi->nr_orphan_blocks;
+	cpi->pack_blocks = nblocks = 2 + nsum + cpi->nr_orphan_blocks + cpi->nr_remap_blocks;
 	buf = zdev_buf_alloc((size_t)nblocks * ZLFS_BLOCK_SIZE);
 	if (!buf)
 		return -ENOMEM;
@@ -64,6 +89,8 @@ int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlf
 		zlfs_blk_seal(s, sbi->seed);
 	}
 	ckpt_fill_orphans(buf + (size_t)(1 + nsum) * ZLFS_BLOCK_SIZE, cpi, orphans, sbi->seed);
+	ckpt_fill_remaps(buf + (size_t)(1 + nsum + cpi->nr_orphan_blocks) * ZLFS_BLOCK_SIZE, cpi,
+			 remaps, sbi->seed);
 	zlfs_cp_tail_encode(cpi->version, zlfs_blk_csum(buf, sbi->seed), sbi->seed,
 			    buf + (size_t)(nblocks - 1) * ZLFS_BLOCK_SIZE);
 	ret = zdev_write(dev, buf, (size_t)nblocks * ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk));
@@ -321,6 +348,29 @@ static int ckpt_load_orphans(struct zlfs_fs *fs, uint8_t *buf, uint64_t off)
 	return 0;
 }
 
+/* Owners of moved data blocks (remap.c). */
+static int ckpt_load_remaps(struct zlfs_fs *fs, uint8_t *buf, uint64_t off)
+{
+	const struct zlfs_cp_remap *rb = (const void *)buf;
+	uint32_t b, i, n = 0;
+	int ret;
+
+	for (b = 0; b < fs->cp.nr_remap_blocks; b++) {
+		ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, off + (uint64_t)b * ZLFS_BLOCK_SIZE);
+		if (ret)
+			return ret;
+		if (le16_get(rb->hdr.kind) != ZLFS_KIND_CP_REMAP)
+			return -EUCLEAN;
+		for (i = 0; i < ZLFS_REMAPS_PER_BLOCK && n < fs->cp.nr_remaps; i++, n++) {
+			ret = remap_set(fs, le32_get(rb->e[i].addr), le32_get(rb->e[i].nid),
+					le16_get(rb->e[i].ofs));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 /* Logs and their open segments' summaries, carried in the pack. */
 static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
 {
@@ -343,7 +393,9 @@ static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
 			return -EUCLEAN;
 		memcpy(&fs->logs[t].sum, buf, ZLFS_BLOCK_SIZE);
 	}
-	return ckpt_load_orphans(fs, buf, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
+	ret = ckpt_load_orphans(fs, buf, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
+	return ret ? ret : ckpt_load_remaps(fs, buf, base + (uint64_t)(1 + i + fs->cp.nr_orphan_blocks) *
+							      ZLFS_BLOCK_SIZE);
 }
 
 static void ckpt_log_map(struct zlfs_fs *fs)
@@ -393,6 +445,7 @@ int ckpt_load(struct zlfs_fs *fs)
 	fs->user_bytes = fs->cp.user_bytes;
 	fs->dev_bytes = fs->cp.dev_bytes;
 	fs->gc_bytes = fs->gc_bytes_at_mount = fs->cp.gc_bytes;
+	fs->prealloc_blocks = fs->cp.prealloc_blocks;
 	return 0;
 }
 
@@ -624,6 +677,7 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->user_bytes = ATOMIC_GET(&fs->user_bytes);
 	c->dev_bytes = ATOMIC_GET(&fs->dev_bytes);
 	c->gc_bytes = ATOMIC_GET(&fs->gc_bytes);
+	c->prealloc_blocks = seg_prealloc(fs);
 	c->seq = fs->seq;
 	memcpy(c->map_addr, fs->map_addr, fs->nr_map * sizeof(uint32_t));
 	return nsum;
@@ -717,6 +771,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 	struct zlfs_cp_info *c = malloc(sizeof(*c));
 	uint8_t sum_logs[ZLFS_NR_LOG_TYPES];
 	uint32_t *orphans = NULL;
+	struct zlfs_remap_entry *remaps = NULL;
 	struct zlfs_cp_pos pos;
 	uint32_t nsum;
 	int ret = sums && c ? 0 : -ENOMEM;
@@ -734,14 +789,17 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
 		nsum = ckpt_fill(fs, c, clean, sums, sum_logs);
-		orphans = ckpt_orphans(fs, c, nsum);
+		remaps = malloc((remap_count(fs) + 1) * sizeof(*remaps));
+		c->nr_remaps = remaps ? remap_export(fs, remaps, remap_count(fs)) : 0;
+		orphans = remaps ? ckpt_orphans(fs, c, nsum + remap_blocks(c->nr_remaps)) : NULL;
 		ret = orphans ? ckpt_place(fs, 2 + nsum + (c->nr_orphans + ZLFS_ORPHANS_PER_BLOCK - 1) /
-							    ZLFS_ORPHANS_PER_BLOCK, &pos)
+							    ZLFS_ORPHANS_PER_BLOCK +
+							    remap_blocks(c->nr_remaps), &pos)
 			      : -ENOMEM;
 	}
 	if (!ret)
 		ret = ckpt_write_pack(fs->dev, &fs->sb, c, pos.slot, pos.blk, sums, sum_logs, nsum,
-				      orphans);
+				      orphans, remaps);
 	if (!ret)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
@@ -761,6 +819,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ATOMIC_SET(&fs->readonly, 1);
 	}
 	free(orphans);
+	free(remaps);
 	zdev_buf_free(sums);
 	free(c);
 	return ret;

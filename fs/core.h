@@ -132,6 +132,7 @@ struct iattr {
 
 struct ilock_table;
 struct ra_table;
+struct remap;
 
 struct zlfs_fs {
 	struct zlock rename_lock, gc_lock;
@@ -172,6 +173,9 @@ struct zlfs_fs {
 	uint32_t retired_zones;
 	uint64_t valid_blocks;
 	uint32_t gc_pin;            /* GC's victim: not freed by a checkpoint while GC reads it */
+	uint64_t prealloc_blocks;   /* data pointers reserved by fallocate (ZLFS_ADDR_PREALLOC):
+				     * free space held for them, not counted as free */
+	struct remap *remap;        /* owners of moved data blocks (remap.c), or NULL */
 
 	/* meta log: cp_lock exclusive */
 	uint32_t *meta_addr;        /* per logical meta block (NAT then SIT) */
@@ -238,8 +242,12 @@ struct zlfs_mount_opts {
 	const struct zlfs_key_source *key; /* NULL: mount without a key (locked view) */
 	struct wbuf_opts wb;        /* zeros: the defaults (dynamic, 4 MiB, 192 KiB slots) */
 	const struct gc_opts *gc;   /* NULL: gc_defaults() */
+	int daemon;                 /* the zlfs daemon: mark the device for tools (zdev.h) */
+	unsigned wait_secs;         /* wait this long for a daemon finishing its unmount */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
+/* The daemon's mount is visible: tools that find the device busy now fail at once. */
+void zlfs_serving(struct zlfs_fs *fs);
 /* Write a clean checkpoint (unless read-only) and release everything. */
 int zlfs_unmount(struct zlfs_fs *fs);
 
@@ -258,6 +266,22 @@ struct ilock *ilock_take(struct zlfs_fs *fs, uint32_t ino, int excl, unsigned ra
 void ilock_drop(struct zlfs_fs *fs, struct ilock *l);
 int ilock_init(struct zlfs_fs *fs);
 void ilock_destroy(struct zlfs_fs *fs);
+
+/* ---- remap.c ---------------------------------------------------------------------------- */
+/* Block ADDR now belongs to slot OFS of node NID, whatever its segment summary says.
+ * -ENOSPC when the table (what one checkpoint carries) is full. */
+int remap_set(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs);
+/* 1 and the owner when ADDR was moved, else 0. */
+int remap_find(struct zlfs_fs *fs, uint32_t addr, uint32_t *nid, uint16_t *ofs);
+/* With seg_lock held (seg_mark). */
+void remap_drop_locked(struct zlfs_fs *fs, uint32_t addr);
+uint32_t remap_room(struct zlfs_fs *fs);
+uint32_t remap_count(struct zlfs_fs *fs);
+uint32_t remap_export(struct zlfs_fs *fs, struct zlfs_remap_entry *out, uint32_t max);
+void remap_destroy(struct zlfs_fs *fs);
+/* Turn on an incompatible feature: the superblock is rewritten before anything that needs it
+ * can reach the device (mount.c). */
+int zlfs_feature_incompat(struct zlfs_fs *fs, uint32_t bit);
 
 /* ---- keys.c ----------------------------------------------------------------------------- */
 /* Load the master key SRC names and check it against the superblock before anything is
@@ -301,6 +325,9 @@ uint32_t seg_reserve(const struct zlfs_fs *fs);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted, nor
  * the room that changed nodes and directory blocks will take at the next checkpoint. */
 uint64_t seg_free_blocks(struct zlfs_fs *fs);
+/* Blocks reserved by fallocate (ZLFS_ADDR_PREALLOC pointers), and a change of their count. */
+uint64_t seg_prealloc(struct zlfs_fs *fs);
+void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta);
 /* DELTA blocks changed in memory that will be appended to the log of TYPE. */
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta);
 /* Blocks changed in memory in all (0 right after a checkpoint). */
@@ -354,6 +381,8 @@ void node_ref(struct zlfs_fs *fs, struct node_page *np);
 void node_dirty(struct zlfs_fs *fs, struct node_page *np);
 /* Free NID: its block becomes invalid and the NAT entry empty. */
 void node_free(struct zlfs_fs *fs, uint32_t nid);
+/* INO's next fsync writes a checkpoint: roll-forward could not redo what changed. */
+void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 /* Write every dirty node to its log. */
 int node_flush_all(struct zlfs_fs *fs);
 /* fsync without a checkpoint: write INO's dirty nodes marked for roll-forward and make them

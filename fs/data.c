@@ -27,12 +27,6 @@
 #define L2_END (L1_END + 2ULL * NA * NA)
 #define L3_END (L2_END + (uint64_t)NA * NA * NA)
 
-/* Where a block's pointer lives: the page holding it and the slot. */
-struct dref {
-	struct node_page *np;
-	uint32_t slot;
-};
-
 /* The path from the inode to block IDX: the inode's nid slot, then child slots, and the node
  * offset (ofs) of each node on the way. Depth 0 means the inode's own address array. */
 struct dpath {
@@ -81,7 +75,7 @@ static int data_path(uint64_t idx, struct dpath *p)
 	return -EFBIG;
 }
 
-static le32 *node_slot(struct node_page *np, uint32_t slot)
+le32 *node_slot(struct node_page *np, uint32_t slot)
 {
 	const struct zlfs_blkhdr *h = np->buf;
 
@@ -121,9 +115,8 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	return 0;
 }
 
-/* Find (or make, with CREATE) the pointer to block IDX. REF->np is held: node_put it. */
-static int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
-		    struct dref *ref)
+int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
+	     struct dref *ref)
 {
 	struct node_page *cur = inode, *next;
 	struct dpath p;
@@ -170,6 +163,8 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 	if (ret)
 		return ret;
 	*addr = le32_get(*node_slot(ref.np, ref.slot));
+	if (*addr == ZLFS_ADDR_PREALLOC) /* reserved, never written: reads as a hole */
+		*addr = ZLFS_ADDR_NULL;
 	node_put(fs, ref.np);
 	return 0;
 }
@@ -193,7 +188,11 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 		return ret;
 	slot = node_slot(ref.np, ref.slot);
 	old = le32_get(*slot);
+	if (old == ZLFS_ADDR_PREALLOC) /* the block's reservation pays for it */
+		seg_prealloc_add(fs, -1);
 	ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
+	if (ret && old == ZLFS_ADDR_PREALLOC)
+		seg_prealloc_add(fs, 1);
 	if (!ret) {
 		data_changed(fs, inode);
 		seg_mark(fs, old, 0);
@@ -271,8 +270,11 @@ static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t firs
 		if (ret)
 			return ret;
 		k = n - i < slots_left(&ref) ? n - i : slots_left(&ref);
-		for (j = 0; j < k; j++)
+		for (j = 0; j < k; j++) {
 			addr[i + j] = le32_get(*node_slot(ref.np, ref.slot + j));
+			if (addr[i + j] == ZLFS_ADDR_PREALLOC) /* reserved, unwritten: a hole */
+				addr[i + j] = ZLFS_ADDR_NULL;
+		}
 		node_put(fs, ref.np);
 		i += k;
 	}
@@ -407,7 +409,7 @@ int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t siz
 static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 		     uint64_t idx, uint32_t n, const uint8_t *src, uint8_t *scratch)
 {
-	uint32_t addr[WRITE_RUN], old[WRITE_RUN], fresh = 0, k, i;
+	uint32_t addr[WRITE_RUN], old[WRITE_RUN], fresh = 0, k, i, reserved = 0;
 	struct zlfs_inode *in = inode_of(inode);
 	struct dref ref;
 	int ret = data_ref(fs, inode, idx, 1, &ref);
@@ -416,6 +418,10 @@ static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct d
 		return ret;
 	k = n < WRITE_RUN ? n : WRITE_RUN;
 	k = k < slots_left(&ref) ? k : slots_left(&ref);
+	for (i = 0; i < k; i++) /* reserved blocks pay for themselves, as in data_put_block */
+		reserved += le32_get(*node_slot(ref.np, ref.slot + i)) == ZLFS_ADDR_PREALLOC;
+	if (reserved)
+		seg_prealloc_add(fs, -(int64_t)reserved);
 	for (i = 0; !ret && dk->on && i < k; i++) /* plaintext goes to the buffer as it is */
 		ret = zcrypt_xts_encrypt(&dk->k, idx + i, src + (size_t)i * ZLFS_BLOCK_SIZE,
 					 scratch + (size_t)i * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
@@ -426,9 +432,12 @@ static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct d
 		le32 *slot = node_slot(ref.np, ref.slot + i);
 
 		old[i] = le32_get(*slot);
-		fresh += !old[i];
+		fresh += !old[i]; /* a reserved block counts in the file's blocks already */
+		reserved -= old[i] == ZLFS_ADDR_PREALLOC;
 		*slot = le32_put(addr[i]);
 	}
+	if (reserved) /* reservations of blocks this run did not reach stay */
+		seg_prealloc_add(fs, (int64_t)reserved);
 	if (ret > 0) {
 		data_changed(fs, inode);
 		seg_mark_n(fs, old, (uint32_t)ret, 0);
@@ -507,6 +516,8 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 	if (!addr)
 		return;
 	data_changed(fs, inode);
+	if (addr == ZLFS_ADDR_PREALLOC)
+		seg_prealloc_add(fs, -1); /* the reservation goes with the pointer */
 	seg_mark(fs, addr, 0);
 	*slot = 0;
 	in->blocks = le64_put(le64_get(in->blocks) - 1);
@@ -565,6 +576,12 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	uint64_t i;
 	int k, ret = 0;
 
+	if (!le64_get(in->blocks)) { /* no data block anywhere: only the nodes may need going */
+		for (k = 0; k < ZLFS_INODE_NIDS && !in->nid[k]; k++)
+			;
+		if (k == ZLFS_INODE_NIDS)
+			return 0;
+	}
 	for (i = r->from; i < IA && i < r->to; i++)
 		drop_block(fs, inode, &in->addr[i]);
 	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
@@ -581,6 +598,15 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	}
 	return ret;
 }
+
+int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to)
+{
+	struct drange r = {from, to};
+
+	return drop_range(fs, inode, &r);
+}
+
+uint64_t data_max_blocks(void) { return L3_END; }
 
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
 {

@@ -42,7 +42,17 @@ struct dpage {
 	uint32_t idx;
 	int dirty;
 	int refs;
+	int fresh; /* made for a hole: counted in dir_pending_blocks until written */
 	struct zlfs_dentry_block *blk;
+};
+
+#define DPEND_BUCKETS 256
+
+/* Blocks a directory has in the cache but not yet on the device, by ino. */
+struct dpend {
+	struct dpend *next;
+	uint32_t ino;
+	uint32_t n;
 };
 
 struct dindex_ent {
@@ -58,6 +68,7 @@ struct dir_cache {
 	uint32_t count;
 	struct dindex_ent *ixb[DINDEX_BUCKETS]; /* name indexes of large directories, by ino */
 	size_t ix_bytes;
+	struct dpend *pend[DPEND_BUCKETS];
 };
 
 static struct dir_cache *dcache(struct zlfs_fs *fs)
@@ -140,6 +151,46 @@ static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u <<
 static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
 static void bit_clear(uint8_t *map, uint32_t i) { map[i / 8] &= (uint8_t)~(1u << (i % 8)); }
 
+/* Under the cache's lock. A failed allocation only leaves st_blocks short until the write. */
+static void dpend_add(struct dir_cache *dc, uint32_t ino, int d)
+{
+	struct dpend **pp = &dc->pend[ino % DPEND_BUCKETS], *e;
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	e = *pp;
+	if (!e && d > 0 && (e = calloc(1, sizeof(*e)))) {
+		e->ino = ino;
+		*pp = e;
+	}
+	if (!e)
+		return;
+	e->n = d > 0 ? e->n + 1 : (e->n ? e->n - 1 : 0);
+	if (!e->n) {
+		*pp = e->next;
+		free(e);
+	}
+}
+
+/* A directory's blocks count from the moment they are made, as a file's count from its
+ * write: the kernel keeps attributes for long and would never see the checkpoint's write
+ * change st_blocks. The caller holds the directory's lock, as the flush does. */
+uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpend *e;
+	uint32_t n = 0;
+
+	if (!dc)
+		return 0;
+	zlock_lock(&dc->lock);
+	for (e = dc->pend[ino % DPEND_BUCKETS]; e && !n; e = e->next)
+		if (e->ino == ino)
+			n = e->n;
+	zlock_unlock(&dc->lock);
+	return n;
+}
+
 /* A changed block owes room in the hot data log until it is written (seg_owe). The caller
  * holds the directory exclusively; the flag is the cache's, for eviction. */
 static void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
@@ -147,8 +198,11 @@ static void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
 	struct dir_cache *dc = fs->dcache;
 
 	zlock_lock(&dc->lock);
-	if (!p->dirty)
+	if (!p->dirty) {
 		seg_owe(fs, ZLFS_LOG_HOT_DATA, 1);
+		if (p->fresh)
+			dpend_add(dc, p->ino, 1);
+	}
 	p->dirty = 1;
 	zlock_unlock(&dc->lock);
 }
@@ -156,9 +210,13 @@ static void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
 /* Under the cache's lock. */
 static void dpage_clean(struct zlfs_fs *fs, struct dpage *p)
 {
-	if (p->dirty)
+	if (p->dirty) {
 		seg_owe(fs, ZLFS_LOG_HOT_DATA, -1);
+		if (p->fresh)
+			dpend_add(fs->dcache, p->ino, -1);
+	}
 	p->dirty = 0;
+	p->fresh = 0;
 }
 
 static void dpage_free(struct zlfs_fs *fs, struct dpage *p)
@@ -319,6 +377,13 @@ void dir_cache_destroy(struct zlfs_fs *fs)
 			dc->bucket[b] = p->next;
 			dpage_free(fs, p);
 		}
+	for (b = 0; b < DPEND_BUCKETS; b++)
+		while (dc->pend[b]) {
+			struct dpend *e = dc->pend[b];
+
+			dc->pend[b] = e->next;
+			free(e);
+		}
 	zlock_destroy(&dc->lock);
 	free(dc->bucket);
 	free(dc);
@@ -396,6 +461,7 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 	if (addr == ZLFS_ADDR_NULL) {
 		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
 		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, idx, dir->nid, fs->cp_ver);
+		p->fresh = 1;
 		dpage_dirty(fs, p);
 	} else {
 		ret = seg_read(fs, addr, p->blk);

@@ -4,7 +4,8 @@
  *
  * Owns: inheritance (a new inode under an encrypted directory, or any new inode with
  * -o encrypt_all, is encrypted with a fresh random nonce), `zlfs-ctl encrypt DIR` (marks an
- * empty directory), the per-file content key and per-directory name key derived from the
+ * empty directory), the mount-time notice that encrypt_all leaves names in a plain root
+ * plaintext, the per-file content key and per-directory name key derived from the
  * master key and the inode's nonce, and the three forms of a name: the user's, the disk's
  * (AES-256-CBC-CTS ciphertext, padded) and the locked view's (base64url of the ciphertext,
  * or a digest form for long ones). Keys are derived on use and wiped after; nothing here
@@ -66,6 +67,20 @@ int fcrypt_set_policy(struct zlfs_fs *fs, struct node_page *dir)
 	if (le32_get(in->dir_entries))
 		return -ENOTEMPTY;
 	return fcrypt_mark(fs, dir);
+}
+
+void fcrypt_mount_notice(struct zlfs_fs *fs, const char *path)
+{
+	struct node_page *root;
+
+	if (!fs->encrypt_all || inode_get(fs, ZLFS_ROOT_INO, &root))
+		return;
+	if (!fcrypt_is_encrypted(root))
+		zlog_warn("%s: -o encrypt_all: the root directory is not encrypted, so names in it "
+			  "and in the other directories that are not encrypted stay plaintext on the "
+			  "device (contents of new files are encrypted); an encrypted root comes from "
+			  "mkfs.zlfs --encrypt without --plain-root", path);
+	node_put(fs, root);
 }
 
 int fcrypt_same_policy(struct node_page *a, struct node_page *b)

@@ -45,7 +45,18 @@ uint64_t inode_now_ns(void);
 struct zcrypt_file_key;
 
 /* ---- data.c ----------------------------------------------------------------------------- */
-/* Block address of file block IDX (ZLFS_ADDR_NULL for a hole). */
+/* Where a block's pointer lives: the page holding it and the slot. */
+struct dref {
+	struct node_page *np;
+	uint32_t slot;
+};
+/* Find (or make, with CREATE) the pointer to file block IDX: -ENOENT when a node on the way
+ * is missing (and not CREATE). REF->np is held: node_put it. */
+int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int create,
+	     struct dref *ref);
+/* The pointer at SLOT of node or inode NP (a data address, or a child nid). */
+le32 *node_slot(struct node_page *np, uint32_t slot);
+/* Block address of file block IDX (ZLFS_ADDR_NULL for a hole, reserved ones included). */
 int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr);
 /* Append BUF as file block IDX to log TYPE and point the file at it. */
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
@@ -73,6 +84,10 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p);
 void data_read_free(struct data_rplan *p);
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off);
+/* Drop file blocks [FROM, TO) (and the nodes that only mapped those). */
+int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to);
+/* The most blocks a file's tree addresses. */
+uint64_t data_max_blocks(void);
 /* Drop file blocks from block FROM on (and the nodes that only mapped those). */
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from);
 /* Set the size; shrinking frees blocks and zeroes the tail of the last block. */
@@ -91,6 +106,17 @@ uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t firs
 void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
 	     const uint8_t *buf);
 void ra_forget(struct zlfs_fs *fs, uint32_t ino);
+/* ---- falloc.c --------------------------------------------------------------------------- */
+/* fallocate mode 0 and KEEP_SIZE: reserve the holes of [OFF, OFF+LEN) (statfs counts them as
+ * used; writing them spends the reservation); without KEEP_SIZE the size grows to the end. */
+int falloc_reserve(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len,
+		   int keep_size);
+/* ZERO_RANGE: the range reads as zeros; its whole blocks are freed and reserved. */
+int falloc_zero(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len,
+		int keep_size);
+/* COLLAPSE_RANGE, INSERT_RANGE (block-aligned): the blocks after OFF move by LEN. */
+int falloc_collapse(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
+int falloc_insert(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
 
 /* ---- dir.c ------------------------------------------------------------------------------ */
 /* readdir offsets: 0 start, 1 after ".", 2 after "..", then 3 + slot position + 1. */
@@ -111,6 +137,8 @@ int dir_flush(struct zlfs_fs *fs);
 /* The directory cache, made at mount before any request can race to make it. */
 int dir_cache_init(struct zlfs_fs *fs);
 void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
+/* Blocks made in the cache for INO and not yet written, to add to its st_blocks. */
+uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 void dir_cache_destroy(struct zlfs_fs *fs);
 
 /* ---- xattr.c ---------------------------------------------------------------------------- */
@@ -139,6 +167,9 @@ int fcrypt_need_key(const struct zlfs_fs *fs, struct node_page *np);
 int fcrypt_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np);
 /* Mark an empty directory encrypted (zlfs-ctl encrypt). */
 int fcrypt_set_policy(struct zlfs_fs *fs, struct node_page *dir);
+/* At mount: with -o encrypt_all on a filesystem whose root is not encrypted, say that names
+ * in directories that are not encrypted stay plaintext. */
+void fcrypt_mount_notice(struct zlfs_fs *fs, const char *path);
 /* 1 when a name may move between directories A and B (rename, link): same encryption. */
 int fcrypt_same_policy(struct node_page *a, struct node_page *b);
 int fcrypt_file_key(const struct zlfs_fs *fs, struct node_page *np, struct zcrypt_file_key *fk);

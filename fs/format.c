@@ -75,6 +75,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
+		[ZLFS_KIND_CP_REMAP] = "remap list",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])
@@ -351,6 +352,9 @@ void zlfs_cp_head_encode(const struct zlfs_cp_info *c, uint64_t seed, void *bloc
 	d->dev_bytes = le64_put(c->dev_bytes);
 	d->gc_bytes = le64_put(c->gc_bytes);
 	d->seq = le64_put(c->seq);
+	d->prealloc_blocks = le64_put(c->prealloc_blocks);
+	d->nr_remap_blocks = le32_put(c->nr_remap_blocks);
+	d->nr_remaps = le32_put(c->nr_remaps);
 	for (i = 0; i < c->nr_map && i < ZLFS_CP_MAP_MAX; i++)
 		d->map_addr[i] = le32_put(c->map_addr[i]);
 	zlfs_blk_seal(d, seed);
@@ -389,10 +393,14 @@ int zlfs_cp_head_decode(const void *block, uint64_t seed, struct zlfs_cp_info *c
 	c->dev_bytes = le64_get(d->dev_bytes);
 	c->gc_bytes = le64_get(d->gc_bytes);
 	c->seq = le64_get(d->seq);
+	c->prealloc_blocks = le64_get(d->prealloc_blocks);
+	c->nr_remap_blocks = le32_get(d->nr_remap_blocks);
+	c->nr_remaps = le32_get(d->nr_remaps);
 	if (c->version != le64_get(d->hdr.cp_ver) || c->nr_map > ZLFS_CP_MAP_MAX ||
 	    c->nr_orphan_blocks > ZLFS_CP_ORPHAN_BLOCKS_MAX ||
-	    c->nr_summaries > ZLFS_NR_LOG_TYPES ||
-	    c->pack_blocks != 2 + c->nr_summaries + c->nr_orphan_blocks)
+	    c->nr_summaries > ZLFS_NR_LOG_TYPES || c->nr_remap_blocks > ZLFS_REMAP_BLOCKS_MAX ||
+	    c->nr_remaps > c->nr_remap_blocks * ZLFS_REMAPS_PER_BLOCK ||
+	    c->pack_blocks != 2 + c->nr_summaries + c->nr_orphan_blocks + c->nr_remap_blocks)
 		return -EUCLEAN;
 	for (i = 0; i < c->nr_map; i++)
 		c->map_addr[i] = le32_get(d->map_addr[i]);

@@ -54,9 +54,14 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * F2FS). Address 0 lies in the first superblock zone and is never a data or node block, so it
  * means "no block" everywhere: a hole, an unused NAT entry, a meta block never written. */
 #define ZLFS_ADDR_NULL 0u
-#define ZLFS_MAX_BLOCKS 0xffffffffULL
+/* The two top addresses are never blocks: a device may hold at most this many. */
+#define ZLFS_MAX_BLOCKS 0xfffffffeULL
 /* In memory only: a NAT entry whose node exists but was never written yet. */
 #define ZLFS_ADDR_NEW 0xffffffffu
+/* In a data pointer (with ZLFS_FEAT_INCOMPAT_PREALLOC): a block fallocate reserved and nothing
+ * wrote yet. It reads as zeros, counts in the inode's blocks and in the checkpoint's
+ * prealloc_blocks, and occupies no block on the device. */
+#define ZLFS_ADDR_PREALLOC 0xfffffffeu
 
 #define ZLFS_NID_NULL 0u
 #define ZLFS_ROOT_INO 1u
@@ -76,7 +81,10 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 #define ZLFS_FEAT_COMPAT_SUPP 0u
 #define ZLFS_FEAT_RO_COMPAT_SUPP 0u
 #define ZLFS_FEAT_INCOMPAT_ENCRYPT (1u << 0) /* encryption fields in the superblock are live */
-#define ZLFS_FEAT_INCOMPAT_SUPP ZLFS_FEAT_INCOMPAT_ENCRYPT
+/* Data pointers may hold ZLFS_ADDR_PREALLOC and checkpoints remapped owners (set by the first
+ * fallocate that reserves or moves blocks: older code would read those as bad pointers). */
+#define ZLFS_FEAT_INCOMPAT_FALLOC (1u << 1)
+#define ZLFS_FEAT_INCOMPAT_SUPP (ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -123,6 +131,7 @@ enum zlfs_blk_kind {
 	ZLFS_KIND_INDNODE,
 	ZLFS_KIND_XATTR,
 	ZLFS_KIND_DENTRY,     /* directory data block */
+	ZLFS_KIND_CP_REMAP,   /* owners of data blocks whose segment summary is stale */
 	ZLFS_KIND_MAX
 };
 
@@ -241,9 +250,12 @@ struct zlfs_cp_head {
 	le64 dev_bytes;
 	le64 gc_bytes;
 	le64 seq;             /* last block sequence number used */
-	le64 reserved[9];
+	le64 prealloc_blocks; /* data pointers holding ZLFS_ADDR_PREALLOC, all files together */
+	le64 reserved[8];
 	le32 map_addr[ZLFS_CP_MAP_MAX];
-	le32 pad[44];
+	le32 nr_remap_blocks; /* CP_REMAP blocks, after the orphan blocks */
+	le32 nr_remaps;
+	le32 pad[42];
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_cp_head) == ZLFS_BLOCK_SIZE, "checkpoint head size");
@@ -264,6 +276,25 @@ struct zlfs_cp_orphan {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_cp_orphan) == ZLFS_BLOCK_SIZE, "orphan block size");
+
+/* Data blocks that fallocate moved to another file position (COLLAPSE_RANGE, INSERT_RANGE)
+ * keep their segment summary, which names the old owner: these entries name the new one,
+ * and garbage collection looks here first. An entry goes when its block dies or moves. */
+#define ZLFS_REMAP_BLOCKS_MAX 64u
+struct zlfs_remap_entry {
+	le32 addr;
+	le32 nid;   /* owner node */
+	le16 ofs;   /* slot in it */
+	le16 pad;
+};
+#define ZLFS_REMAPS_PER_BLOCK (ZLFS_PAYLOAD / 12)
+struct zlfs_cp_remap {
+	struct zlfs_blkhdr hdr;
+	struct zlfs_remap_entry e[ZLFS_REMAPS_PER_BLOCK]; /* fills the payload exactly */
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_remap_entry) == 12, "remap entry size");
+static_assert(sizeof(struct zlfs_cp_remap) == ZLFS_BLOCK_SIZE, "remap block size");
 
 /* ---- segment summary ---------------------------------------------------------------------
  * Entry i describes block i of the segment: a data block names its owner node and the slot in
@@ -461,6 +492,8 @@ struct zlfs_cp_info {
 	} logs[ZLFS_NR_LOG_TYPES];
 	uint64_t valid_blocks, valid_nodes, valid_inodes;
 	uint64_t user_bytes, dev_bytes, gc_bytes;
+	uint64_t prealloc_blocks;
+	uint32_t nr_remap_blocks, nr_remaps;
 	uint32_t map_addr[ZLFS_CP_MAP_MAX];
 };
 

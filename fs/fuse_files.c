@@ -12,6 +12,7 @@
  */
 #define FUSE_USE_VERSION 314
 #include "fuse_int.h"
+#include "zlfs_ioctl.h"
 #include "files.h"
 #include "log.h"
 
@@ -322,36 +323,90 @@ struct fa {
 static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	struct fa *a = arg;
-	uint64_t end = a->off + a->len;
-	int ret = 0;
+	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret;
 
 	(void)req;
-	if (a->mode)
-		ret = data_punch(z->fs, np, a->off, a->len);
-	else if (a->len / ZLFS_BLOCK_SIZE > seg_free_blocks(z->fs))
-		ret = -ENOSPC; /* a log-structured FS cannot pin blocks; it checks room */
-	else if (end > le64_get(inode_of(np)->size))
-		ret = data_set_size(z->fs, np, end);
+	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {
+	case 0:
+		ret = falloc_reserve(z->fs, np, a->off, a->len, keep);
+		break;
+	case FALLOC_FL_PUNCH_HOLE:
+		ret = keep ? data_punch(z->fs, np, a->off, a->len) : -EOPNOTSUPP;
+		break;
+	case FALLOC_FL_ZERO_RANGE:
+		ret = falloc_zero(z->fs, np, a->off, a->len, keep);
+		break;
+	case FALLOC_FL_COLLAPSE_RANGE:
+		ret = keep ? -EINVAL : falloc_collapse(z->fs, np, a->off, a->len);
+		break;
+	case FALLOC_FL_INSERT_RANGE:
+		ret = keep ? -EINVAL : falloc_insert(z->fs, np, a->off, a->len);
+		break;
+	default:
+		ret = -EOPNOTSUPP;
+	}
 	if (!ret)
 		inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
 	return ret;
 }
 
-void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		  struct fuse_file_info *fi)
+static int fallocate_any(struct zfuse *z, fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+			 off_t len)
 {
-	struct zfuse *z = zf(req);
 	struct fa a = {.mode = mode, .off = (uint64_t)off, .len = (uint64_t)len};
 	int ret = writable(z);
 
-	(void)fi;
-	if (!ret && mode != 0 && mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
-		ret = -EOPNOTSUPP;
-	if (!ret && (off < 0 || len <= 0))
+	if (!ret && (off < 0 || len <= 0 || off + len < off))
 		ret = -EINVAL;
+	return ret ? ret : with_inode(z, req, ino, 1, fallocate_fn, &a);
+}
+
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_err(req, fallocate_any(zf(req), req, ino, mode, off, len));
+}
+
+/* An ioctl carries no open mode, and the kernel checks no permission for it: the caller must
+ * be allowed to write the file (supplementary groups are not consulted). */
+static int may_write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	const struct zlfs_inode *in = inode_of(np);
+	uint32_t mode = le32_get(in->mode);
+
+	(void)z;
+	(void)arg;
+	if (!c->uid)
+		return 0;
+	if (c->uid == le32_get(in->uid))
+		return mode & S_IWUSR ? 0 : -EACCES;
+	if (c->gid == le32_get(in->gid))
+		return mode & S_IWGRP ? 0 : -EACCES;
+	return mode & S_IWOTH ? 0 : -EACCES;
+}
+
+void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size)
+{
+	const struct zlfs_ioc_range *r = in_buf;
+	struct zfuse *z = zf(req);
+	int mode = cmd == ZLFS_IOC_COLLAPSE_RANGE ? FALLOC_FL_COLLAPSE_RANGE : FALLOC_FL_INSERT_RANGE;
+	int ret = in_size < sizeof(*r) || r->off > INT64_MAX || r->len > INT64_MAX ? -EINVAL : 0;
+
+	if (!ret && z->opts.writeback_cache)
+		ret = -EOPNOTSUPP; /* dirty pages in the kernel would land at their old offsets */
 	if (!ret)
-		ret = with_inode(z, req, ino, 1, fallocate_fn, &a);
-	reply_err(req, ret);
+		ret = with_inode(z, req, ino, 0, may_write_fn, NULL);
+	if (!ret)
+		ret = fallocate_any(z, req, ino, mode, (off_t)r->off, (off_t)r->len);
+	if (!ret) /* the data moved under the kernel's cached pages and size */
+		fuse_lowlevel_notify_inval_inode(z->se, ino, 0, 0);
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
 /* ---- directories ------------------------------------------------------------------------ */

@@ -21,6 +21,7 @@ struct node_page;
 struct zfuse {
 	struct zlfs_fs *fs;
 	struct zlfs_ops_opts opts;
+	struct fuse_session *se;    /* for notifications to the kernel (zfuse_start) */
 	/* lookup counts the kernel holds, per inode */
 	struct iref {
 		struct iref *next;
@@ -101,6 +102,10 @@ void op_sync(fuse_req_t req);
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* COLLAPSE_RANGE and INSERT_RANGE, which the kernel's FUSE module does not pass on: ioctls
+ * on the file (zlfs_ioctl.h). */
+void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size);
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		  struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

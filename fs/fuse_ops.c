@@ -297,11 +297,14 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 
 	(void)arg;
 	(void)fi;
-	(void)in_buf;
-	(void)in_size;
 	if (!(flags & FUSE_IOCTL_COMPAT) &&
 	    (cmd == ZLFS_IOC_SET_ENCRYPT || cmd == ZLFS_IOC_GET_ENCRYPT)) {
 		ioctl_encrypt(req, ino, cmd, out_size);
+		return;
+	}
+	if (!(flags & FUSE_IOCTL_COMPAT) &&
+	    (cmd == ZLFS_IOC_COLLAPSE_RANGE || cmd == ZLFS_IOC_INSERT_RANGE)) {
+		ioctl_shift(req, ino, cmd, in_buf, in_size); /* fuse_files.c */
 		return;
 	}
 	if (ino != FUSE_ROOT_ID || (flags & FUSE_IOCTL_COMPAT)) {
@@ -460,8 +463,9 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o)
 	return z;
 }
 
-int zfuse_start(struct zfuse *z)
+int zfuse_start(struct zfuse *z, struct fuse_session *se)
 {
+	z->se = se;
 	if (!z->fs->readonly && z->opts.background_gc && bg_start(z->fs, &z->bg))
 		zlog_warn("background GC could not start: collection runs in the foreground only");
 	if (z->fs->readonly)

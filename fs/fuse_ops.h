@@ -8,6 +8,7 @@
 #include "core.h"
 
 struct fuse_lowlevel_ops;
+struct fuse_session;
 
 struct zlfs_ops_opts {
 	int direct_io;        /* bypass the kernel page cache for file data */
@@ -27,8 +28,8 @@ struct zfuse;
 
 const struct fuse_lowlevel_ops *zlfs_fuse_ops(void);
 struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o);
-/* Start the checkpoint timer. */
-int zfuse_start(struct zfuse *z);
+/* Start the checkpoint timer; SE is the session, for notifications to the kernel. */
+int zfuse_start(struct zfuse *z, struct fuse_session *se);
 /* Stop, write a clean checkpoint, release the filesystem. */
 int zfuse_destroy(struct zfuse *z);
 

@@ -169,13 +169,18 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 {
 	struct node_page *np;
 	struct nat_ent e;
-	struct ilock *il = gc_lock_owner(fs, nid, &e);
+	struct ilock *il;
 	uint32_t to;
 	le32 *slot;
 	int ret;
 
+	/* moved by fallocate: the summary names the old slot. Moves stay inside their file and
+	 * happen under its lock, so once that lock is held the table's answer stands. */
+	remap_find(fs, addr, &nid, &ofs);
+	il = gc_lock_owner(fs, nid, &e);
 	if (!il)
 		return seg_is_valid(fs, addr) ? -EUCLEAN : 0;
+	remap_find(fs, addr, &nid, &ofs);
 	ret = node_get(fs, nid, &np);
 	if (ret) {
 		ilock_drop(fs, il);
@@ -401,14 +406,11 @@ enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 	struct timespec ts;
 	uint64_t pct;
 
-	zlock_lock(&fs->seg_lock);
-	free_zones = fs->free_zones;
-	retired = fs->retired_zones;
-	zlock_unlock(&fs->seg_lock);
+	free_zones = ATOMIC_GET(&fs->free_zones);
+	retired = ATOMIC_GET(&fs->retired_zones);
 	usable = fs->sb.main_zones - retired;
 	pct = usable ? (uint64_t)free_zones * 100 / usable : 0;
-	zlock_lock(&fs->stats_lock);
-	cur = fs->gc.phase;
+	cur = ATOMIC_GET(&fs->gc.phase);
 	if ((!ATOMIC_GET(&fs->readonly) && free_zones <= fg) ||
 	    (cur == GC_FOREGROUND && free_zones <= fg + GC_HYST_ZONES))
 		p = GC_FOREGROUND;
@@ -418,6 +420,9 @@ enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 	else if (pct < fs->gc.o.high_pct ||
 		 (cur >= GC_NORMAL && pct < fs->gc.o.high_pct + GC_HYST_PCT))
 		p = GC_NORMAL;
+	if (p == cur) /* every request asks: only a change takes the lock */
+		return p;
+	zlock_lock(&fs->stats_lock);
 	if (p != fs->gc.phase) {
 		uint32_t i = fs->gc.nlog++ % GC_LOG_MAX;
 
@@ -428,7 +433,7 @@ enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 		fs->gc.log[i].free_zones = free_zones;
 		zlog_info("GC phase %s -> %s (%u of %u zones free)", gc_phase_name(fs->gc.phase),
 			  gc_phase_name(p), free_zones, fs->sb.main_zones);
-		fs->gc.phase = p;
+		ATOMIC_SET(&fs->gc.phase, p);
 	}
 	zlock_unlock(&fs->stats_lock);
 	return p;

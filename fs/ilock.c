@@ -3,9 +3,10 @@
  *
  * Owns: the table of inode locks (inode number -> lock and the count of its holders and
  * waiters). A lock lives while anyone holds or waits for it, so the table is bounded by the
- * requests in flight, not by the inodes on the device. It is freed, not recycled, when its
- * last user goes: a lock object that stood for one inode never stands for another, which
- * keeps ThreadSanitizer's lock-order graph about inodes rather than about memory. The
+ * requests in flight, not by the inodes on the device; then it goes to a short free list,
+ * sparing an allocation per request. Under ThreadSanitizer it is freed instead: a lock
+ * object that stood for one inode must never stand for another, or TSan's lock-order graph
+ * would be about memory rather than inodes (the order itself is checked by lock.h). The
  * table's own lock is held only to find or release an entry, never while waiting.
  * May call: lock.h. Called by the FUSE layer, the file layer and GC (core.h).
  */
@@ -23,9 +24,17 @@ struct ilock {
 	struct zrwlock rw;
 };
 
+#if defined(__SANITIZE_THREAD__)
+#define ILOCK_FREE_MAX 0
+#else
+#define ILOCK_FREE_MAX 64
+#endif
+
 struct ilock_table {
 	struct zlock lock;
 	struct ilock *bucket[ILOCK_BUCKETS];
+	struct ilock *free;
+	uint32_t nfree;
 };
 
 int ilock_init(struct zlfs_fs *fs)
@@ -56,6 +65,7 @@ void ilock_destroy(struct zlfs_fs *fs)
 		return;
 	for (uint32_t b = 0; b < ILOCK_BUCKETS; b++)
 		ilock_free_chain(t->bucket[b]);
+	ilock_free_chain(t->free);
 	zlock_destroy(&t->lock);
 	free(t);
 	fs->ilocks = NULL;
@@ -70,9 +80,17 @@ static struct ilock *ilock_ref(struct ilock_table *t, uint32_t ino)
 	while (*pp && (*pp)->ino != ino)
 		pp = &(*pp)->next;
 	l = *pp;
-	if (!l && (l = calloc(1, sizeof(*l)))) {
+	if (!l && t->free) {
+		l = t->free;
+		t->free = l->next;
+		t->nfree--;
+	} else if (!l && (l = calloc(1, sizeof(*l)))) {
 		zrw_init(&l->rw, LR_ICHILD, "inode", 0);
+	}
+	if (l && !*pp) {
 		l->ino = ino;
+		l->users = 0;
+		l->next = NULL;
 		*pp = l;
 	}
 	if (l)
@@ -107,6 +125,12 @@ void ilock_drop(struct zlfs_fs *fs, struct ilock *l)
 		for (pp = &t->bucket[l->ino % ILOCK_BUCKETS]; *pp != l; pp = &(*pp)->next)
 			;
 		*pp = l->next;
+		if ((int)t->nfree < ILOCK_FREE_MAX) {
+			l->next = t->free;
+			t->free = l;
+			t->nfree++;
+			l = NULL;
+		}
 	} else {
 		l = NULL;
 	}

@@ -4,7 +4,7 @@
  * Owns: the fields of struct zlfs_inode as the rest of the file layer sees them, and the
  * whole-filesystem sync and unmount of the file layer (directory blocks first, then a
  * checkpoint).
- * May call: node.c (through core.h), data.c, dir.c, xattr nodes, log.h.
+ * May call: node.c (through core.h), data.c, dir.c, xattr nodes, fcrypt.c, log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -116,9 +116,11 @@ void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat
 {
 	struct iattr a;
 
-	(void)fs;
 	iattr_of_inode(inode_of(np), &a);
 	iattr_to_stat(np->nid, &a, st);
+	if (S_ISDIR(a.mode))
+		st->st_blocks += (blkcnt_t)dir_pending_blocks((struct zlfs_fs *)fs, np->nid) *
+				 (ZLFS_BLOCK_SIZE / 512);
 }
 
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation)
@@ -128,7 +130,9 @@ int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *gene
 	struct iattr a;
 	int ret;
 
-	if (!iattr_get(fs, ino, &a)) { /* the common case for stat of many files: no node read */
+	/* The common case for stat of many files: no node read. A directory's count includes
+	 * blocks its flush may be writing, so it is read under the directory's lock. */
+	if (!iattr_get(fs, ino, &a) && !S_ISDIR(a.mode)) {
 		iattr_to_stat(ino, &a, st);
 		*generation = a.generation;
 		return 0;
@@ -217,6 +221,7 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 		zlfs_unmount(fs);
 		return ret;
 	}
+	fcrypt_mount_notice(fs, path);
 	for (uint32_t ino = orphan_next(fs, 0); ino && !fs->readonly; ino = orphan_next(fs, ino)) {
 		orphan_del(fs, ino);
 		ret = inode_orphan_free(fs, ino);

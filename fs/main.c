@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ struct zlfs_cli {
 	int no_gc;
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
-	unsigned cp_interval;
+	unsigned cp_interval, wait_secs;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
 	int passphrase, passphrase_fd, encrypt_all;
@@ -42,6 +43,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("cp_interval=%u", cp_interval, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
+	OPT("wait=%u", wait_secs, 0),
 	OPT("verbose", verbose, 1),
 	OPT("wb_policy=%s", wb_policy, 0),
 	OPT("nogc", no_gc, 1),
@@ -90,6 +92,8 @@ static void usage(const char *prog)
 	       "    direct_io            bypass the kernel page cache for file data\n"
 	       "    writeback_cache      let the kernel cache writes\n"
 	       "    dev_direct           emulated images: O_DIRECT on the image file\n"
+	       "    wait=SECS            DEVICE held by a zlfs daemon finishing its unmount: wait\n"
+	       "                         up to SECS for it (default %u; 0: fail at once)\n"
 	       "    wb_policy=dynamic|static  write buffer: program-unit slots shared by all open\n"
 	       "                         zones (default), or one superpage buffer per zone\n"
 	       "    wb_budget=SIZE       write buffer memory (default 4M)\n"
@@ -109,7 +113,7 @@ static void usage(const char *prog)
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n\n"
 	       "FUSE options:\n",
-	       prog);
+	       prog, ZDEV_WAIT_DEFAULT);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }
@@ -193,7 +197,8 @@ static int key_options(const struct zlfs_cli *c, struct zlfs_key_source *ks, cha
 
 static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
 {
-	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev};
+	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev, .daemon = 1,
+				     .wait_secs = c->wait_secs};
 	struct zlfs_key_source ks;
 	char pass[1024];
 	struct gc_opts gco;
@@ -232,7 +237,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	fuse_daemonize(fo->foreground);
 	if (!fo->foreground)
 		zlog_set_syslog(1);
-	zfuse_start(z);
+	zlfs_serving(fs);
+	zfuse_start(z, se);
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, fo->clone_fd);
 	fuse_loop_cfg_set_max_threads(lc, fo->max_threads);
@@ -246,14 +252,38 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	return ret ? 1 : 0;
 }
 
+/* The mount's source is the device's absolute path, so that tools find the mount of a device
+ * whatever path they were given (zdev_hold.c); commas and backslashes are escaped for
+ * libfuse's option parser. */
+static int mount_source(const char *device, char *out, size_t len)
+{
+	char *real = realpath(device, NULL);
+	const char *p = real ? real : device;
+	size_t n = (size_t)snprintf(out, len, "-ofsname=");
+	int fits;
+
+	for (; *p && n + 2 < len; p++) {
+		if (*p == ',' || *p == '\\')
+			out[n++] = '\\';
+		out[n++] = *p;
+	}
+	fits = !*p;
+	free(real);
+	if (!fits || (size_t)snprintf(out + n, len - n, ",subtype=zlfs,default_permissions") >= len - n) {
+		fprintf(stderr, "zlfs: %s: the device path is too long\n", device);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1,
 			     .entry_timeout = ZFUSE_DEFAULT_TIMEOUT,
-			     .attr_timeout = ZFUSE_DEFAULT_TIMEOUT};
+			     .attr_timeout = ZFUSE_DEFAULT_TIMEOUT, .wait_secs = ZDEV_WAIT_DEFAULT};
 	struct fuse_cmdline_opts fo;
-	char fsname[300];
+	char fsname[PATH_MAX + 64];
 	int ret;
 
 	zlog_set_ident("zlfs");
@@ -263,22 +293,22 @@ int main(int argc, char **argv)
 	}
 	if (c.show_help || fo.show_help) {
 		usage(argv[0]);
-		return 0;
-	}
-	if (c.show_version || fo.show_version) {
+		ret = 0;
+	} else if (c.show_version || fo.show_version) {
 		printf("zlfs %s (format revision %d), FUSE library %s\n", ZLFS_VERSION, ZLFS_REVISION,
 		       fuse_pkgversion());
-		return 0;
-	}
-	if (!c.device || !fo.mountpoint) {
+		ret = 0;
+	} else if (!c.device || !fo.mountpoint) {
 		fprintf(stderr, "usage: zlfs [options] DEVICE MOUNTPOINT (see zlfs --help)\n");
-		return 2;
+		ret = 2;
+	} else if (mount_source(c.device, fsname, sizeof(fsname))) {
+		ret = 2;
+	} else {
+		if (c.verbose || fo.debug)
+			zlog_set_level(ZLOG_DEBUG);
+		fuse_opt_add_arg(&args, fsname);
+		ret = run(&args, &c, &fo);
 	}
-	if (c.verbose || fo.debug)
-		zlog_set_level(ZLOG_DEBUG);
-	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=zlfs,default_permissions", c.device);
-	fuse_opt_add_arg(&args, fsname);
-	ret = run(&args, &c, &fo);
 	free(fo.mountpoint);
 	free(c.device);
 	free(c.wb_policy);

@@ -4,7 +4,8 @@
  *
  * Owns: the layout rules (which zone holds what, segment size, NAT/SIT sizes, GC reserve),
  * the geometry checks with their messages, recognising other filesystems, and the first
- * root directory, metadata, checkpoint and superblock.
+ * root directory (encrypted on an encrypted filesystem unless asked not to), metadata,
+ * checkpoint and superblock.
  * May call: super.c, checkpoint.c, format.h, zdev.h, log.h.
  *
  * Order of writes: everything else first, the superblock last, each step flushed. A mkfs cut
@@ -277,6 +278,7 @@ struct mkfs_ctx {
 	uint32_t node_log; /* log that holds directory nodes */
 	uint32_t root_addr;
 	uint32_t meta_next;
+	int encrypt_root;
 };
 
 static uint64_t zone_off(const struct zlfs_sb_info *s, uint32_t zone, uint32_t blk)
@@ -322,6 +324,15 @@ static int mkfs_write_root(struct mkfs_ctx *c)
 	ino->generation = le32_put(gen);
 	ino->parent_ino = le32_put(ZLFS_ROOT_INO);
 	ino->atime_ns = ino->mtime_ns = ino->ctime_ns = ino->crtime_ns = le64_put(c->now_ns);
+	/* As `zlfs-ctl encrypt` marks an empty directory: the flag and a nonce of its own. Written
+	 * before the superblock, so no filesystem ever exists with a plain root by accident. */
+	if (c->encrypt_root) {
+		if (getrandom(ino->nonce, sizeof(ino->nonce), 0) != sizeof(ino->nonce)) {
+			zlog_err("no random bytes for the root directory's nonce");
+			return -EIO;
+		}
+		ino->flags = le32_put(ZLFS_IFLAG_ENCRYPT);
+	}
 	zlfs_blk_seal(ino, s->seed);
 	c->root_addr = zlfs_zone_start_blk(s, s->main_zone_first);
 	return zdev_write(c->dev, c->blk, ZLFS_BLOCK_SIZE, zone_off(s, s->main_zone_first, 0));
@@ -418,7 +429,7 @@ static int mkfs_write_cp(struct mkfs_ctx *c, struct zlfs_cp_info *cp)
 	cp->valid_blocks = cp->valid_nodes = cp->valid_inodes = 1;
 	sum->nid[0] = le32_put(ZLFS_ROOT_INO);
 	sum->ofs[0] = le16_put(ZLFS_SUM_NODE);
-	ret = ckpt_write_pack(c->dev, s, cp, 0, 0, sum, &sum_log, 1, NULL);
+	ret = ckpt_write_pack(c->dev, s, cp, 0, 0, sum, &sum_log, 1, NULL, NULL);
 	free(sum);
 	return ret;
 }
@@ -470,7 +481,7 @@ static int mkfs_layout_dev(struct zdev *dev, const struct zlfs_mkfs_opts *o,
 
 int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *o, struct zlfs_sb_info *sbi)
 {
-	struct mkfs_ctx c = {.dev = dev, .sbi = sbi};
+	struct mkfs_ctx c = {.dev = dev, .sbi = sbi, .encrypt_root = o->enc && !o->plain_root};
 	struct zlfs_cp_info *cp = calloc(1, sizeof(*cp));
 	struct timespec ts;
 	int ret;

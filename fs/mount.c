@@ -50,9 +50,9 @@ static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 
 /* Forced read-only by the superblock: reopen the device read-only, so that nothing - recovery,
  * the unmount checkpoint - can write to a filesystem this code does not fully understand. */
-static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, int direct)
+static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, const struct zlfs_mount_opts *o)
 {
-	struct zdev_open_opts d = {.readonly = 1, .direct = direct};
+	struct zdev_open_opts d = {.readonly = 1, .direct = o->direct, .daemon = o->daemon};
 
 	zdev_close(fs->dev);
 	fs->dev = NULL;
@@ -251,6 +251,7 @@ static void fs_locks_destroy(struct zlfs_fs *fs)
 
 static void fs_free(struct zlfs_fs *fs)
 {
+	remap_destroy(fs);
 	zdev_buf_free(fs->gc.sum);
 	zdev_buf_free(fs->gc.win.buf);
 	wbuf_destroy(fs->wb);
@@ -267,7 +268,8 @@ static void fs_free(struct zlfs_fs *fs)
 
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
 {
-	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct};
+	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct,
+				       .daemon = o->daemon, .wait_secs = o->wait_secs};
 	struct zlfs_fs *fs = calloc(1, sizeof(*fs));
 	int ret, readonly = o->readonly;
 	uint32_t t;
@@ -285,7 +287,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
 	if (!ret && readonly && !o->readonly)
-		ret = mount_reopen_ro(fs, path, o->direct);
+		ret = mount_reopen_ro(fs, path, o);
 	if (!ret) /* a wrong key must be refused before recovery writes anything */
 		ret = key_load(fs, o->key, path);
 	if (!ret)
@@ -312,6 +314,40 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	fs->readonly = readonly;
 	*out = fs;
 	return 0;
+}
+
+int zlfs_feature_incompat(struct zlfs_fs *fs, uint32_t bit)
+{
+	/* one writer of the superblock at a time: two requests may want the feature at once */
+	static pthread_mutex_t sb_mutex = PTHREAD_MUTEX_INITIALIZER;
+	struct zlfs_sb_info sb;
+	int ret = 0;
+
+	if (ATOMIC_GET(&fs->sb.feat_incompat) & bit)
+		return 0;
+	if (ATOMIC_GET(&fs->readonly))
+		return -EROFS;
+	pthread_mutex_lock(&sb_mutex);
+	sb = fs->sb;
+	if (!(sb.feat_incompat & bit)) {
+		sb.feat_incompat |= bit;
+		sb.sb_seq++;
+		ret = zlfs_sb_write(fs->dev, &sb, fs->sb_zone);
+		if (!ret) {
+			fs->sb_zone = !fs->sb_zone;
+			fs->sb.sb_seq = sb.sb_seq;
+			ATOMIC_SET(&fs->sb.feat_incompat, sb.feat_incompat);
+			zlog_info("incompatible feature 0x%x turned on: older zlfs releases refuse "
+				  "this filesystem from now on", bit);
+		}
+	}
+	pthread_mutex_unlock(&sb_mutex);
+	return ret;
+}
+
+void zlfs_serving(struct zlfs_fs *fs)
+{
+	zdev_mark_serving(fs->dev); /* a failure is logged; it only makes tools wait longer */
 }
 
 int zlfs_unmount(struct zlfs_fs *fs)

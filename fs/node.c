@@ -382,6 +382,13 @@ void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot)
 	zlock_unlock(&fs->ncache_lock);
 }
 
+void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
+{
+	zlock_lock(&fs->nat_lock);
+	bit_set(fs->nofast, ino);
+	zlock_unlock(&fs->nat_lock);
+}
+
 void node_free(struct zlfs_fs *fs, uint32_t nid)
 {
 	struct node_page *np;

@@ -100,8 +100,11 @@ uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t firs
 		memcpy(buf, w->buf + (size_t)(first - w->start) * ZLFS_BLOCK_SIZE,
 		       (size_t)n * ZLFS_BLOCK_SIZE);
 		got = n;
-	} else if (first == w->next) {
-		*extra = w->size; /* in sequence: read past the request */
+	} else if (first == w->next && n < RA_MAX / 2) {
+		/* in sequence: read past the request (a large request, an O_DIRECT read of 1 MiB
+		 * or more, is already the size a device wants, and such reads arrive several at
+		 * once and out of order) */
+		*extra = w->size;
 		w->size = w->size * 2 > RA_MAX ? RA_MAX : w->size * 2;
 	} else {
 		w->size = RA_MIN;

@@ -234,8 +234,12 @@ static int diff_data(struct rec *r, uint32_t nid, const void *oldb, const void *
 
 		if (o == n)
 			continue;
+		if (o == ZLFS_ADDR_PREALLOC) /* fallocate's reservations travel with the nodes */
+			seg_prealloc_add(r->fs, -1);
+		if (n == ZLFS_ADDR_PREALLOC)
+			seg_prealloc_add(r->fs, 1);
 		seg_mark(r->fs, o, 0);
-		if (!n)
+		if (!n || n == ZLFS_ADDR_PREALLOC)
 			continue;
 		seg_mark(r->fs, n, 1);
 		ret = note_owner(r, n, nid, (uint16_t)i);

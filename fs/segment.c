@@ -67,6 +67,8 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 	segno = segno_of(fs, (uint32_t)mz, in_zone);
 	bit = in_zone % fs->sb.seg_blocks;
 	se = &fs->sit[segno];
+	if (!valid && fs->remap)
+		remap_drop_locked(fs, addr); /* a dead or moved block needs no owner */
 	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid) {
 		zlog_err("segment %u block %u already %s: accounting error", segno, bit,
 			 valid ? "valid" : "invalid");
@@ -80,7 +82,7 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid)
 		fs->valid_blocks++;
 		if (fs->zone_state[mz] == ZONE_FREE) { /* only recovery adds blocks to such a zone */
 			fs->zone_state[mz] = ZONE_USED;
-			fs->free_zones--;
+			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
 		}
 	} else {
 		se->valid--;
@@ -207,17 +209,37 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 }
 
 /* What user data can still take: the rest of the data log's zone and the free zones above
- * the reserve, less what changed metadata owes. Room left in other logs is not data space. */
+ * the reserve, less what changed metadata owes and what fallocate reserved (a write into a
+ * reserved block gives its reservation back first: data_put_block). Room left in other logs
+ * is not data space. */
 static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 {
 	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
-	uint64_t data_owed;
+	uint64_t data_owed, room;
 	uint32_t owed = seg_zones_owed(fs, &data_owed);
 
 	if (owed > avail)
 		return 0;
-	return log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
+	room = log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
 	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
+	return room > fs->prealloc_blocks ? room - fs->prealloc_blocks : 0;
+}
+
+void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta)
+{
+	zlock_lock(&fs->seg_lock);
+	fs->prealloc_blocks += (uint64_t)delta;
+	zlock_unlock(&fs->seg_lock);
+}
+
+uint64_t seg_prealloc(struct zlfs_fs *fs)
+{
+	uint64_t n;
+
+	zlock_lock(&fs->seg_lock);
+	n = fs->prealloc_blocks;
+	zlock_unlock(&fs->seg_lock);
+	return n;
 }
 
 uint64_t seg_free_blocks(struct zlfs_fs *fs)
@@ -395,8 +417,8 @@ static void seg_retire(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone *
 	if (fs->zone_state[mz] != ZONE_FREE)
 		return;
 	fs->zone_state[mz] = ZONE_RETIRED;
-	fs->free_zones--;
-	fs->retired_zones++;
+	ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
+	ATOMIC_ADD(&fs->retired_zones, 1);
 	zlog_warn("zone %u is %s on the device: no longer used (%u zones retired)",
 		  fs->sb.main_zone_first + mz, zdev_cond_name(z->cond), fs->retired_zones);
 }
@@ -428,7 +450,7 @@ static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type)
 	for (uint32_t mz = 0; seg_zone_allowed(fs, type) && mz < fs->sb.main_zones; mz++) {
 		if (fs->zone_state[mz] == ZONE_FREE) {
 			fs->zone_state[mz] = ZONE_OPEN;
-			fs->free_zones--;
+			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
 			got = mz;
 			break;
 		}
@@ -442,7 +464,7 @@ static void seg_unclaim(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone 
 {
 	zlock_lock(&fs->seg_lock);
 	fs->zone_state[mz] = ZONE_FREE;
-	fs->free_zones++;
+	ATOMIC_ADD(&fs->free_zones, 1);
 	if (bad)
 		seg_retire(fs, mz, bad);
 	zlock_unlock(&fs->seg_lock);
@@ -617,7 +639,7 @@ void seg_ckpt_done(struct zlfs_fs *fs)
 		fs->zone_prefree[mz] = 0;
 		if (fs->zone_state[mz] == ZONE_USED && !fs->zone_valid[mz]) {
 			fs->zone_state[mz] = ZONE_FREE;
-			fs->free_zones++;
+			ATOMIC_ADD(&fs->free_zones, 1);
 		}
 	}
 	zlock_unlock(&fs->seg_lock);
@@ -640,15 +662,8 @@ int seg_is_valid(struct zlfs_fs *fs, uint32_t addr)
 	return ret;
 }
 
-uint32_t seg_free_zones(struct zlfs_fs *fs)
-{
-	uint32_t n;
-
-	zlock_lock(&fs->seg_lock);
-	n = fs->free_zones;
-	zlock_unlock(&fs->seg_lock);
-	return n;
-}
+/* Written under seg_lock with atomic stores, so read here without it: every request asks. */
+uint32_t seg_free_zones(struct zlfs_fs *fs) { return ATOMIC_GET(&fs->free_zones); }
 
 int seg_zone_state(struct zlfs_fs *fs, uint32_t zone)
 {
@@ -672,8 +687,8 @@ int seg_init(struct zlfs_fs *fs)
 	uint32_t mz, s, i;
 
 	fs->gc_pin = ZLFS_ZONE_NONE;
-	fs->free_zones = 0;
-	fs->retired_zones = 0;
+	ATOMIC_SET(&fs->free_zones, 0);
+	ATOMIC_SET(&fs->retired_zones, 0);
 	fs->valid_blocks = 0;
 	for (mz = 0; mz < fs->sb.main_zones; mz++) {
 		fs->zone_valid[mz] = 0;
@@ -693,6 +708,6 @@ int seg_init(struct zlfs_fs *fs)
 	}
 	for (mz = 0; mz < fs->sb.main_zones; mz++)
 		if (fs->zone_state[mz] == ZONE_FREE)
-			fs->free_zones++;
+			ATOMIC_ADD(&fs->free_zones, 1);
 	return 0;
 }

@@ -104,9 +104,11 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		fs->sb.main_zones, free_zones, open, used, dirty, seg_prefree_zones(fs),
 		seg_reserve(fs), retired);
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu, "
-		   "\"owed_to_checkpoint\": %llu},\n",
+		   "\"owed_to_checkpoint\": %llu, \"reserved_by_fallocate\": %llu, "
+		   "\"moved_by_fallocate\": %u},\n",
 		(unsigned long long)valid_blocks, (unsigned long long)seg_free_blocks(fs),
-		(unsigned long long)seg_owed_blocks(fs));
+		(unsigned long long)seg_owed_blocks(fs), (unsigned long long)seg_prealloc(fs),
+		remap_count(fs));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
 		(unsigned long long)nodes, (unsigned long long)inodes, fs->sb.max_nid);
 }

@@ -30,6 +30,8 @@ struct zlfs_mkfs_enc {
 struct zlfs_mkfs_opts {
 	const char *label;     /* NULL: empty */
 	const struct zlfs_mkfs_enc *enc; /* NULL: no encryption */
+	int plain_root;        /* with ENC: leave the root directory unencrypted (fscrypt's
+				* layout); by default it is encrypted and everything inherits */
 	unsigned ovp_percent;  /* 0: default */
 	unsigned nr_logs;      /* 2, 4, 6; 0: the most the device's zone limits allow */
 	int quiet;
@@ -46,8 +48,9 @@ int zlfs_layout(const struct zdev_geometry *geo, const struct zdev_zone *zones,
 		const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi, char *why,
 		size_t whylen);
 
-/* Make a new, empty filesystem on DEV: reset every zone, write the root directory, the first
- * metadata, checkpoint and superblock. SBI receives what was written. Reasons for failure
+/* Make a new, empty filesystem on DEV: reset every zone, write the root directory (encrypted,
+ * with a fresh nonce, when ENC is set and PLAIN_ROOT is not), the first metadata, checkpoint
+ * and superblock. SBI receives what was written. Reasons for failure
  * are logged. */
 int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi);
 
@@ -75,11 +78,12 @@ struct zlfs_cp_pos {
 /*
  * Write a checkpoint pack at block BLK of checkpoint zone SLOT (which must be that zone's
  * write pointer): head, NSUM summary blocks (already filled and sealed by the caller, or
- * sealed here: this function sets their headers), orphan blocks, tail. Does not flush.
+ * sealed here: this function sets their headers), orphan blocks, remap blocks (cpi->nr_remaps
+ * entries of REMAPS), tail. Does not flush.
  */
 int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
 		    int slot, uint32_t blk, struct zlfs_summary *sums, const uint8_t *sum_logs,
-		    uint32_t nsum, const uint32_t *orphans);
+		    uint32_t nsum, const uint32_t *orphans, const struct zlfs_remap_entry *remaps);
 /* Find the newest valid checkpoint pack in the two checkpoint zones. */
 int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlfs_cp_info *cpi,
 		     struct zlfs_cp_pos *pos);

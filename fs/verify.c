@@ -3,7 +3,8 @@
  * filesystem whose parts agree with each other and with the device?
  *
  * Owns: the cross-checks - NAT entries <-> node blocks, node trees and data pointers in range
- * and not shared, xattr nodes well formed, encryption flags against the superblock, SIT
+ * and not shared, xattr nodes well formed, encryption flags against the superblock and against
+ * the directories naming an inode (everything an encrypted directory names is encrypted), SIT
  * bitmaps and counts <-> blocks actually referenced, directory entries <-> inodes, link
  * counts, "..", reachability from the root, orphans, log positions <-> write pointers - and,
  * on request, the list of repairs that would settle what it found (verify.h). It only reads;
@@ -32,8 +33,10 @@ struct chk {
 	uint32_t *parent;    /* per nid: directory holding its (last seen) name */
 	uint8_t *seen;       /* per nid: SEEN_* */
 	uint8_t *named_lost; /* per nid: named by a directory that is itself unreachable */
+	uint8_t *named_enc;  /* per nid: named by an encrypted directory */
 	uint32_t *subdirs;   /* per directory: subdirectories found */
 	uint32_t nblocks;
+	uint64_t prealloc;   /* data pointers reserved by fallocate */
 };
 
 static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
@@ -115,6 +118,30 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 	}
 	c->ref[addr / 8] |= (uint8_t)(1u << (addr % 8));
 	c->rep->blocks++;
+}
+
+/* A data pointer: a block, or a reservation (counted, to match the checkpoint's total). */
+static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
+{
+	if (addr != ZLFS_ADDR_PREALLOC)
+		ref_block(c, addr, ino, "data block");
+	else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
+		finding(c, ZLFS_FIND_ERROR, "inode %u holds a reserved block on a filesystem "
+			"without the fallocate feature", ino);
+	else
+		c->prealloc++;
+}
+
+/* The checkpoint's count of reserved blocks against the pointers found. */
+static void check_prealloc(struct chk *c)
+{
+	uint64_t counted = seg_prealloc(c->fs);
+
+	if (c->prealloc == counted || c->rep->incomplete)
+		return;
+	finding(c, ZLFS_FIND_ERROR, "%llu blocks are reserved by fallocate, the filesystem counts "
+		"%llu", (unsigned long long)c->prealloc, (unsigned long long)counted);
+	propose(c, ZLFS_FIX_PREALLOC_COUNT, (uint32_t)c->prealloc, 0, NULL, 0);
 }
 
 static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth);
@@ -205,7 +232,7 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 			if (depth)
 				walk_child(c, p, ino, depth - 1);
 			else
-				ref_block(c, p, ino, "data block");
+				ref_data(c, p, ino);
 		}
 	}
 	node_put(c->fs, np);
@@ -239,7 +266,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
 		for (i = 0; i < ZLFS_INODE_ADDRS; i++)
 			if (le32_get(in->addr[i]))
-				ref_block(c, le32_get(in->addr[i]), np->nid, "data block");
+				ref_data(c, le32_get(in->addr[i]), np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
 				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i]);
@@ -267,6 +294,7 @@ static int dir_readable(struct chk *c, struct node_page *np)
 struct dirwalk {
 	struct chk *c;
 	uint32_t dir;
+	int encrypted;       /* DIR is: every inode it names must be */
 	uint32_t *queue;
 	uint32_t *qlen;
 };
@@ -295,6 +323,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 	}
 	c->links[ino]++;
 	c->parent[ino] = w->dir;
+	c->named_enc[ino] |= (uint8_t)w->encrypted;
 	if (c->seen[ino] != SEEN_REACHED) {
 		if (c->seen[ino] == SEEN_NODE)
 			finding(c, ZLFS_FIND_ERROR, "node %u is reached both as an inode and as a node",
@@ -319,6 +348,7 @@ static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
 	}
 	if (!dir_readable(c, np))
 		return;
+	w->encrypted = fcrypt_is_encrypted(np);
 	ret = dir_iterate(c->fs, np, 0, dir_entry, w);
 	if (ret) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u unreadable (%s)", ino, strerror(-ret));
@@ -342,7 +372,7 @@ static void check_tree(struct chk *c)
 	c->parent[ZLFS_ROOT_INO] = ZLFS_ROOT_INO;
 	for (qi = 0; qi < qlen; qi++) {
 		uint32_t ino = queue[qi];
-		struct dirwalk w = {c, ino, queue, &qlen};
+		struct dirwalk w = {.c = c, .dir = ino, .queue = queue, .qlen = &qlen};
 
 		if (!(qi & 1023))
 			progress(c, ZLFS_PHASE_TREE, qi, c->fs->valid_inodes);
@@ -376,6 +406,11 @@ static void check_links(struct chk *c)
 		want = isdir ? 2 + c->subdirs[ino] : c->links[ino];
 		if (ino == ZLFS_ROOT_INO && !isdir)
 			finding(c, ZLFS_FIND_ERROR, "the root inode is not a directory");
+		/* zlfs never makes one (inheritance, EXDEV): its name would be ciphertext and its
+		 * contents plain */
+		if (c->named_enc[ino] && !fcrypt_is_encrypted(np))
+			finding(c, ZLFS_FIND_ERROR, "inode %u is named in an encrypted directory but "
+				"is not encrypted", ino);
 		if (isdir && ino != ZLFS_ROOT_INO && c->links[ino] != 1)
 			finding(c, ZLFS_FIND_ERROR, "directory %u has %u names", ino, c->links[ino]);
 		else if (nlink != want) {
@@ -589,6 +624,7 @@ static void chk_free(struct chk *c)
 	free(c->subdirs);
 	free(c->seen);
 	free(c->named_lost);
+	free(c->named_enc);
 }
 
 int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
@@ -603,13 +639,15 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 	c.subdirs = calloc(n, sizeof(*c.subdirs));
 	c.seen = calloc(n, 1);
 	c.named_lost = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost) {
+	c.named_enc = calloc(n, 1);
+	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc) {
 		check_zones(&c);
 		check_tree(&c);
 		progress(&c, ZLFS_PHASE_LINKS, 0, 1);
 		check_links(&c);
 		progress(&c, ZLFS_PHASE_UNREACHABLE, 0, 1);
 		check_unreachable(&c);
+		check_prealloc(&c);
 		check_sit(&c);
 		progress(&c, ZLFS_PHASE_SIT, 1, 1);
 	} else {

@@ -27,6 +27,7 @@ enum zlfs_fix_kind {
 	ZLFS_FIX_SEG_COUNT,    /* safe: segment A counts its valid blocks wrong; B is right */
 	ZLFS_FIX_NODE_FREE,    /* safe: node A is in the NAT but no inode's tree reaches it */
 	ZLFS_FIX_ORPHAN_DROP,  /* safe: the orphan list names A, which is not an unlinked inode */
+	ZLFS_FIX_PREALLOC_COUNT, /* safe: the filesystem's count of reserved blocks becomes A */
 	ZLFS_FIX_DENTRY_DROP,  /* -y: directory A's entry NAME points to B, which does not exist */
 	ZLFS_FIX_LOST_FOUND,   /* -y: inode A (DT_* type B) is named nowhere: to /lost+found */
 };

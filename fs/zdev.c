@@ -1,9 +1,10 @@
 /*
  * zdev.c - backend dispatch and the helpers shared by both backends (see zdev.h).
  *
- * Owns: choosing a backend for a path, argument checks common to every backend, aligned
- * buffers, names of zone types and conditions, the read-size histogram of each device.
- * May call: the backends through struct zdev_ops, log.h.
+ * Owns: choosing a backend for a path (and waiting for a daemon letting go of it, through
+ * zdev_hold.c), argument checks common to every backend, aligned buffers, names of zone
+ * types and conditions, the read-size histogram of each device.
+ * May call: the backends through struct zdev_ops, zdev_hold.c, log.h.
  */
 #include "zdev_impl.h"
 #include "log.h"
@@ -91,6 +92,20 @@ const char *zdev_rsize_name(int bucket)
 	return bucket >= 0 && bucket < ZDEV_RSIZE_BUCKETS ? names[bucket] : "unknown";
 }
 
+static int open_backend(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+{
+	int ret = zdev_zbd_probe(path);
+
+	if (ret > 0)
+		return zdev_zbd_open(path, opts, out);
+	if (!ret && (ret = zdev_emu_probe(path)) > 0)
+		return zdev_emu_open(path, opts, out);
+	if (ret < 0)
+		return ret;
+	zlog_err("%s: not a zoned block device or zlfs-emu image: create one with zlfs-emu create", path);
+	return -ENODEV;
+}
+
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
 {
 	static const struct zdev_open_opts defaults;
@@ -99,26 +114,33 @@ int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev *
 	if (!opts)
 		opts = &defaults;
 	*out = NULL;
-	ret = zdev_zbd_probe(path);
-	if (ret > 0)
-		ret = zdev_zbd_open(path, opts, out);
-	else if (!ret && (ret = zdev_emu_probe(path)) > 0)
-		ret = zdev_emu_open(path, opts, out);
-	else if (!ret)
-		ret = 1;
-	if (!ret)
-		rsize_attach(*out);
-	if (ret <= 0)
+	ret = open_backend(path, opts, out);
+	if (ret == -EBUSY) {
+		ret = hold_wait(path, opts->wait_secs);
+		if (!ret && (ret = open_backend(path, opts, out)) == -EBUSY)
+			zlog_err("%s is in use (mounted or open by another program)", path);
+	}
+	if (ret)
 		return ret;
-	zlog_err("%s: not a zoned block device or zlfs-emu image: create one with zlfs-emu create", path);
-	return -ENODEV;
+	(*out)->mark_fd = -1;
+	if (opts->daemon && (ret = hold_mark(*out, path))) {
+		zdev_close(*out);
+		*out = NULL;
+		return ret;
+	}
+	rsize_attach(*out);
+	return 0;
 }
 
 void zdev_close(struct zdev *dev)
 {
+	int mark_fd;
+
 	if (dev) {
+		mark_fd = dev->mark_fd;
 		rsize_detach(dev);
 		dev->ops->close(dev);
+		hold_unmark(mark_fd); /* after the device: "no mark" means it is free */
 	}
 }
 

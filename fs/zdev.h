@@ -72,10 +72,18 @@ struct zdev_info {
 	char firmware[64];
 };
 
+/* What the tools wait by default for a daemon finishing its unmount: its last checkpoint
+ * takes well under a second on an idle device, seconds with much unwritten data. */
+#define ZDEV_WAIT_DEFAULT 30
+
 struct zdev_open_opts {
 	int readonly;          /* refuse writes and zone management with EROFS */
 	int direct;            /* emulator: use O_DIRECT on the image (zbd always does) */
 	const char *emu_log;   /* emulator: append every write and flush to this log, or NULL */
+	int daemon;            /* a zlfs daemon: mark the device so that tools can tell, while it
+				  holds it, whether it is starting, serving or finishing (zdev_hold.c) */
+	unsigned wait_secs;    /* held by a zlfs daemon that is finishing its unmount: wait up to
+				  this long for it (saying so) instead of failing with -EBUSY */
 };
 
 struct zdev;
@@ -83,10 +91,14 @@ struct zdev;
 /*
  * Open PATH with the backend that fits it. On failure a one-line reason has been logged
  * (log.h) and a negative errno is returned: -ENODEV for a path that is neither a zoned block
- * device nor an emulator image, -EBUSY for a device held exclusively (mounted or in use).
+ * device nor an emulator image, -EBUSY for a device held exclusively (mounted or in use; a
+ * zlfs daemon that is finishing its unmount is waited for, up to opts->wait_secs).
  */
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
 void zdev_close(struct zdev *dev);
+/* A daemon (opts->daemon) whose mount is visible: it is serving now, and tools that find the
+ * device busy fail at once. Call it after detaching, so the mark carries the daemon's pid. */
+int zdev_mark_serving(struct zdev *dev);
 
 const struct zdev_geometry *zdev_geometry(const struct zdev *dev);
 const struct zdev_info *zdev_info(const struct zdev *dev);

@@ -270,7 +270,8 @@ static int emu_load(struct emu_dev *d, const char *path)
 	return emu_ftl_open(d);
 }
 
-/* NOLOG: internal opens (inject, power cut, replay) never touch the write log. */
+/* NOLOG: internal opens (inject, power cut, replay) never touch the write log. They say
+ * when the image is busy; zdev_open says it for the others. */
 int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int nolog,
 			     struct emu_dev **out)
 {
@@ -291,6 +292,8 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 	d->direct = opts->direct;
 	d->zd.readonly = opts->readonly;
 	ret = emu_open_fd(path, opts->readonly, opts->direct, &d->fd);
+	if (ret == -EBUSY && nolog)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (!ret)
 		ret = emu_load(d, path);
 	log = opts->emu_log ? opts->emu_log : d->hdr->log_path;
@@ -355,7 +358,12 @@ int zemu_open(const char *path, const struct zdev_open_opts *opts, struct zdev *
 		zlog_err("%s: not a zlfs-emu image (create one with zlfs-emu create)", path);
 		return -ENODEV;
 	}
-	return zdev_emu_open(path, opts, out);
+	ret = zdev_emu_open(path, opts, out);
+	if (ret == -EBUSY)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
+	if (!ret)
+		(*out)->mark_fd = -1;
+	return ret;
 }
 
 int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st)

@@ -366,10 +366,8 @@ static int emu_lock_fd(int fd, int readonly, const char *path)
 	if (!flock(fd, (readonly ? LOCK_SH : LOCK_EX) | LOCK_NB))
 		return 0;
 	err = errno;
-	if (err == EWOULDBLOCK) {
-		zlog_err("%s is in use (mounted or open elsewhere)", path);
-		return -EBUSY;
-	}
+	if (err == EWOULDBLOCK)
+		return -EBUSY; /* the caller says so: zdev_open knows more about who holds it */
 	zlog_err("%s: cannot lock: %s", path, strerror(err));
 	return -err;
 }
@@ -578,6 +576,8 @@ int zemu_create(const char *path, const struct zemu_create_opts *opts)
 			ret = -EINVAL;
 		} else {
 			ret = emu_lock_fd(fd, 0, path);
+			if (ret == -EBUSY)
+				zlog_err("%s is in use (mounted or open elsewhere)", path);
 		}
 	}
 	if (!ret)

@@ -386,6 +386,8 @@ int zemu_powercut_ex(const char *path, long keep, uint64_t seed, int torn,
 
 	/* opened with the image's write log, if any, so the log records the power cut */
 	ret = emu_open_internal(path, &opts, 0, &d);
+	if (ret == -EBUSY)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (ret)
 		return ret;
 	ret = zemu_powercut_dev_ex(&d->zd, keep, seed, torn, res);

@@ -23,6 +23,8 @@ struct zdev {
 	struct zdev_geometry geo;
 	struct zdev_info info;
 	int readonly;
+	int mark_fd;   /* a daemon's marks (zdev_hold.c), or -1; set by zdev_open, not backends */
+	int mark_pid;  /* the pid they carry */
 };
 
 /* Backend entry points. *_probe: 1 if PATH is for this backend, 0 if not, -errno on error. */
@@ -30,5 +32,13 @@ int zdev_zbd_probe(const char *path);
 int zdev_zbd_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
 int zdev_emu_probe(const char *path);
 int zdev_emu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
+
+/* zdev_hold.c. The backends' opens return -EBUSY without a message: zdev_open says why. */
+int hold_mark(struct zdev *dev, const char *path);
+void hold_unmark(int mark_fd);
+/* PATH was busy: 0 when no zlfs daemon holds it (any more: waited up to SECS for one that is
+ * finishing its unmount), -EBUSY with a message when one is mounted, starting, or did not
+ * let go in time. */
+int hold_wait(const char *path, unsigned secs);
 
 #endif

@@ -98,10 +98,8 @@ static int open_device(const char *path, int readonly, struct zbd_info *zi)
 		zlog_err("%s: cannot get the zoned device's information", path);
 		return -EIO;
 	}
-	if (errno == EBUSY) {
-		zlog_err("%s is busy: mounted or in use by another program", path);
-		return -EBUSY;
-	}
+	if (errno == EBUSY)
+		return -EBUSY; /* zdev_open says who holds it */
 	if (errno == EACCES || errno == EPERM) {
 		zlog_err("%s: permission denied: opening a zoned block device needs root "
 			 "(or write access to the device node)", path);

@@ -1,6 +1,7 @@
 /*
  * zlfs_ioctl.h - the control interface between zlfs-ctl and a mounted daemon: ioctls on the
- * mount's root directory (FUSE passes them through with FUSE_CAP_IOCTL_DIR).
+ * mount's root directory (FUSE passes them through with FUSE_CAP_IOCTL_DIR), on directories
+ * and on files.
  */
 #ifndef ZLFS_IOCTL_H
 #define ZLFS_IOCTL_H
@@ -29,5 +30,18 @@ struct zlfs_ioc_encrypt {
 };
 /* On any file or directory: its encryption state. */
 #define ZLFS_IOC_GET_ENCRYPT _IOR('Z', 4, struct zlfs_ioc_encrypt)
+
+/* On a regular file opened for writing: fallocate's COLLAPSE_RANGE and INSERT_RANGE, which
+ * the kernel's FUSE module does not pass on (it passes only KEEP_SIZE, PUNCH_HOLE and
+ * ZERO_RANGE). OFF and LEN are multiples of 4096; the rules are fallocate(2)'s. The daemon
+ * drops the kernel's cached pages and attributes of the file. Dirty pages the kernel still
+ * holds (a shared mapping, -o writeback_cache) are not moved: fsync first. The kernel takes
+ * the file's new size at its next look at the attributes: stat the file after the call,
+ * before touching it through a mapping (a fault past the old size is SIGBUS). */
+struct zlfs_ioc_range {
+	unsigned long long off, len;
+};
+#define ZLFS_IOC_COLLAPSE_RANGE _IOW('Z', 5, struct zlfs_ioc_range)
+#define ZLFS_IOC_INSERT_RANGE _IOW('Z', 6, struct zlfs_ioc_range)
 
 #endif

@@ -9,11 +9,15 @@
  * scan in the superblock, the human and JSON reports, and the exit codes. It tells a
  * checkpoint mismatch (the host is behind the device after a crash) from a device write-
  * pointer error (the device holds less than the checkpoint says it acknowledged), which is
- * never repaired. It never resets a zone itself; docs/fsck.md is the user's guide.
- * May call: verify.h, files.h, core.h, super.h, zdev.h, log.h.
+ * never repaired. It never resets a zone itself; docs/fsck.md is the user's guide. On an
+ * encrypted filesystem it runs with the master key when given one (--keyfile, --passphrase):
+ * without it, everything but a name to add to an encrypted directory (/lost+found under an
+ * encrypted root) is checked and repaired the same.
+ * May call: verify.h, files.h, core.h, super.h, zdev.h, log.h, crypto/zcrypt.h.
  */
 #include "verify.h"
 #include "log.h"
+#include "zcrypt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +41,9 @@ struct fsck_args {
 	const char *path;
 	enum fsck_mode mode;
 	int verbose, json, progress;
+	const char *keyfile;
+	int passphrase, passphrase_fd;
+	unsigned wait_secs;
 };
 
 /* One list of the report (findings, repairs, remaining): JSON commas and the cap. */
@@ -56,9 +63,20 @@ struct fsck_run {
 	int changed;          /* something was written to repair the filesystem */
 	int repaired_any;     /* the read-write mount or a repair changed the filesystem */
 	int incomplete;       /* a repair was needed but could not be made */
+	int made;             /* repairs made */
+	int needs_key;        /* inodes left out of an encrypted /lost+found for want of the key */
+	uint8_t *told;        /* per nid: why it was not repaired was said already */
+	int root_encrypted;
+	struct zlfs_key_source key; /* both unset: no key */
+	char pass[1024];
 	uint64_t scan_time;   /* recorded this run, or 0 */
 	uint64_t last_scan;   /* as found on the device */
 };
+
+static int key_given(const struct fsck_args *a)
+{
+	return a->keyfile || a->passphrase || a->passphrase_fd >= 0;
+}
 
 static const char *const class_names[] = {"error", "checkpoint-mismatch",
 					  "device-write-pointer-error"};
@@ -115,17 +133,22 @@ static void print_progress(void *arg, enum zlfs_check_phase ph, uint64_t done, u
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] DEVICE\n"
+	fprintf(out, "usage: fsck.zlfs [-n|-p|-a|-y] [-C] [-v] [--json] [KEY] [--wait SECS] DEVICE\n"
 		     "  -n       check only, write nothing (default)\n"
 		     "  -p, -a   safe automatic repairs: roll forward, orphans, counts, leaks\n"
 		     "  -y       every repair: also /lost+found and dangling directory entries\n"
 		     "  -C       progress on stderr\n"
 		     "  -v       verbose\n"
 		     "  --json   machine-readable report on stdout\n"
+		     "  --wait SECS  DEVICE held by a zlfs daemon finishing its unmount: wait up\n"
+		     "           to SECS for it (default %u; 0: fail at once)\n"
+		     "KEY, for an encrypted filesystem (needed only to add names to an encrypted\n"
+		     "/lost+found): --keyfile FILE, --passphrase (asked on the terminal) or\n"
+		     "--passphrase-fd N\n"
 		     "A clean -p/-y run records the scan time in the superblock; -n never writes.\n"
 		     "exit: 0 clean, 1 errors corrected, 4 errors left uncorrected (device "
 		     "write-pointer errors always), 8 operational error, 16 usage error\n"
-		     "See docs/fsck.md.\n");
+		     "See docs/fsck.md.\n", ZDEV_WAIT_DEFAULT);
 }
 
 static int parse(int argc, char **argv, struct fsck_args *a)
@@ -133,7 +156,12 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"help", no_argument, NULL, 'h'},
 					   {"version", no_argument, NULL, 'V'},
+					   {"keyfile", required_argument, NULL, 'K'},
+					   {"passphrase", no_argument, NULL, 'P'},
+					   {"passphrase-fd", required_argument, NULL, 'D'},
+					   {"wait", required_argument, NULL, 'w'},
 					   {NULL, 0, NULL, 0}};
+	char *end;
 	int c, modes = 0;
 
 	while ((c = getopt_long(argc, argv, "npayvfCVh", lo, NULL)) != -1) {
@@ -145,6 +173,22 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 		case 'f': break; /* always a full check */
 		case 'C': a->progress = 1; break;
 		case 'j': a->json = 1; break;
+		case 'K': a->keyfile = optarg; break;
+		case 'P': a->passphrase = 1; break;
+		case 'D':
+			a->passphrase_fd = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || a->passphrase_fd < 0) {
+				fprintf(stderr, "fsck.zlfs: --passphrase-fd takes a file descriptor\n");
+				return FSCK_USAGE;
+			}
+			break;
+		case 'w':
+			a->wait_secs = (unsigned)strtoul(optarg, &end, 10);
+			if (end == optarg || *end || a->wait_secs > 86400) {
+				fprintf(stderr, "fsck.zlfs: --wait takes seconds, 0 to 86400\n");
+				return FSCK_USAGE;
+			}
+			break;
 		case 'V': printf("fsck.zlfs %s (format revision %d)\n", ZLFS_VERSION, ZLFS_REVISION); return -1;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return FSCK_USAGE;
@@ -152,6 +196,10 @@ static int parse(int argc, char **argv, struct fsck_args *a)
 	}
 	if (modes & (modes - 1)) {
 		fprintf(stderr, "fsck.zlfs: -n, -p/-a and -y exclude each other\n");
+		return FSCK_USAGE;
+	}
+	if (!!a->keyfile + a->passphrase + (a->passphrase_fd >= 0) > 1) {
+		fprintf(stderr, "fsck.zlfs: give one of --keyfile, --passphrase and --passphrase-fd\n");
 		return FSCK_USAGE;
 	}
 	if (optind + 1 != argc) {
@@ -202,6 +250,18 @@ static void report_head_json(struct zlfs_fs *fs, const struct fsck_args *a)
 	printf("  \"findings\": [");
 }
 
+static int root_encrypted(struct zlfs_fs *fs)
+{
+	struct node_page *root;
+	int enc;
+
+	if (inode_get(fs, ZLFS_ROOT_INO, &root))
+		return 0;
+	enc = fcrypt_is_encrypted(root);
+	node_put(fs, root);
+	return enc;
+}
+
 static void report_head(struct zlfs_fs *fs, const struct fsck_args *a)
 {
 	const struct zdev_info *di;
@@ -219,6 +279,10 @@ static void report_head(struct zlfs_fs *fs, const struct fsck_args *a)
 	       di->kind == ZDEV_KIND_EMU ? "emulated image" : di->vendor,
 	       di->kind == ZDEV_KIND_EMU ? "" : di->model, *di->firmware ? " firmware " : "",
 	       di->firmware, (unsigned long long)fs->sb.last_fsck_time, mode_names[a->mode]);
+	if (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT)
+		printf("%s: encrypted filesystem, root directory %s, key %s\n", a->path,
+		       root_encrypted(fs) ? "encrypted" : "not encrypted",
+		       fs->master ? "loaded" : "not given");
 }
 
 static void list_open(struct out_list *l, const char *key)
@@ -241,15 +305,19 @@ static void report_json_tail(const struct fsck_run *r, int code)
 	printf("\n  ],\n  \"errors\": %llu,\n  \"checkpoint_mismatches\": %llu,\n"
 	       "  \"device_errors\": %llu,\n  \"inodes\": %llu,\n  \"dentries\": %llu,\n"
 	       "  \"blocks\": %llu,\n  \"orphans\": %llu,\n  \"repairs_made\": %d,\n"
-	       "  \"remaining_errors\": %llu,\n  \"last_consistency_scan\": %llu,\n"
+	       "  \"remaining_errors\": %llu,\n  \"root_encrypted\": %s,\n"
+	       "  \"key_loaded\": %s,\n  \"needs_key\": %d,\n"
+	       "  \"last_consistency_scan\": %llu,\n"
 	       "  \"scan_recorded\": %s,\n  \"exit_code\": %d\n}\n",
 	       (unsigned long long)f->errors, (unsigned long long)f->mismatches,
 	       (unsigned long long)f->device_errors, (unsigned long long)f->inodes,
 	       (unsigned long long)f->dentries, (unsigned long long)f->blocks,
-	       (unsigned long long)f->orphans, r->repairs.n + (int)r->repairs.hidden,
+	       (unsigned long long)f->orphans, r->made,
 	       (unsigned long long)(repaired ? l->errors + l->device_errors
 					     : f->errors + f->device_errors),
-	       (unsigned long long)(r->scan_time ? r->scan_time : r->last_scan),
+	       r->root_encrypted ? "true" : "false",
+	       key_given(&r->a) && !r->mount_err ? "true" : "false",
+	       r->needs_key, (unsigned long long)(r->scan_time ? r->scan_time : r->last_scan),
 	       r->scan_time ? "true" : "false", code);
 }
 
@@ -269,15 +337,20 @@ static void report_text_tail(const struct fsck_run *r, int code)
 		printf("%s: DEVICE WRITE-POINTER ERRORS: the device lost data it had acknowledged; "
 		       "nothing was repaired and no zone was reset; copy what is readable with a "
 		       "read-only mount (-o ro)\n", p);
+	if (r->needs_key)
+		printf("%s: %d unnamed inode%s left as found, intact: /lost+found is encrypted and "
+		       "names in it need the key (run fsck.zlfs -y with --keyfile FILE, --passphrase "
+		       "or --passphrase-fd N)\n", p, r->needs_key, r->needs_key == 1 ? "" : "s");
 	if (r->scan_time)
 		printf("%s: clean scan recorded in the superblock\n", p);
 	if (code == FSCK_OK)
 		printf("%s: clean\n", p);
 	else if (code == FSCK_CORRECTED)
-		printf("%s: errors corrected (%d repairs): the filesystem is clean\n", p,
-		       r->repairs.n + (int)r->repairs.hidden);
+		printf("%s: errors corrected (%d repairs): the filesystem is clean\n", p, r->made);
 	else if (r->a.mode == MODE_PREEN && !f->device_errors && !r->mount_err)
-		printf("%s: errors left uncorrected: run fsck.zlfs -y\n", p);
+		printf("%s: errors left uncorrected: run fsck.zlfs -y%s\n", p,
+		       r->root_encrypted && !key_given(&r->a)
+			       ? " (with the key: the root directory is encrypted)" : "");
 	else
 		printf("%s: errors left uncorrected\n", p);
 }
@@ -294,6 +367,26 @@ static void said(struct fsck_run *r, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	list_put(&r->repairs, "action", "repaired", msg);
+	r->made++;
+}
+
+/* A repair of inode INO that cannot be made: said once per inode, however many rounds try. */
+static void not_repaired(struct fsck_run *r, uint32_t ino, const char *action, const char *fmt,
+			 ...) __attribute__((format(printf, 4, 5)));
+static void not_repaired(struct fsck_run *r, uint32_t ino, const char *action, const char *fmt,
+			 ...)
+{
+	char msg[384];
+	va_list ap;
+
+	if (r->told && r->told[ino])
+		return;
+	if (r->told)
+		r->told[ino] = 1;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	list_put(&r->repairs, "action", action, msg);
 }
 
 static int set_inode_field(struct zlfs_fs *fs, uint32_t ino, int parent, uint32_t val)
@@ -348,60 +441,104 @@ static void fix_seg_count(struct fsck_run *r, struct zlfs_fs *fs, uint32_t seg)
 	fs->dirty = 1;
 }
 
-/* /lost+found, created under the root when missing. */
-static int lost_found(struct zlfs_fs *fs, uint32_t *out)
+/* A new /lost+found under ROOT: encrypted under an encrypted root, as any new directory. */
+static int lost_found_create(struct zlfs_fs *fs, struct node_page *root, const char *name,
+			     struct node_page **out)
+{
+	struct node_page *np;
+	uint32_t ino;
+	int ret = inode_new(fs, S_IFDIR | 0700, 0, 0, 0, ZLFS_ROOT_INO, &np);
+
+	if (ret)
+		return ret;
+	ret = fcrypt_inherit(fs, root, np);
+	if (!ret)
+		ret = dir_add(fs, root, name, strlen(name), np->nid, DT_DIR);
+	if (ret) {
+		ino = np->nid;
+		node_put(fs, np);
+		inode_free(fs, ino);
+		return ret;
+	}
+	inode_of(root)->nlink = le32_put(le32_get(inode_of(root)->nlink) + 1);
+	inode_touch(fs, root, INODE_MTIME | INODE_CTIME);
+	node_dirty(fs, root);
+	*out = np;
+	return 0;
+}
+
+/* /lost+found, created when missing. Under an encrypted root its name is ciphertext, and so
+ * are the names it takes: without the key it can be neither found nor given a name, so
+ * -ENOKEY, before anything is allocated. */
+static int lost_found(struct zlfs_fs *fs, struct node_page **out)
 {
 	static const char name[] = "lost+found";
-	struct node_page *root, *np;
+	struct node_page *root;
+	uint32_t ino;
 	uint8_t type;
 	int ret = inode_get(fs, ZLFS_ROOT_INO, &root);
 
 	if (ret)
 		return ret;
-	ret = dir_lookup(fs, root, name, sizeof(name) - 1, out, &type);
+	ret = fcrypt_need_key(fs, root);
+	if (!ret)
+		ret = dir_lookup(fs, root, name, sizeof(name) - 1, &ino, &type);
 	if (!ret && type != DT_DIR)
 		ret = -ENOTDIR;
-	if (ret == -ENOENT) {
-		ret = inode_new(fs, S_IFDIR | 0700, 0, 0, 0, ZLFS_ROOT_INO, &np);
-		if (!ret) {
-			*out = np->nid;
-			ret = dir_add(fs, root, name, sizeof(name) - 1, np->nid, DT_DIR);
-			node_put(fs, np);
-		}
-		if (!ret) {
-			inode_of(root)->nlink = le32_put(le32_get(inode_of(root)->nlink) + 1);
-			inode_touch(fs, root, INODE_MTIME | INODE_CTIME);
-			node_dirty(fs, root);
-		}
-	}
+	if (!ret)
+		ret = inode_get(fs, ino, out);
+	else if (ret == -ENOENT)
+		ret = lost_found_create(fs, root, name, out);
 	node_put(fs, root);
+	if (!ret && (ret = fcrypt_need_key(fs, *out))) /* its owner marked it (zlfs-ctl encrypt) */
+		node_put(fs, *out);
 	return ret;
 }
 
+/* Name lost inode INO "#INO" in /lost+found. It must be encrypted to be named in an encrypted
+ * /lost+found (verify.c checks that of every name). */
 static int fix_lost(struct fsck_run *r, struct zlfs_fs *fs, uint32_t ino, uint8_t type)
 {
-	struct node_page *lf;
+	struct node_page *lf, *np;
 	char name[32];
-	uint32_t lfino;
-	int ret = lost_found(fs, &lfino);
+	int ret = lost_found(fs, &lf);
 
-	if (!ret)
-		ret = inode_get(fs, lfino, &lf);
+	if (ret == -ENOKEY) {
+		if (!r->told || !r->told[ino])
+			r->needs_key++;
+		not_repaired(r, ino, "needs-key", "inode %u not moved to /lost+found, which is "
+			     "encrypted: a name there needs the key (--keyfile FILE, --passphrase)",
+			     ino);
+		return ret;
+	}
 	if (ret)
 		return ret;
-	snprintf(name, sizeof(name), "#%u", ino);
-	ret = dir_add(fs, lf, name, strlen(name), ino, type);
-	if (!ret && type == DT_DIR) {
-		inode_of(lf)->nlink = le32_put(le32_get(inode_of(lf)->nlink) + 1);
-		ret = set_inode_field(fs, ino, 1, lfino);
-	} else if (!ret) {
-		ret = set_inode_field(fs, ino, 0, 1);
+	ret = inode_get(fs, ino, &np);
+	if (ret) {
+		node_put(fs, lf);
+		return ret;
 	}
+	if (fcrypt_is_encrypted(lf) && !fcrypt_is_encrypted(np)) {
+		not_repaired(r, ino, "not-repaired", "inode %u not moved to /lost+found: it is not "
+			     "encrypted and /lost+found is", ino);
+		ret = -EXDEV;
+	}
+	snprintf(name, sizeof(name), "#%u", ino);
+	if (!ret)
+		ret = dir_add(fs, lf, name, strlen(name), ino, type);
 	if (!ret) {
+		if (type == DT_DIR) {
+			inode_of(lf)->nlink = le32_put(le32_get(inode_of(lf)->nlink) + 1);
+			inode_of(np)->parent_ino = le32_put(lf->nid);
+		} else {
+			inode_of(np)->nlink = le32_put(1);
+		}
+		node_dirty(fs, np);
 		inode_touch(fs, lf, INODE_MTIME | INODE_CTIME);
 		node_dirty(fs, lf);
 		said(r, "inode %u moved to /lost+found/%s", ino, name);
 	}
+	node_put(fs, np);
 	node_put(fs, lf);
 	return ret;
 }
@@ -487,6 +624,13 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		orphan_del(fs, f->a);
 		said(r, "inode %u dropped from the orphan list", f->a);
 		return 0;
+	case ZLFS_FIX_PREALLOC_COUNT:
+		if (!complete)
+			return -EAGAIN;
+		seg_prealloc_add(fs, (int64_t)f->a - (int64_t)seg_prealloc(fs));
+		ATOMIC_SET(&fs->dirty, 1);
+		said(r, "blocks reserved by fallocate recounted: %u", f->a);
+		return 0;
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:
@@ -550,7 +694,7 @@ static int record_scan(struct fsck_run *r, struct zlfs_fs *fs)
  * device errors, whatever they held. */
 static void report_lost_zones(struct fsck_run *r)
 {
-	struct zdev_open_opts oo = {.readonly = 1};
+	struct zdev_open_opts oo = {.readonly = 1, .wait_secs = r->a.wait_secs};
 	struct zdev_zone z;
 	struct zdev *dev;
 	char msg[160];
@@ -569,12 +713,35 @@ static void report_lost_zones(struct fsck_run *r)
 	zdev_close(dev);
 }
 
-/* A mount failure: the device could not be used (8), or its metadata is damaged (4). */
+/* The key given was refused (a wrong key, not a key file, a filesystem made without
+ * encryption; key_load said which) rather than the filesystem damaged: without it, it mounts. */
+static int key_refused(struct fsck_run *r, int err)
+{
+	struct zlfs_mount_opts mo = {.readonly = 1};
+	struct zlfs_fs *fs;
+
+	if (!key_given(&r->a))
+		return 0;
+	if (err == -EKEYREJECTED)
+		return 1;
+	if (files_mount(r->a.path, &mo, &fs))
+		return 0;
+	files_unmount(fs);
+	return 1;
+}
+
+/* A mount failure: the device could not be used or the key was refused (8), or its metadata
+ * is damaged (4). */
 static int mount_failure(struct fsck_run *r, int err)
 {
 	char msg[320];
 
 	r->mount_err = err;
+	if (key_refused(r, err)) {
+		fprintf(stderr, "fsck.zlfs: %s: cannot check with this key; nothing was written\n",
+			r->a.path);
+		return FSCK_OPERATIONAL;
+	}
 	if (access(r->a.path, F_OK) || err == -ENOENT || err == -ENODEV || err == -EBUSY ||
 	    err == -EACCES || err == -EPERM || err == -ENOMEM || err == -EPROTONOSUPPORT ||
 	    err == -EROFS) {
@@ -589,10 +756,15 @@ static int mount_failure(struct fsck_run *r, int err)
 	return FSCK_UNCORRECTED;
 }
 
+static const struct zlfs_key_source *key_of(const struct fsck_run *r)
+{
+	return key_given(&r->a) ? &r->key : NULL;
+}
+
 /* The read-only pass: what -n reports, and what decides whether repair may run. */
 static int check_readonly(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {.readonly = 1};
+	struct zlfs_mount_opts mo = {.readonly = 1, .key = key_of(r), .wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs);
 
@@ -602,6 +774,7 @@ static int check_readonly(struct fsck_run *r)
 		return mount_failure(r, ret);
 	}
 	r->last_scan = fs->sb.last_fsck_time;
+	r->root_encrypted = root_encrypted(fs);
 	report_head(fs, &r->a);
 	r->first.print = print_finding;
 	r->first.print_arg = &r->found;
@@ -621,7 +794,7 @@ static int check_readonly(struct fsck_run *r)
 /* Read-write: mount (roll forward, free orphans, checkpoint), repair rounds, final check. */
 static int repair(struct fsck_run *r)
 {
-	struct zlfs_mount_opts mo = {0};
+	struct zlfs_mount_opts mo = {.key = key_of(r), .wait_secs = r->a.wait_secs};
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs), round, made = 0;
 
@@ -630,6 +803,7 @@ static int repair(struct fsck_run *r)
 			strerror(-ret));
 		return FSCK_UNCORRECTED;
 	}
+	r->told = calloc(fs->sb.max_nid, 1);
 	if (r->first.mismatches || r->first.orphans)
 		said(r, "rolled forward to the device's write pointers and wrote checkpoint %llu "
 		     "(%llu orphans freed)", (unsigned long long)fs->cp.version,
@@ -647,39 +821,74 @@ static int repair(struct fsck_run *r)
 	if (ret >= 0 && !r->last.errors && !r->last.device_errors)
 		record_scan(r, fs);
 	ret = files_unmount(fs) ?: ret;
+	free(r->told);
+	r->told = NULL;
 	if (ret < 0 || r->last.errors || r->last.device_errors)
 		return FSCK_UNCORRECTED;
 	return made || r->first.errors || r->first.mismatches || r->first.orphans ? FSCK_CORRECTED
 										   : FSCK_OK;
 }
 
+/* The key source for the mounts; a passphrase is read once, before anything is opened. */
+static int key_setup(struct fsck_run *r)
+{
+	int n;
+
+	r->key.keyfile = r->a.keyfile;
+	if (!r->a.passphrase && r->a.passphrase_fd < 0)
+		return 0;
+	n = zcrypt_passphrase_read(r->a.passphrase ? -1 : r->a.passphrase_fd,
+				   "zlfs passphrase: ", r->pass, sizeof(r->pass));
+	if (n < 0) {
+		fprintf(stderr, "fsck.zlfs: cannot read the passphrase: %s\n",
+			n == -ENOTTY ? "no terminal (use --passphrase-fd N)"
+			: n == -EINVAL ? "it is empty" : strerror(-n));
+		return FSCK_OPERATIONAL;
+	}
+	r->key.passphrase = r->pass;
+	return 0;
+}
+
+static int run(struct fsck_run *r)
+{
+	int code = check_readonly(r);
+
+	list_close(&r->found);
+	if (code == FSCK_OPERATIONAL && !r->a.json)
+		return code;
+	if (r->a.mode != MODE_CHECK && !r->mount_err && !r->first.device_errors) {
+		list_open(&r->repairs, "repairs");
+		code = repair(r);
+		list_close(&r->repairs);
+		list_close(&r->left);
+	}
+	if (r->a.json)
+		report_json_tail(r, code);
+	else
+		report_text_tail(r, code);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
-	struct fsck_run r = {0};
+	static struct fsck_run r; /* the passphrase buffer: off the stack, wiped at the end */
 	int code;
 
 	zlog_set_ident("fsck.zlfs");
+	r.a.passphrase_fd = -1;
+	r.a.wait_secs = ZDEV_WAIT_DEFAULT;
 	code = parse(argc, argv, &r.a);
 	if (code)
 		return code < 0 ? FSCK_OK : code;
 	if (!r.a.verbose)
 		zlog_set_level(ZLOG_WARN);
+	code = key_setup(&r);
+	if (code)
+		return code;
 	r.found = (struct out_list){&r.a, 0, 0, 0, ""};
 	r.repairs = (struct out_list){&r.a, 0, 0, 0, ""};
 	r.left = (struct out_list){&r.a, 0, 0, 0, "left uncorrected: "};
-	code = check_readonly(&r);
-	list_close(&r.found);
-	if (code == FSCK_OPERATIONAL && !r.a.json)
-		return code;
-	if (r.a.mode != MODE_CHECK && !r.mount_err && !r.first.device_errors) {
-		list_open(&r.repairs, "repairs");
-		code = repair(&r);
-		list_close(&r.repairs);
-		list_close(&r.left);
-	}
-	if (r.a.json)
-		report_json_tail(&r, code);
-	else
-		report_text_tail(&r, code);
+	code = run(&r);
+	zcrypt_wipe(r.pass, sizeof(r.pass));
 	return code;
 }

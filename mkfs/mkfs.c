@@ -33,11 +33,16 @@ static void usage(FILE *f)
 		"        --passphrase-fd N  a passphrase read from file descriptor N\n"
 		"        --scrypt-n N       scrypt cost for the passphrase (power of two,\n"
 		"                           default %llu)\n"
+		"        --plain-root       leave the root directory unencrypted (by default it\n"
+		"                           is encrypted and everything below inherits it)\n"
 		"  -f, --force              overwrite an existing filesystem\n"
+		"      --wait SECS          DEVICE held by a zlfs daemon finishing its unmount:\n"
+		"                           wait up to SECS for it (default %u; 0: fail at once)\n"
 		"  -q, --quiet              print nothing but errors\n"
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               print this help and exit\n",
-		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP, (unsigned long long)ZCRYPT_SCRYPT_N);
+		ZLFS_LABEL_MAX, ZLFS_DEFAULT_OVP, (unsigned long long)ZCRYPT_SCRYPT_N,
+		ZDEV_WAIT_DEFAULT);
 }
 
 /* Hidden, for tests of format revisions (tests/test_revisions.c): stamp the new filesystem as
@@ -53,6 +58,7 @@ struct mkfs_args {
 	struct zlfs_mkfs_opts o;
 	struct mkfs_stamp stamp;
 	int force;
+	unsigned wait_secs;
 	const char *path;
 	int encrypt, passphrase, passphrase_fd;
 	const char *keyfile;
@@ -108,7 +114,9 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"encrypt", no_argument, NULL, 'E'},	 {"keyfile", required_argument, NULL, 'K'},
 		{"passphrase", no_argument, NULL, 'P'},	 {"passphrase-fd", required_argument, NULL, 'D'},
 		{"scrypt-n", required_argument, NULL, 'N'}, {"revision", required_argument, NULL, 'R'},
-		{"features", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
+		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'T'},
+		{"wait", required_argument, NULL, 'w'},
+		{NULL, 0, NULL, 0}};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "l:L:o:fqVh", longopts, NULL)) != -1) {
@@ -134,6 +142,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 			}
 			break;
 		case 'E': a->encrypt = 1; break;
+		case 'T': a->o.plain_root = 1; break;
 		case 'K': a->keyfile = optarg; break;
 		case 'P': a->passphrase = 1; break;
 		case 'D':
@@ -156,6 +165,12 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 				return 1;
 			}
 			break;
+		case 'w':
+			if (parse_uint(optarg, &a->wait_secs) || a->wait_secs > 86400) {
+				fprintf(stderr, "mkfs.zlfs: --wait takes seconds, 0 to 86400\n");
+				return 1;
+			}
+			break;
 		case 'f': a->force = 1; break;
 		case 'q': a->o.quiet = 1; break;
 		case 'V': printf("mkfs.zlfs %s (format revision %d)\n", ZLFS_VERSION, ZLFS_REVISION); return -1;
@@ -170,6 +185,10 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 	a->path = argv[optind];
 	if (!a->encrypt && (a->keyfile || a->passphrase || a->passphrase_fd >= 0)) {
 		fprintf(stderr, "mkfs.zlfs: a key was given without --encrypt\n");
+		return 1;
+	}
+	if (!a->encrypt && a->o.plain_root) {
+		fprintf(stderr, "mkfs.zlfs: --plain-root only means something with --encrypt\n");
 		return 1;
 	}
 	if (a->encrypt && !!a->keyfile + !!a->passphrase + (a->passphrase_fd >= 0) != 1) {
@@ -300,7 +319,7 @@ static void print_uuid(const uint8_t u[16], char *out)
 		out += sprintf(out, "%s%02x", dash[i] ? "-" : "", u[i]);
 }
 
-static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s)
+static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s, int plain_root)
 {
 	const struct zdev_info *info = zdev_info(dev);
 	uint64_t seg_bytes = (uint64_t)s->seg_blocks * ZLFS_BLOCK_SIZE;
@@ -332,13 +351,16 @@ static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s)
 	printf("usable     %llu MiB\n", (unsigned long long)(usable >> 20));
 	printf("uuid       %s\nlabel      %s\n", uuid, s->label);
 	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT)
-		printf("encryption AES-256-XTS contents, AES-256-CBC-CTS names; key from %s\n",
-		       s->enc_kdf == 1 ? "a key file" : "a passphrase (scrypt)");
+		printf("encryption AES-256-XTS contents, AES-256-CBC-CTS names; key from %s; %s\n",
+		       s->enc_kdf == 1 ? "a key file" : "a passphrase (scrypt)",
+		       plain_root ? "root directory not encrypted (zlfs-ctl encrypt DIR)"
+				  : "root directory encrypted, everything below inherits it");
 }
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = {.passphrase_fd = -1};
+	struct mkfs_args a = {.passphrase_fd = -1, .wait_secs = ZDEV_WAIT_DEFAULT};
+	struct zdev_open_opts oo;
 	struct zlfs_sb_info sbi;
 	struct zdev *dev;
 	int ret;
@@ -349,7 +371,8 @@ int main(int argc, char **argv)
 		return ret < 0 ? 0 : ret;
 	if (a.encrypt && enc_setup(&a))
 		return 1;
-	ret = zdev_open(a.path, NULL, &dev);
+	oo = (struct zdev_open_opts){.wait_secs = a.wait_secs};
+	ret = zdev_open(a.path, &oo, &dev);
 	if (ret)
 		return 1;
 	ret = check_existing(dev, a.path, a.force);
@@ -361,7 +384,7 @@ int main(int argc, char **argv)
 			ret = apply_stamp(dev, &sbi, &a.stamp);
 	}
 	if (!ret && !a.o.quiet)
-		print_summary(dev, &sbi);
+		print_summary(dev, &sbi, a.o.plain_root);
 	zdev_close(dev);
 	return ret ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <linux/falloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,11 @@
 #define MAX_HIST 2048
 #define MAX_FOCUS 8
 
-/* A file's content: byte i is pat(seed, i) of the last extent covering i, else 0 (a hole).
- * IS_DIR marks a directory (no content). */
+/* A file's content: byte i is pat(seed, base + i - off) of the last extent covering i, else 0
+ * (a hole): BASE is where in its pattern an extent starts (its offset, until a collapse or an
+ * insert moves it). IS_DIR marks a directory (no content). */
 struct ext {
-	uint32_t off, len, seed;
+	uint32_t off, len, seed, base;
 };
 
 struct file_exp {
@@ -81,7 +83,7 @@ static struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_
 	struct file_exp f = {.size = size, .nex = 1, .may_be_absent = may_be_absent};
 
 	snprintf(f.path, sizeof(f.path), "%s", path);
-	f.e[0] = (struct ext){0, (uint32_t)size, seed};
+	f.e[0] = (struct ext){0, (uint32_t)size, seed, 0};
 	return f;
 }
 
@@ -131,7 +133,7 @@ static void cur_write(const char *path, uint32_t seed, size_t at, size_t len)
 			  f->e[1].off + f->e[1].len >= f->e[0].off + f->e[0].len);
 		memmove(&f->e[0], &f->e[1], sizeof(f->e[0]) * --f->nex);
 	}
-	f->e[f->nex++] = (struct ext){(uint32_t)at, (uint32_t)len, seed};
+	f->e[f->nex++] = (struct ext){(uint32_t)at, (uint32_t)len, seed, (uint32_t)at};
 	if (at + len > f->size)
 		f->size = at + len;
 	hist_add(f);
@@ -148,6 +150,66 @@ static void cur_truncate(const char *path, size_t size)
 			f->e[k].len = (uint32_t)(size - f->e[k].off);
 	}
 	f->size = size;
+	hist_add(f);
+}
+
+/* Split extent K of F at offset AT (inside it): the second piece follows the first. */
+static void ext_split(struct file_exp *f, int k, size_t at)
+{
+	struct ext *e = &f->e[k];
+	uint32_t cut = (uint32_t)(at - e->off);
+
+	ck_assert_int_lt(f->nex, MAX_EXT);
+	memmove(&f->e[k + 1], &f->e[k], sizeof(*e) * (size_t)(f->nex - k));
+	f->nex++;
+	e->len = cut;
+	f->e[k + 1].off += cut;
+	f->e[k + 1].len -= cut;
+	f->e[k + 1].base += cut;
+}
+
+/* Split every extent of F that straddles AT. */
+static void ext_split_at(struct file_exp *f, size_t at)
+{
+	for (int k = 0; k < f->nex; k++)
+		if (f->e[k].off < at && f->e[k].off + f->e[k].len > at)
+			ext_split(f, k++, at);
+}
+
+/* Bytes [OFF, OFF+LEN) read as zeros; extents at or past END move by DELTA. */
+static void ext_cut(struct file_exp *f, size_t off, size_t len)
+{
+	ext_split_at(f, off);
+	ext_split_at(f, off + len);
+	for (int k = 0; k < f->nex; k++)
+		if (f->e[k].off >= off && f->e[k].off + f->e[k].len <= off + len)
+			f->e[k].len = 0;
+}
+
+/* ZERO_RANGE: zeros, and the size grows unless KEEP. */
+static void cur_zero(const char *path, size_t off, size_t len, int keep)
+{
+	struct file_exp *f = cur_file(path);
+
+	ext_cut(f, off, len);
+	if (!keep && off + len > f->size)
+		f->size = off + len;
+	hist_add(f);
+}
+
+/* COLLAPSE_RANGE (INSERT = 0) or INSERT_RANGE of [OFF, OFF+LEN). */
+static void cur_shift(const char *path, size_t off, size_t len, int insert)
+{
+	struct file_exp *f = cur_file(path);
+
+	if (!insert)
+		ext_cut(f, off, len);
+	else
+		ext_split_at(f, off);
+	for (int k = 0; k < f->nex; k++)
+		if (f->e[k].len && f->e[k].off >= (insert ? off : off + len))
+			f->e[k].off = insert ? f->e[k].off + (uint32_t)len : f->e[k].off - (uint32_t)len;
+	f->size = insert ? f->size + len : f->size - len;
 	hist_add(f);
 }
 
@@ -179,6 +241,7 @@ static void cur_rename(const char *old, const char *new)
 }
 
 static char mount_opts[700] = "cp_interval=0"; /* with the key for encrypted workloads */
+static int want_encrypted_root; /* the workload's filesystem came from mkfs --encrypt */
 
 static pid_t daemon_start(const char *image)
 {
@@ -741,7 +804,7 @@ static void expect_into(const struct file_exp *f, uint8_t *b, size_t size)
 		size_t off = f->e[k].off, len = f->e[k].len;
 
 		if (off < size)
-			fill(b + off, off + len > size ? size - off : len, f->e[k].seed, off);
+			fill(b + off, off + len > size ? size - off : len, f->e[k].seed, f->e[k].base);
 	}
 }
 
@@ -982,6 +1045,18 @@ static const char *life_after(char *why, size_t wl, int *was_full)
 	return NULL;
 }
 
+/* Whether the root of the mounted filesystem is encrypted. */
+static int root_encrypted(void)
+{
+	struct zlfs_ioc_encrypt e = {0};
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY), ret;
+
+	ret = fd >= 0 && !ioctl(fd, ZLFS_IOC_GET_ENCRYPT, &e) && (e.flags & ZLFS_ENC_ENCRYPTED);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 /* Mount the rebuilt device and check what stage SI promised, and the whole tree. */
 static const char *check_mounted(int si, char *why, size_t wl, int *was_full)
 {
@@ -1017,6 +1092,8 @@ static const char *try_point(long n, int torn, char *why, size_t wl)
 		return why;
 	}
 	bad = check_mounted(si, why, wl, &was_full);
+	if (!bad && want_encrypted_root && !root_encrypted())
+		bad = strcpy(why, "the root directory is not encrypted");
 	rc = daemon_stop(pid);
 	if (bad)
 		return bad;
@@ -1120,16 +1197,93 @@ static void workload_threads(void)
 
 /* ---- enumeration -------------------------------------------------------------------------- */
 
-/* The files workload with the whole tree encrypted: the root is marked before anything is
- * created, so every name, symlink and block below it goes through the encrypted paths. */
+/* The files workload with the whole tree encrypted: mkfs --encrypt made the root encrypted,
+ * so every name, symlink and block goes through the encrypted paths, and every crash point of
+ * this first mount must come back with the root still encrypted (try_point). */
 static void workload_encrypted(void)
 {
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	ck_assert(root_encrypted());
+	workload();
+}
+
+static void falloc_path(const char *rel, int mode, size_t off, size_t len)
+{
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
 
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ioctl(fd, ZLFS_IOC_SET_ENCRYPT), 0);
+	ck_assert_int_eq(fallocate(fd, mode, (off_t)off, (off_t)len), 0);
+	ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
-	workload();
+}
+
+static void shift_path(const char *rel, size_t off, size_t len, int insert)
+{
+	struct zlfs_ioc_range r = {off, len};
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, insert ? ZLFS_IOC_INSERT_RANGE : ZLFS_IOC_COLLAPSE_RANGE, &r), 0);
+	cur_shift(rel, off, len, insert);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+static void stage_file_now(const char *rel)
+{
+	struct stage *s = stage_next();
+
+	stage_take(s, rel);
+	stage_seal(s);
+}
+
+static void stage_root_now(void)
+{
+	struct stage *s = stage_next();
+
+	stage_take_dir(s, ".");
+	stage_seal(s);
+}
+
+/* fallocate: reservations (KEEP_SIZE, mode 0) written into, zeroed ranges, collapses and
+ * inserts moving blocks (with GC-visible remapped owners), a truncation and an unlink that
+ * give reservations back; each step fsync'ed. fsck after every crash point checks that the
+ * reserved count matches the reserved pointers. */
+static void workload_falloc(void)
+{
+	char p[600];
+
+	write_file("F", 500, 256 * 1024, 0, 1);
+	fsync_path(".");
+	stage_root_now();
+	falloc_path("F", FALLOC_FL_KEEP_SIZE, 256 * 1024, 768 * 1024);
+	stage_file_now("F");
+	write_file("F", 501, 64 * 1024, 512 * 1024, 0);
+	fdatasync_path("F");
+	stage_file_now("F");
+	falloc_path("F", FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 16 * 1024 + 100, 40000);
+	cur_zero("F", 16 * 1024 + 100, 40000, 1);
+	stage_file_now("F");
+	shift_path("F", 64 * 1024, 32 * 1024, 0);
+	stage_file_now("F");
+	shift_path("F", 128 * 1024, 16 * 1024, 1);
+	stage_file_now("F");
+	write_file("F", 502, 8 * 1024, 100 * 1024, 0);
+	fdatasync_path("F");
+	stage_file_now("F");
+	write_file("G", 503, 100 * 1024, 0, 1);
+	falloc_path("G", 0, 100 * 1024, 300 * 1024);
+	cur_zero("G", 100 * 1024, 300 * 1024, 0);
+	fsync_path(".");
+	stage_root_now();
+	truncate_file("F", 300 * 1024);
+	fsync_path("F");
+	stage_file_now("F");
+	unlink_path("G");
+	fsync_path(".");
+	ck_assert_int_eq(access(at_mnt(p, sizeof(p), "G"), F_OK), -1);
+	stage_root_now();
 }
 
 /* A workload and how its crash points are chosen. Adding one is one entry here. */
@@ -1153,6 +1307,7 @@ static const struct workload_def workloads[] = {
 	{"full", 64ULL << 20, workload_full, 6, 0},
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
 	{"threads", 64ULL << 20, workload_threads, 20, 0},
+	{"falloc", 64ULL << 20, workload_falloc, 12, 0},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */
@@ -1194,6 +1349,7 @@ static long record(const struct workload_def *w, long *first)
 	o.log_path = logpath;
 	snprintf(file, sizeof(file), "%s.img", w->name);
 	snprintf(mount_opts, sizeof(mount_opts), "cp_interval=0");
+	want_encrypted_root = w->encrypt;
 	if (w->encrypt)
 		encrypted_fs(file, &o);
 	else

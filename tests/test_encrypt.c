@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include "files.h"
 #include "zdev_emu.h"
 #include "zlfs_ioctl.h"
 
@@ -37,8 +38,9 @@ static const char *mp(const char *rel)
 	return p;
 }
 
-/* A fresh encrypted image (key file) of SIZE bytes in ZONE-byte zones. */
-static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone)
+/* A fresh encrypted image (key file) of SIZE bytes in ZONE-byte zones; PLAIN_ROOT: mkfs
+ * --plain-root, whose root directory is not encrypted. */
+static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone, int plain_root)
 {
 	struct zemu_create_opts o = {.size = size, .zone_size = zone, .max_open = 10,
 				     .max_active = 10};
@@ -52,9 +54,13 @@ static void fresh_encrypted(const char *name, uint64_t size, uint64_t zone)
 	unlink(key);
 	ck_assert_int_eq(zemu_create(img, &o), 0);
 	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), key), 0);
-	ck_assert_int_eq(tu_sh("%s -q --encrypt --keyfile %s %s",
-			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), key, img), 0);
+	ck_assert_int_eq(tu_sh("%s -q --encrypt%s --keyfile %s %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       plain_root ? " --plain-root" : "", key, img), 0);
 }
+
+/* Mount with the key (and -o EXTRA); the daemon's messages go to daemon_err. */
+static char daemon_err[600];
 
 static pid_t mount_key(const char *extra)
 {
@@ -62,7 +68,8 @@ static pid_t mount_key(const char *extra)
 
 	snprintf(opts, sizeof(opts), "cp_interval=0,keyfile=%s%s%s", key, extra ? "," : "",
 		 extra ? extra : "");
-	return tu_daemon_start(img, mnt, opts);
+	return tu_daemon_start_log(img, mnt, opts, tu_path(daemon_err, sizeof(daemon_err),
+							   "daemon.err"));
 }
 
 static void put(const char *rel, uint32_t seed, size_t size, size_t at)
@@ -155,7 +162,7 @@ START_TEST(t_nothing_plain_on_device)
 	pid_t pid;
 	int fd;
 
-	fresh_encrypted("secret.img", 128 << 20, 4 << 20);
+	fresh_encrypted("secret.img", 128 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("vault"), 0700), 0);
@@ -220,17 +227,38 @@ static int count_entries(const char *dir, const char *must_not_contain, int *fou
 	return n;
 }
 
-static void first_entry(const char *dir, char *out, size_t len)
+/* DIR is encrypted and the key not loaded: each regular file it lists (by its encoded name)
+ * refuses to open, and no name can be added. Returns the regular files tried. */
+static int locked_dir_refuses(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
+	struct stat st;
+	char path[4400];
+	int n = 0;
 
 	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)) && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")))
-		;
-	ck_assert_ptr_nonnull(e);
-	snprintf(out, len, "%s", e->d_name);
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (e->d_name[0] == '.' || lstat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		errno = 0;
+		ck_assert_int_eq(open(path, O_RDONLY), -1);
+		ck_assert_int_eq(errno, ENOKEY);
+		n++;
+	}
 	closedir(d);
+	snprintf(path, sizeof(path), "%s/new", dir);
+	errno = 0;
+	ck_assert_int_eq(open(path, O_CREAT | O_WRONLY, 0644), -1);
+	ck_assert_int_eq(errno, ENOKEY);
+	errno = 0;
+	ck_assert_int_eq(mkdir(path, 0755), -1);
+	ck_assert_int_eq(errno, ENOKEY);
+	errno = 0;
+	ck_assert_int_eq(symlink("x", path), -1);
+	ck_assert_int_eq(errno, ENOKEY);
+	return n;
 }
 
 /* Remove the first entry of DIR whose locked name is long (digest form) or short. */
@@ -260,11 +288,11 @@ static int remove_locked(const char *dir, int want_long)
  * ENOKEY, no new names, plain parts work, and encoded names (short and long) can be removed. */
 START_TEST(t_keys_and_locked_view)
 {
-	char longname[256], enc[300], other[600], cmd[4096];
-	int plain = 0, fd;
+	char longname[256], other[600], cmd[4096];
+	int plain = 0;
 	pid_t pid;
 
-	fresh_encrypted("keys.img", 64 << 20, 4 << 20);
+	fresh_encrypted("keys.img", 64 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("vault"), 0755), 0);
@@ -301,18 +329,7 @@ START_TEST(t_keys_and_locked_view)
 	ck_assert_uint_eq(enc_flags(mp("vault")), ZLFS_ENC_ENCRYPTED);
 	ck_assert_int_eq(count_entries(mp("vault"), "TopSecret", &plain), 3);
 	ck_assert_int_eq(plain, 0);
-	first_entry(mp("vault"), enc, sizeof(enc));
-	snprintf(q, sizeof(q), "%s/vault/%s", mnt, enc);
-	errno = 0;
-	fd = open(q, O_RDONLY);
-	ck_assert_int_eq(fd, -1);
-	ck_assert_int_eq(errno, ENOKEY);
-	errno = 0;
-	ck_assert_int_eq(open(mp("vault/new"), O_CREAT | O_WRONLY, 0644), -1);
-	ck_assert_int_eq(errno, ENOKEY);
-	errno = 0;
-	ck_assert_int_eq(mkdir(mp("vault/newdir"), 0755), -1);
-	ck_assert_int_eq(errno, ENOKEY);
+	ck_assert_int_eq(locked_dir_refuses(mp("vault")), 3);
 	expect("plain/f", 7, 9000, 0, 0); /* unencrypted parts work normally */
 	put("plain/g", 8, 4096, 0);
 	expect("plain/g", 8, 4096, 0, 0);
@@ -402,7 +419,7 @@ START_TEST(t_posix_inside)
 	pid_t pid;
 	int fd;
 
-	fresh_encrypted("posix.img", 128 << 20, 4 << 20);
+	fresh_encrypted("posix.img", 128 << 20, 4 << 20, 1);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(mkdir(mp("v"), 0755), 0);
@@ -461,9 +478,10 @@ START_TEST(t_posix_inside)
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert(fsck_clean());
 
-	/* after a remount everything is as it was */
+	/* after a remount everything is as it was; -o encrypt_all says what it cannot hide */
 	pid = mount_key("encrypt_all");
 	ck_assert_int_gt(pid, 0);
+	ck_assert(tu_file_has(daemon_err, "stay plaintext"));
 	expect("v/d/moved", 12, 4000, 0, 0);
 	expect("v/f", 11, 70001, 10000, 30000);
 	put("top", 13, 8192, 0); /* -o encrypt_all: a new file in the plain root is encrypted */
@@ -483,20 +501,21 @@ END_TEST
 
 #define NFILES 40
 
-static void put_marker(const char *rel, size_t size)
+/* REL holds SIZE bytes of MARKER repeated. */
+static void put_marker(const char *rel, const char *marker, size_t size)
 {
 	char *b = malloc(size);
 	int fd = open(mp(rel), O_CREAT | O_WRONLY | O_TRUNC, 0644);
 
 	for (size_t i = 0; i < size; i++)
-		b[i] = MARK[i % (sizeof(MARK) - 1)];
+		b[i] = marker[i % strlen(marker)];
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, b, size), (ssize_t)size);
 	ck_assert_int_eq(close(fd), 0);
 	free(b);
 }
 
-static void expect_marker(const char *rel, size_t size)
+static void expect_marker(const char *rel, const char *marker, size_t size)
 {
 	char *b = malloc(size + 1);
 	int fd = open(mp(rel), O_RDONLY);
@@ -505,7 +524,7 @@ static void expect_marker(const char *rel, size_t size)
 	ck_assert_int_eq(read(fd, b, size + 1), (ssize_t)size);
 	close(fd);
 	for (size_t i = 0; i < size; i++)
-		if (b[i] != MARK[i % (sizeof(MARK) - 1)])
+		if (b[i] != marker[i % strlen(marker)])
 			ck_abort_msg("%s: byte %zu differs", rel, i);
 	free(b);
 }
@@ -519,11 +538,12 @@ START_TEST(t_gc_moves_ciphertext)
 	pid_t pid;
 	int i, r;
 
-	fresh_encrypted("gc.img", 96 << 20, 2 << 20);
+	fresh_encrypted("gc.img", 96 << 20, 2 << 20, 0);
 	pid = mount_key(NULL);
 	ck_assert_int_gt(pid, 0);
-	ck_assert_int_eq(set_encrypt(mnt), 0); /* the whole tree, names at the top included */
-	put_marker("marker", 1 << 20); /* old data: GC will have to move it */
+	/* mkfs encrypted the root: the whole tree, names at the top included */
+	ck_assert_uint_eq(enc_flags(mnt), ZLFS_ENC_ENCRYPTED | ZLFS_ENC_KEY);
+	put_marker("marker", MARK, 1 << 20); /* old data: GC will have to move it */
 	for (i = 0; i < NFILES; i++) {
 		snprintf(rel, sizeof(rel), "encrypted-name-%02d", i);
 		seeds[i] = (uint32_t)i + 1;
@@ -540,7 +560,7 @@ START_TEST(t_gc_moves_ciphertext)
 	ck_assert_int_gt(tu_ctl_stat(mnt, "bytes_migrated"), 0);
 	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
 	ck_assert_int_eq(image_count(MARK), 0);
-	expect_marker("marker", 1 << 20);
+	expect_marker("marker", MARK, 1 << 20);
 	for (i = 0; i < NFILES; i++) {
 		snprintf(rel, sizeof(rel), "encrypted-name-%02d", i);
 		expect(rel, seeds[i], 800 * 1024, 0, 0);
@@ -555,6 +575,162 @@ START_TEST(t_gc_moves_ciphertext)
 	}
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(image_count("encrypted-name-"), 0); /* names in the root too */
+}
+END_TEST
+
+/* ---- the root directory ------------------------------------------------------------------
+ * What mkfs.zlfs --encrypt makes: the root itself encrypted, so the names at the top, the
+ * contents of files there (mounted with the key alone, without encrypt_all) and /lost+found
+ * with everything fsck puts in it are never plaintext on the device. The same steps on a
+ * --plain-root filesystem are the control: there the scan finds every one of them. */
+
+#define ROOT_NAME "RootFileName-a8s7d6"
+#define ROOT_DIR "RootDirName-z1x2c3"
+#define SUB_NAME "SubFileName-v5b6n7"
+#define ROOT_LINK "RootLinkTarget-p0o9i8"
+#define ROOT_MARK "ROOT-CONTENT-MARK-55aa"
+#define LOST_NAME "LostFileName-m3n4b5"
+#define LOST_MARK "LOST-CONTENT-MARK-77bb"
+#define LF_NAME "InLostFound-q1w2e3"
+#define LF_MARK "LF-CONTENT-MARK-99cc"
+
+static const char *const root_needles[] = {ROOT_NAME, ROOT_DIR, SUB_NAME, ROOT_LINK, ROOT_MARK,
+					   LOST_NAME, LOST_MARK, "lost+found", LF_NAME, LF_MARK};
+#define NNEEDLES (sizeof(root_needles) / sizeof(root_needles[0]))
+
+/* fsck.zlfs ARGS on the image, its output (both streams) to OUTF: its exit status. */
+static int run_fsck(const char *args, const char *outf)
+{
+	return tu_sh("%s %s %s > %s 2>&1", tu_bin(bin, sizeof(bin), "fsck.zlfs"), args, img, outf);
+}
+
+/* NAME's entry in the root goes (through the library, with the key): its inode stays, named
+ * by no directory, for fsck -y to move to /lost+found. Returns its inode number. */
+static uint32_t lose_name(const char *name)
+{
+	struct zlfs_key_source ks = {.keyfile = key};
+	struct zlfs_mount_opts mo = {.key = &ks};
+	struct node_page *root;
+	struct zlfs_fs *fs;
+	uint32_t ino;
+
+	ck_assert_int_eq(files_mount(img, &mo, &fs), 0);
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(dir_lookup(fs, root, name, strlen(name), &ino, NULL), 0);
+	ck_assert_int_eq(dir_remove(fs, root, name, strlen(name)), 0);
+	node_put(fs, root);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	return ino;
+}
+
+/* Names and contents at the root and in /lost+found after an fsck repair; FOUND gets how
+ * often each of root_needles is in the raw image. */
+static void root_scan(int plain_root, long found[NNEEDLES])
+{
+	unsigned enc = plain_root ? 0 : ZLFS_ENC_ENCRYPTED;
+	char outf[600], arg[700], lost[64];
+	uint32_t ino;
+	pid_t pid;
+	int rc;
+
+	fresh_encrypted(plain_root ? "plainroot.img" : "encroot.img", 64 << 20, 4 << 20,
+			plain_root);
+	tu_path(outf, sizeof(outf), "fsck.out");
+	pid = mount_key(NULL); /* the key alone: no encrypt_all */
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(enc_flags(mnt), enc | ZLFS_ENC_KEY);
+	put_marker(ROOT_NAME, ROOT_MARK, 64 << 10);
+	ck_assert_uint_eq(enc_flags(mp(ROOT_NAME)), enc | ZLFS_ENC_KEY);
+	ck_assert_int_eq(mkdir(mp(ROOT_DIR), 0755), 0);
+	put_marker(ROOT_DIR "/" SUB_NAME, ROOT_MARK, 8192);
+	ck_assert_int_eq(symlink(ROOT_LINK, mp("link")), 0);
+	put_marker(LOST_NAME, LOST_MARK, 64 << 10);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+
+	ino = lose_name(LOST_NAME);
+	rc = run_fsck("-y", outf);
+	if (!plain_root) { /* no key: nothing can be named in the encrypted /lost+found */
+		ck_assert_int_eq(rc, 4);
+		ck_assert(tu_file_has(outf, "needs-key"));
+		snprintf(arg, sizeof(arg), "-y --keyfile %s", key);
+		rc = run_fsck(arg, outf);
+	}
+	ck_assert_int_eq(rc, 1);
+	ck_assert(tu_file_has(outf, "moved to /lost+found"));
+	ck_assert_int_eq(run_fsck("-n", outf), 0);
+
+	pid = mount_key(NULL);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(enc_flags(mp("lost+found")), enc | ZLFS_ENC_KEY);
+	snprintf(lost, sizeof(lost), "lost+found/#%u", ino);
+	expect_marker(lost, LOST_MARK, 64 << 10);
+	put_marker("lost+found/" LF_NAME, LF_MARK, 64 << 10);
+	expect_marker(ROOT_DIR "/" SUB_NAME, ROOT_MARK, 8192);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert(fsck_clean());
+
+	for (size_t i = 0; i < NNEEDLES; i++) {
+		found[i] = image_count(root_needles[i]);
+		printf("raw-image scan, %s root: \"%s\" found %ld times\n",
+		       plain_root ? "plain (control)" : "encrypted", root_needles[i], found[i]);
+	}
+}
+
+START_TEST(t_encrypted_root_nothing_plain)
+{
+	long found[NNEEDLES];
+
+	root_scan(0, found);
+	for (size_t i = 0; i < NNEEDLES; i++)
+		ck_assert_msg(!found[i], "\"%s\" is on the device in plaintext", root_needles[i]);
+}
+END_TEST
+
+START_TEST(t_plain_root_control)
+{
+	long found[NNEEDLES];
+
+	root_scan(1, found);
+	for (size_t i = 0; i < NNEEDLES; i++)
+		ck_assert_msg(found[i] > 0, "\"%s\" not found: the scan would miss plaintext",
+			      root_needles[i]);
+}
+END_TEST
+
+/* An encrypted root without the key: the locked view, as for any encrypted directory. */
+START_TEST(t_locked_root)
+{
+	int plain = 0;
+	pid_t pid;
+
+	fresh_encrypted("lockedroot.img", 64 << 20, 4 << 20, 0);
+	pid = mount_key(NULL);
+	ck_assert_int_gt(pid, 0);
+	put(ROOT_NAME, 21, 5000, 0);
+	ck_assert_int_eq(mkdir(mp(ROOT_DIR), 0755), 0);
+	put(ROOT_DIR "/f", 22, 3000, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+
+	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_uint_eq(enc_flags(mnt), ZLFS_ENC_ENCRYPTED);
+	ck_assert_int_eq(tu_sh("%s encryption %s | grep -q 'encrypted, key not loaded'",
+			       tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	ck_assert_int_eq(count_entries(mnt, "Root", &plain), 2);
+	ck_assert_int_eq(plain, 0);
+	ck_assert_int_eq(locked_dir_refuses(mnt), 1);
+	ck_assert_int_eq(remove_locked(mnt, 0), 0); /* the file, by its encoded name */
+	ck_assert_int_eq(count_entries(mnt, NULL, &plain), 1);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert(fsck_clean());
+
+	pid = mount_key("encrypt_all"); /* nothing to say: the root is encrypted */
+	ck_assert_int_gt(pid, 0);
+	ck_assert(!tu_file_has(daemon_err, "stay plaintext"));
+	ck_assert(!tu_file_has(daemon_err, "encrypt_all"));
+	ck_assert_int_eq(access(mp(ROOT_NAME), F_OK), -1);
+	expect(ROOT_DIR "/f", 22, 3000, 0, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 }
 END_TEST
 
@@ -573,6 +749,12 @@ int main(void)
 	tcase_add_test(tc, t_passphrase);
 	tcase_add_test(tc, t_posix_inside);
 	tcase_add_test(tc, t_gc_moves_ciphertext);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("root"); /* ctest test_encrypt_root (CK_RUN_CASE=root) */
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, t_encrypted_root_nothing_plain);
+	tcase_add_test(tc, t_plain_root_control);
+	tcase_add_test(tc, t_locked_root);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -10,7 +10,9 @@
  * repair leaves an image that mounts and checks clean after another run. Single bit flips
  * (checksum not resealed) in the newest superblock record, the newest checkpoint pack, a NAT
  * block, an inode and a dentry block, a write pointer moved partly back, and an fsync'ed write
- * the device lost each get the classification and exit code docs/fsck.md gives them.
+ * the device lost each get the classification and exit code docs/fsck.md gives them. On an
+ * encrypted root (mkfs --encrypt) every repair but naming an inode in the encrypted
+ * /lost+found works without the key; that one is left, writing nothing, until fsck has it.
  */
 #include "testutil.h"
 
@@ -38,32 +40,29 @@ static int fsck(const char *flags, const char *image)
 		     tu_path(err, sizeof(err), "fsck.err"));
 }
 
-/* Whether FILE contains S. */
-static int file_has(const char *file, const char *s)
-{
-	char buf[1 << 16];
-	FILE *f = fopen(file, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	return strstr(buf, s) != NULL;
-}
-
 /* Whether the standard output (or error) of the last fsck() contains S. */
-static int said(const char *s) { return file_has(out, s); }
+static int said(const char *s) { return tu_file_has(out, s); }
 
 static int said_err(const char *s)
 {
 	char err[600];
 
-	return file_has(tu_path(err, sizeof(err), "fsck.err"), s);
+	return tu_file_has(tu_path(err, sizeof(err), "fsck.err"), s);
+}
+
+/* The master key the library mounts with (an encrypted image made by populate_encrypted), or
+ * unset. */
+static struct zlfs_key_source key_src;
+static char keyfile[512];
+
+static struct zlfs_mount_opts mount_opts(int ro)
+{
+	return (struct zlfs_mount_opts){.readonly = ro, .key = key_src.keyfile ? &key_src : NULL};
 }
 
 static struct zlfs_fs *mount_rw(const char *image, int ro)
 {
-	struct zlfs_mount_opts mo = {.readonly = ro};
+	struct zlfs_mount_opts mo = mount_opts(ro);
 	struct zlfs_fs *fs = NULL;
 
 	ck_assert_int_eq(files_mount(image, &mo, &fs), 0);
@@ -81,6 +80,7 @@ static uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, int di
 
 	ck_assert_int_eq(inode_get(fs, parent, &p), 0);
 	ck_assert_int_eq(inode_new(fs, mode, 0, 0, 0, parent, &np), 0);
+	ck_assert_int_eq(fcrypt_inherit(fs, p, np), 0);
 	ino = np->nid;
 	ck_assert_int_eq(dir_add(fs, p, name, strlen(name), ino, dir ? DT_DIR : DT_REG), 0);
 	if (dir) {
@@ -118,19 +118,40 @@ static uint32_t ino_d, ino_f1, ino_f2;
 #define F1_SIZE (20 * 1024 + 5)
 #define F2_SIZE (1024 * 1024)
 
-/* A fresh image NAME (write log LOG, or none) with /d, /d/f1 and /f2. */
-static void populate(const char *name, const char *log)
+static void populate_tree(void)
 {
-	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20, .log_path = log};
-	struct zlfs_fs *fs;
+	struct zlfs_fs *fs = mount_rw(img, 0);
 
-	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
-	fs = mount_rw(img, 0);
 	ino_d = mk(fs, ZLFS_ROOT_INO, "d", 1, 0);
 	ino_f1 = mk(fs, ino_d, "f1", 0, F1_SIZE);
 	ino_f2 = mk(fs, ZLFS_ROOT_INO, "f2", 0, F2_SIZE);
 	ck_assert_int_eq(files_unmount(fs), 0);
 	ck_assert_int_eq(fsck("-n", img), 0);
+}
+
+/* A fresh image NAME (write log LOG, or none) with /d, /d/f1 and /f2. */
+static void populate(const char *name, const char *log)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20, .log_path = log};
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	populate_tree();
+}
+
+/* The same made by mkfs.zlfs --encrypt (an encrypted root), the library mounting with the
+ * key from then on; fsck runs without it unless given with_key(). */
+static void populate_encrypted(const char *name)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	tu_path(keyfile, sizeof(keyfile), "fsck.key");
+	unlink(keyfile);
+	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), keyfile), 0);
+	ck_assert_int_eq(tu_sh("%s -q -f --encrypt --keyfile %s %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), keyfile, img), 0);
+	key_src.keyfile = keyfile;
+	populate_tree();
 }
 
 static void set_nlink(uint32_t ino, uint32_t n)
@@ -427,7 +448,8 @@ START_TEST(t_link_count)
 END_TEST
 
 /* Mount IMG read-only and check that INO, SIZE bytes of its pattern, sits in /lost+found as
- * "#INO"; returns the mounted filesystem for more checks (files_unmount it). */
+ * "#INO", and that /lost+found is encrypted exactly when the root is; returns the mounted
+ * filesystem for more checks (files_unmount it). */
 static struct zlfs_fs *mount_expect_lost_found(uint32_t ino, size_t size)
 {
 	struct zlfs_fs *fs = mount_rw(img, 1);
@@ -438,6 +460,7 @@ static struct zlfs_fs *mount_expect_lost_found(uint32_t ino, size_t size)
 	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
 	ck_assert_int_eq(dir_lookup(fs, root, "lost+found", 10, &lfino, NULL), 0);
 	ck_assert_int_eq(inode_get(fs, lfino, &lf), 0);
+	ck_assert_int_eq(fcrypt_is_encrypted(lf), fcrypt_is_encrypted(root));
 	snprintf(name, sizeof(name), "#%u", ino);
 	ck_assert_int_eq(dir_lookup(fs, lf, name, strlen(name), &got, NULL), 0);
 	ck_assert_uint_eq(got, ino);
@@ -508,17 +531,22 @@ START_TEST(t_leak_preen)
 }
 END_TEST
 
-START_TEST(t_dangling_entry)
+/* An entry "ghost" in the root to an inode that does not exist. */
+static void add_ghost(void)
 {
+	struct zlfs_fs *fs = mount_rw(img, 0);
 	struct node_page *root;
-	struct zlfs_fs *fs;
 
-	populate("dangle.img", NULL);
-	fs = mount_rw(img, 0);
 	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
 	ck_assert_int_eq(dir_add(fs, root, "ghost", 5, fs->sb.max_nid - 3, DT_REG), 0);
 	node_put(fs, root);
 	ck_assert_int_eq(files_unmount(fs), 0);
+}
+
+START_TEST(t_dangling_entry)
+{
+	populate("dangle.img", NULL);
+	add_ghost();
 	ck_assert_int_eq(fsck("-n", img), 4);
 	ck_assert(said("\"ghost\" points to inode"));
 	ck_assert_int_eq(fsck("-p", img), 4);
@@ -1058,6 +1086,102 @@ START_TEST(t_stats_show_scan)
 }
 END_TEST
 
+/* ---- an encrypted root ------------------------------------------------------------------- */
+
+/* FLAGS followed by the key option: the fsck arguments of a run with the key. */
+static const char *with_key(const char *flags)
+{
+	static char args[700];
+
+	snprintf(args, sizeof(args), "%s --keyfile %s", flags, keyfile);
+	return args;
+}
+
+/* Entry NAME of directory DIR goes, its inode stays (mounted with the key). */
+static void drop_name(uint32_t dir, const char *name)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *d;
+
+	ck_assert_int_eq(inode_get(fs, dir, &d), 0);
+	ck_assert_int_eq(dir_remove(fs, d, name, strlen(name)), 0);
+	node_put(fs, d);
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+
+/* Inode INO named nowhere: -p and -y without the key leave it and write nothing, saying the
+ * key is needed; -y with the key moves it to the encrypted /lost+found. */
+static void reconnect_needs_key(uint32_t ino, size_t size)
+{
+	struct snap a, b;
+
+	ck_assert_int_eq(fsck("-p", img), 4);
+	ck_assert(said("run fsck.zlfs -y (with the key: the root directory is encrypted)"));
+	snapshot(&a);
+	ck_assert_int_eq(fsck("-y --json", img), 4);
+	snapshot(&b);
+	ck_assert_uint_eq(a.sum, b.sum); /* nothing written, nothing lost */
+	ck_assert(json_valid());
+	ck_assert(said("\"action\": \"needs-key\""));
+	ck_assert(said("\"needs_key\": 1,"));
+	ck_assert_int_eq(fsck("-y", img), 4);
+	ck_assert(said("names in it need the key"));
+	ck_assert_int_eq(fsck(with_key("-y"), img), 1);
+	ck_assert(said("moved to /lost+found"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+	files_unmount(mount_expect_lost_found(ino, size));
+}
+
+START_TEST(t_encrypted_root)
+{
+	char other[512], args[700];
+	struct node_page *root, *np;
+	struct zlfs_fs *fs;
+
+	populate_encrypted("encroot.img");
+	ck_assert_int_eq(fsck("-n --json", img), 0);
+	ck_assert(said("\"root_encrypted\": true"));
+	ck_assert(said("\"key_loaded\": false"));
+	ck_assert_int_eq(fsck(with_key("-n --json"), img), 0);
+	ck_assert(said("\"key_loaded\": true"));
+
+	/* repairs that add no name need no key: a link count, an entry to a missing inode (found
+	 * again by its encoded name) */
+	set_nlink(ino_f2, 4);
+	ck_assert_int_eq(fsck("-p", img), 1);
+	ck_assert(said("link count set to 1"));
+	add_ghost();
+	ck_assert_int_eq(fsck("-y", img), 1);
+	ck_assert(said("removed"));
+	ck_assert_int_eq(fsck("-n", img), 0);
+
+	/* naming a lost inode needs the key: first /lost+found is made, then it is reused */
+	drop_name(ino_d, "f1");
+	reconnect_needs_key(ino_f1, F1_SIZE);
+	drop_name(ZLFS_ROOT_INO, "f2");
+	reconnect_needs_key(ino_f2, F2_SIZE);
+
+	/* a key that is not this filesystem's: refused, nothing checked */
+	tu_path(other, sizeof(other), "other.key");
+	unlink(other);
+	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), other), 0);
+	snprintf(args, sizeof(args), "-y --keyfile %s", other);
+	ck_assert_int_eq(fsck(args, img), 8);
+	ck_assert(said_err("wrong key"));
+
+	/* an inode that is not encrypted under an encrypted directory: zlfs never makes one */
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(inode_new(fs, S_IFREG | 0644, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
+	ck_assert_int_eq(dir_add(fs, root, "plain", 5, np->nid, DT_REG), 0);
+	node_put(fs, np);
+	node_put(fs, root);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert(said("is named in an encrypted directory but is not encrypted"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fsck");
@@ -1083,6 +1207,7 @@ int main(void)
 	tcase_add_test(tc, t_lost_fsynced_write);
 	tcase_add_test(tc, t_powercut_during_repair);
 	tcase_add_test(tc, t_stats_show_scan);
+	tcase_add_test(tc, t_encrypted_root);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -7,7 +7,10 @@
  * garbage collection, foreground and background, has to move data. The operations:
  *   pwrite at random offsets and lengths (1 byte to 1 MiB, aligned and not, past EOF leaving
  *   holes), pread compared byte for byte with the model, ftruncate down and up,
- *   fallocate(PUNCH_HOLE|KEEP_SIZE), fallocate mode 0 (extends the size with zeros), fsync and
+ *   fallocate(PUNCH_HOLE|KEEP_SIZE), fallocate mode 0 (extends the size with zeros),
+ *   KEEP_SIZE (a reservation: nothing a reader sees changes), ZERO_RANGE (with and without
+ *   KEEP_SIZE), COLLAPSE_RANGE and INSERT_RANGE (block-aligned, through zlfs's ioctl: the
+ *   kernel's FUSE module passes neither; refused on encrypted files), fsync and
  *   fdatasync, O_DIRECT reads and writes, reads and writes through a shared mapping (msync;
  *   not on direct_io mounts, where FUSE refuses shared mappings),
  *   close and reopen (sometimes with O_TRUNC), a checkpoint through the control ioctl, and
@@ -59,18 +62,21 @@ static const uint64_t max_size[NFILES] = {8 << 20, 8 << 20, 16 << 20};
 
 enum op_kind {
 	OP_WRITE, OP_READ, OP_TRUNC, OP_PUNCH, OP_FALLOC, OP_FSYNC, OP_DWRITE, OP_DREAD, OP_MREAD,
-	OP_MWRITE, OP_REOPEN, OP_CKPT, OP_REMOUNT, OP_NKINDS
+	OP_MWRITE, OP_REOPEN, OP_CKPT, OP_KEEP, OP_ZERO, OP_COLLAPSE, OP_INSERT, OP_REMOUNT,
+	OP_NKINDS
 };
 
 static const char *const op_name[OP_NKINDS] = {
 	"write", "read", "truncate", "punch", "falloc", "fsync", "dio-write", "dio-read",
-	"map-read", "map-write", "reopen", "checkpoint", "remount"};
+	"map-read", "map-write", "reopen", "checkpoint", "keep-size", "zero-range", "collapse",
+	"insert", "remount"};
 
 /* Weights of the operations the loop picks from (remounts come on their own schedule). */
 static const unsigned op_weight[OP_NKINDS] = {
 	[OP_WRITE] = 26, [OP_READ] = 20, [OP_TRUNC] = 6, [OP_PUNCH] = 7, [OP_FALLOC] = 5,
 	[OP_FSYNC] = 4, [OP_DWRITE] = 7, [OP_DREAD] = 7, [OP_MREAD] = 5, [OP_MWRITE] = 5,
-	[OP_REOPEN] = 2, [OP_CKPT] = 1};
+	[OP_REOPEN] = 2, [OP_CKPT] = 1, [OP_KEEP] = 3, [OP_ZERO] = 4, [OP_COLLAPSE] = 3,
+	[OP_INSERT] = 3};
 
 /* Mount options, in the order remounts go through them (each one skips ahead one or two, the
  * first is random); an encrypted case adds its key and encrypt_all. */
@@ -146,7 +152,8 @@ static void rec_print(const struct oprec *r)
 	printf("  #%-6ld %-10s", r->n, op_name[r->kind]);
 	switch (r->kind) {
 	case OP_WRITE: case OP_READ: case OP_PUNCH: case OP_FALLOC: case OP_DWRITE:
-	case OP_DREAD: case OP_MREAD: case OP_MWRITE:
+	case OP_DREAD: case OP_MREAD: case OP_MWRITE: case OP_KEEP: case OP_ZERO:
+	case OP_COLLAPSE: case OP_INSERT:
 		printf(" f%u [0x%" PRIx64 ", 0x%" PRIx64 ") len 0x%" PRIx64, r->file, r->off,
 		       r->off + r->len, r->len);
 		break;
@@ -193,8 +200,10 @@ static int rec_touches(const struct oprec *r, int file, uint64_t off)
 	if (r->kind == OP_REMOUNT || r->kind == OP_CKPT || r->file != file)
 		return 0;
 	switch (r->kind) {
-	case OP_WRITE: case OP_DWRITE: case OP_MWRITE: case OP_PUNCH:
+	case OP_WRITE: case OP_DWRITE: case OP_MWRITE: case OP_PUNCH: case OP_ZERO:
 		return off >= r->off && off < r->off + r->len;
+	case OP_COLLAPSE: case OP_INSERT:
+		return off >= r->off;
 	case OP_TRUNC:
 		return off >= r->off;
 	case OP_FALLOC:
@@ -618,6 +627,77 @@ static void op_falloc(int f)
 		S.size[f] = off + len;
 }
 
+/* fallocate(KEEP_SIZE): a reservation, no change a reader sees (past EOF included). */
+static void op_keep(int f)
+{
+	uint64_t off, len;
+
+	pick_range(f, pick_align(), MAXIO, &off, &len);
+	rec(OP_KEEP, f, off, len, 0);
+	if (fallocate(S.fd[f], FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		fsx_fail(f, off, "fallocate(KEEP_SIZE) f%d [0x%" PRIx64 ", +0x%" PRIx64 "): %s", f,
+			 off, len, strerror(errno));
+}
+
+/* fallocate(ZERO_RANGE), with KEEP_SIZE half the time. */
+static void op_zero(int f)
+{
+	uint64_t off, len, end;
+	int keep = (int)rnd(2);
+
+	pick_range(f, pick_align(), 2 << 20, &off, &len);
+	rec(OP_ZERO, f, off, len, keep);
+	if (fallocate(S.fd[f], FALLOC_FL_ZERO_RANGE | (keep ? FALLOC_FL_KEEP_SIZE : 0), (off_t)off,
+		      (off_t)len))
+		fsx_fail(f, off, "fallocate(ZERO_RANGE%s) f%d [0x%" PRIx64 ", +0x%" PRIx64 "): %s",
+			 keep ? "|KEEP_SIZE" : "", f, off, len, strerror(errno));
+	end = off + len;
+	if (off < S.size[f])
+		memset(S.model[f] + off, 0, (end < S.size[f] ? end : S.size[f]) - off);
+	if (!keep && end > S.size[f])
+		S.size[f] = end;
+}
+
+/* COLLAPSE_RANGE or INSERT_RANGE, block-aligned, through zlfs's ioctl (the kernel's FUSE
+ * module passes neither); the file is synced first, as the ioctl asks. Refused on encrypted
+ * files and writeback_cache mounts. */
+static void op_shift(int f, int insert)
+{
+	uint64_t size = S.size[f], off, len, blocks = size / BLK;
+	struct zlfs_ioc_range r;
+
+	if (insert ? !blocks || size + BLK > MAXSZ(f) : blocks < 2)
+		return;
+	off = rnd(insert ? (size + BLK - 1) / BLK : blocks - 1) * BLK;
+	len = (1 + rnd(insert ? (MAXSZ(f) - size) / BLK : (size - off - 1) / BLK)) * BLK;
+	if (len > (2u << 20))
+		len = (1 + rnd(512)) * BLK;
+	if (!insert && off + len >= size)
+		return;
+	if (insert && size + len > MAXSZ(f))
+		return;
+	rec(insert ? OP_INSERT : OP_COLLAPSE, f, off, len, 0);
+	r.off = off;
+	r.len = len;
+	if (fsync(S.fd[f]) ||
+	    ioctl(S.fd[f], insert ? ZLFS_IOC_INSERT_RANGE : ZLFS_IOC_COLLAPSE_RANGE, &r)) {
+		if (errno == EOPNOTSUPP && (S.encrypted || strstr(S.opts, "writeback_cache")))
+			return;
+		fsx_fail(f, off, "%s f%d [0x%" PRIx64 ", +0x%" PRIx64 "): %s",
+			 insert ? "insert" : "collapse", f, off, len, strerror(errno));
+	}
+	if (insert) {
+		memmove(S.model[f] + off + len, S.model[f] + off, size - off);
+		memset(S.model[f] + off, 0, len);
+		S.size[f] = size + len;
+	} else {
+		memmove(S.model[f] + off, S.model[f] + off + len, size - off - len);
+		memset(S.model[f] + size - len, 0, len);
+		S.size[f] = size - len;
+	}
+	check_size(f, insert ? "after an insert" : "after a collapse"); /* refreshes the kernel's size */
+}
+
 /* Through a shared mapping of the file: a read, or a write followed by msync, inside EOF.
  * Not on a direct_io mount, where FUSE refuses shared mappings. */
 static void op_map(int f, int write)
@@ -730,6 +810,10 @@ static void do_op(void)
 	case OP_MWRITE: op_map(f, 1); break;
 	case OP_REOPEN: op_reopen(f); break;
 	case OP_CKPT: op_checkpoint(); break;
+	case OP_KEEP: op_keep(f); break;
+	case OP_ZERO: op_zero(f); break;
+	case OP_COLLAPSE: op_shift(f, 0); break;
+	case OP_INSERT: op_shift(f, 1); break;
 	default: break;
 	}
 }

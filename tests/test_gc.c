@@ -9,12 +9,14 @@
 #include "testutil.h"
 
 #include "zdev_emu.h"
+#include "zlfs_ioctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -243,6 +245,77 @@ START_TEST(t_thin_garbage_near_full)
 }
 END_TEST
 
+/* Blocks moved by COLLAPSE_RANGE and INSERT_RANGE keep segment summaries that name their old
+ * slots: GC must find their owners in the remap table and move them like any other block. A
+ * file is written interleaved with another that is then deleted, so its zones are half dead;
+ * after the moves, eager background GC migrates them: the table empties (moved blocks GC
+ * migrated need no entry), the content stays, fsck is clean, and a remount agrees. */
+START_TEST(t_gc_moved_blocks)
+{
+	struct zemu_create_opts o = {.size = 128 << 20, .zone_size = 2 << 20, .max_open = 10,
+				     .max_active = 10};
+	const size_t chunk = 256 << 10, nchunks = 20, size = chunk * nchunks;
+	uint8_t *want = malloc(size), *got = malloc(size);
+	struct zlfs_ioc_range r;
+	char p[600];
+	long moved, left = -1;
+	pid_t pid;
+	int fd, k;
+
+	tu_fresh_fs("gcmove.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	for (size_t i = 0; i < size; i++)
+		want[i] = pat(77, i);
+	snprintf(p, sizeof(p), "%s/big", mnt);
+	fd = open(p, O_CREAT | O_RDWR, 0644);
+	ck_assert_int_ge(fd, 0);
+	for (k = 0; k < (int)nchunks; k++) {
+		ck_assert_int_eq(pwrite(fd, want + k * chunk, chunk, (off_t)(k * chunk)), (ssize_t)chunk);
+		ck_assert_int_eq(fsync(fd), 0);
+		put(k, (uint32_t)k + 900, chunk); /* the other half of the same zones */
+	}
+	r = (struct zlfs_ioc_range){4096, 8192};
+	ck_assert_int_eq(ioctl(fd, ZLFS_IOC_COLLAPSE_RANGE, &r), 0);
+	memmove(want + 4096, want + 12288, size - 12288);
+	r = (struct zlfs_ioc_range){1 << 20, 4096};
+	ck_assert_int_eq(ioctl(fd, ZLFS_IOC_INSERT_RANGE, &r), 0);
+	memmove(want + (1 << 20) + 4096, want + (1 << 20), size - 8192 - (1 << 20));
+	memset(want + (1 << 20), 0, 4096);
+	close(fd);
+	moved = tu_ctl_stat(mnt, "moved_by_fallocate");
+	ck_assert_int_gt(moved, 1000);
+	for (k = 0; k < (int)nchunks; k++) {
+		snprintf(p, sizeof(p), "%s/f%02d", mnt, k);
+		ck_assert_int_eq(unlink(p), 0);
+	}
+	tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "moved_by_fallocate"), moved); /* the checkpoint kept it */
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=1,gc_high=100,gc_low=99,gc_idle_ms=10");
+	ck_assert_int_gt(pid, 0);
+	for (k = 0; k < 300 && (left = tu_ctl_stat(mnt, "moved_by_fallocate")) > moved / 4; k++)
+		usleep(100 * 1000);
+	printf("moved blocks: %ld remapped, %ld left after GC (%ld zones reclaimed)\n", moved, left,
+	       tu_ctl_stat(mnt, "zones_reclaimed"));
+	ck_assert_int_le(left, moved / 4);
+	snprintf(p, sizeof(p), "%s/big", mnt);
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, got, size), (ssize_t)(size - 4096));
+	close(fd);
+	ck_assert_msg(!memcmp(got, want, size - 4096), "big differs after GC moved remapped blocks");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+	free(want);
+	free(got);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -256,6 +329,7 @@ int main(void)
 	tcase_add_test(tc, t_churn);
 	tcase_add_test(tc, t_phases);
 	tcase_add_test(tc, t_thin_garbage_near_full);
+	tcase_add_test(tc, t_gc_moved_blocks);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

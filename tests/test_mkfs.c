@@ -2,9 +2,12 @@
  * test_mkfs.c - mkfs on emulated devices: what it writes is found and valid, geometries good
  * and bad, refusing to overwrite, superblock and checkpoint ping-pong, and power cut at every
  * point of a mkfs (write-log replay): the device holds either no filesystem or a whole one.
+ * mkfs --encrypt encrypts the root directory (a nonce of its own), --plain-root does not, and
+ * a power cut anywhere in an encrypted mkfs leaves no filesystem or one with an encrypted root.
  */
 #include "testutil.h"
 
+#include "files.h"
 #include "format.h"
 #include "super.h"
 #include "zdev.h"
@@ -164,20 +167,6 @@ static int run_mkfs(const char *args, const char *img, const char *errfile)
 		     errfile);
 }
 
-static int file_has(const char *path, const char *needle)
-{
-	char buf[4096];
-	size_t n;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return strstr(buf, needle) != NULL;
-}
-
 START_TEST(t_cli_refuses_existing)
 {
 	char img[512], err[512];
@@ -191,7 +180,7 @@ START_TEST(t_cli_refuses_existing)
 	ck_assert_int_eq(zlfs_sb_read(dev, &a, NULL), 0);
 	zdev_close(dev);
 	ck_assert_int_eq(run_mkfs("-q -l second", img, err), 1);
-	ck_assert(file_has(err, "already holds a zlfs filesystem"));
+	ck_assert(tu_file_has(err, "already holds a zlfs filesystem"));
 	ck_assert_int_eq(run_mkfs("-q -f -l second", img, err), 0);
 	dev = open_dev(img);
 	ck_assert_int_eq(zlfs_sb_read(dev, &b, NULL), 0);
@@ -217,7 +206,7 @@ START_TEST(t_cli_refuses_foreign)
 	zdev_close(dev);
 	tu_path(err, sizeof(err), "ext4.err");
 	ck_assert_int_eq(run_mkfs("-q", img, err), 1);
-	ck_assert(file_has(err, "ext2/ext3/ext4"));
+	ck_assert(tu_file_has(err, "ext2/ext3/ext4"));
 	ck_assert_int_eq(run_mkfs("-q -f", img, err), 0);
 	zdev_buf_free(buf);
 }
@@ -231,17 +220,17 @@ START_TEST(t_cli_bad_geometry)
 	tu_path(err, sizeof(err), "geo.err");
 	make_image(tu_path(img, sizeof(img), "tiny.img"), 16 * MiB, 2 * MiB, 0, 0, 4096, 0, 0, NULL);
 	ck_assert_int_eq(run_mkfs("-q", img, err), 1);
-	ck_assert(file_has(err, "device too small"));
+	ck_assert(tu_file_has(err, "device too small"));
 	make_image(tu_path(img, sizeof(img), "limits.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 3, 0,
 		   NULL);
 	ck_assert_int_eq(run_mkfs("-q", img, err), 1);
-	ck_assert(file_has(err, "open"));
+	ck_assert(tu_file_has(err, "open"));
 	make_image(tu_path(img, sizeof(img), "logs.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 6, NULL);
 	ck_assert_int_eq(run_mkfs("-q --logs 6", img, err), 1);
-	ck_assert(file_has(err, "--logs 4"));
+	ck_assert(tu_file_has(err, "--logs 4"));
 	ck_assert_int_eq(run_mkfs("-q --logs 4", img, err), 0);
 	ck_assert_int_eq(run_mkfs("-q -o 80 -f", img, err), 1);
-	ck_assert(file_has(err, "overprovision"));
+	ck_assert(tu_file_has(err, "overprovision"));
 	ck_assert_int_eq(run_mkfs("-q --bogus", img, err), 1);
 	tu_path(plain, sizeof(plain), "plain.file");
 	fd = open(plain, O_CREAT | O_TRUNC | O_WRONLY, 0644);
@@ -249,7 +238,7 @@ START_TEST(t_cli_bad_geometry)
 	ck_assert_int_eq(ftruncate(fd, 64 * MiB), 0);
 	close(fd);
 	ck_assert_int_eq(run_mkfs("-q", plain, err), 1);
-	ck_assert(file_has(err, "not a zoned block device or zlfs-emu image"));
+	ck_assert(tu_file_has(err, "not a zoned block device or zlfs-emu image"));
 }
 END_TEST
 
@@ -297,7 +286,7 @@ START_TEST(t_cp_newest_and_torn_pack)
 	uint32_t next = pos.blk + cp->pack_blocks;
 	cp->version = 2;
 	cp->nr_orphans = 3;
-	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 0, next, sum, logs, 2, orphans), 0);
+	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 0, next, sum, logs, 2, orphans, NULL), 0);
 	ck_assert_uint_eq(cp->pack_blocks, 5);
 	ck_assert_int_eq(ckpt_read_newest(dev, &sbi, cp, &pos), 0);
 	ck_assert_uint_eq(cp->version, 2);
@@ -319,7 +308,7 @@ START_TEST(t_cp_newest_and_torn_pack)
 	cp->version = 4;
 	cp->nr_orphans = 0;
 	ck_assert_int_eq(zdev_zone_reset(dev, sbi.cp_zone[1]), 0);
-	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 1, 0, sum, logs, 1, NULL), 0);
+	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 1, 0, sum, logs, 1, NULL, NULL), 0);
 	ck_assert_int_eq(ckpt_read_newest(dev, &sbi, cp, &pos), 0);
 	ck_assert_uint_eq(cp->version, 4);
 	ck_assert_int_eq(pos.slot, 1);
@@ -330,24 +319,97 @@ START_TEST(t_cp_newest_and_torn_pack)
 }
 END_TEST
 
-/* Replay a mkfs's write log to every prefix (and torn): no filesystem, or a whole one. */
-START_TEST(t_mkfs_power_cut_everywhere)
+/* ---- power cuts, and an encrypted root ---------------------------------------------------- */
+
+/* The root inode's flags of the filesystem on IMG, mounted read-only (with KEYFILE or none);
+ * its nonce to NONCE. -1 when it does not mount. */
+static long root_flags(const char *img, const char *keyfile, uint8_t nonce[16])
 {
-	char img[512], log[512], base[512], out[512];
+	struct zlfs_key_source ks = {.keyfile = keyfile};
+	struct zlfs_mount_opts mo = {.readonly = 1, .key = keyfile ? &ks : NULL};
+	struct node_page *root;
+	struct zlfs_fs *fs;
+	long flags;
+
+	if (files_mount(img, &mo, &fs))
+		return -1;
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	flags = le32_get(inode_of(root)->flags);
+	memcpy(nonce, inode_of(root)->nonce, 16);
+	node_put(fs, root);
+	files_unmount(fs);
+	return flags;
+}
+
+static const char *new_key(char *key, size_t len)
+{
+	char bin[512];
+
+	tu_path(key, len, "mkfs.key");
+	unlink(key);
+	ck_assert_int_eq(tu_sh("%s genkey %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), key), 0);
+	return key;
+}
+
+START_TEST(t_encrypted_root)
+{
+	static const uint8_t zero[16];
+	char img[512], err[512], key[512], args[1200];
+	uint8_t n1[16], n2[16];
+
+	make_image(tu_path(img, sizeof(img), "encroot.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
+		   NULL);
+	tu_path(err, sizeof(err), "encroot.err");
+	snprintf(args, sizeof(args), "-q --encrypt --keyfile %s", new_key(key, sizeof(key)));
+	ck_assert_int_eq(run_mkfs(args, img, err), 0);
+	ck_assert_int_eq(root_flags(img, key, n1), ZLFS_IFLAG_ENCRYPT);
+	ck_assert_int_eq(root_flags(img, NULL, n1), ZLFS_IFLAG_ENCRYPT); /* no key: the same */
+	ck_assert(memcmp(n1, zero, 16));
+	snprintf(args, sizeof(args), "-q -f --encrypt --keyfile %s", key);
+	ck_assert_int_eq(run_mkfs(args, img, err), 0);
+	ck_assert_int_eq(root_flags(img, key, n2), ZLFS_IFLAG_ENCRYPT);
+	ck_assert(memcmp(n1, n2, 16)); /* a fresh nonce each time */
+	snprintf(args, sizeof(args), "-q -f --encrypt --plain-root --keyfile %s", key);
+	ck_assert_int_eq(run_mkfs(args, img, err), 0);
+	ck_assert_int_eq(root_flags(img, key, n2), 0);
+	ck_assert(!memcmp(n2, zero, 16));
+	ck_assert_int_eq(run_mkfs("-q -f --plain-root", img, err), 1);
+	ck_assert(tu_file_has(err, "--plain-root only means something with --encrypt"));
+	ck_assert_int_eq(run_mkfs("-q -f", img, err), 0);
+	ck_assert_int_eq(root_flags(img, NULL, n2), 0);
+}
+END_TEST
+
+/* Replay a mkfs's write log to every prefix (and torn): no filesystem, or a whole one. With
+ * KEY, the mkfs is mkfs.zlfs --encrypt with that key file, and a whole filesystem must have an
+ * encrypted root, mounted with the key or without: never a plain root to write names into. */
+static void mkfs_cut_everywhere(const char *name, const char *key)
+{
+	char img[512], log[512], base[512], out[512], err[512], args[1200], f[64];
 	struct zlfs_sb_info sbi;
 	struct zlfs_cp_info *cp = calloc(1, sizeof(*cp));
 	struct zlfs_cp_pos pos;
+	uint8_t nonce[16];
 	long n, total;
 	int torn, whole = 0, none = 0;
 
-	tu_path(img, sizeof(img), "pc.img");
-	tu_path(log, sizeof(log), "pc.log");
-	tu_path(base, sizeof(base), "pc-base.img");
-	tu_path(out, sizeof(out), "pc-out.img");
+	snprintf(f, sizeof(f), "%s.img", name);
+	tu_path(img, sizeof(img), f);
+	snprintf(f, sizeof(f), "%s.log", name);
+	tu_path(log, sizeof(log), f);
+	snprintf(f, sizeof(f), "%s-base.img", name);
+	tu_path(base, sizeof(base), f);
+	snprintf(f, sizeof(f), "%s-out.img", name);
+	tu_path(out, sizeof(out), f);
 	unlink(log);
 	make_image(base, 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0, NULL);
 	make_image(img, 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0, log);
-	mkfs_dev(img, "pc", &sbi);
+	if (key) {
+		snprintf(args, sizeof(args), "-q --encrypt --keyfile %s", key);
+		ck_assert_int_eq(run_mkfs(args, img, tu_path(err, sizeof(err), "pc.err")), 0);
+	} else {
+		mkfs_dev(img, "pc", &sbi);
+	}
 	total = zemu_log_count(log);
 	ck_assert_int_gt(total, 5);
 	for (n = 0; n <= total; n++) {
@@ -368,11 +430,32 @@ START_TEST(t_mkfs_power_cut_everywhere)
 				none++;
 			}
 			zdev_close(dev);
+			if (!ret && key) {
+				ck_assert_msg(root_flags(out, key, nonce) == ZLFS_IFLAG_ENCRYPT,
+					      "cut at %ld%s: the root is not encrypted", n,
+					      torn ? " (torn)" : "");
+				ck_assert_int_eq(root_flags(out, NULL, nonce), ZLFS_IFLAG_ENCRYPT);
+			}
 		}
 	}
+	printf("power cuts in a%s mkfs: %d points with no filesystem, %d with a whole one\n",
+	       key ? "n encrypted" : "", none, whole);
 	ck_assert_int_gt(whole, 0);
 	ck_assert_int_gt(none, 0);
 	free(cp);
+}
+
+START_TEST(t_mkfs_power_cut_everywhere)
+{
+	mkfs_cut_everywhere("pc", NULL);
+}
+END_TEST
+
+START_TEST(t_encrypted_mkfs_power_cut)
+{
+	char key[512];
+
+	mkfs_cut_everywhere("epc", new_key(key, sizeof(key)));
 }
 END_TEST
 
@@ -390,6 +473,8 @@ int main(void)
 	tcase_add_test(tc, t_sb_ping_pong);
 	tcase_add_test(tc, t_cp_newest_and_torn_pack);
 	tcase_add_test(tc, t_mkfs_power_cut_everywhere);
+	tcase_add_test(tc, t_encrypted_root);
+	tcase_add_test(tc, t_encrypted_mkfs_power_cut);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -58,6 +58,18 @@ int tu_sh(const char *fmt, ...)
 	return WEXITSTATUS(st);
 }
 
+int tu_file_has(const char *file, const char *s)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(file, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return strstr(buf, s) != NULL;
+}
+
 #define FUSE_SUPER_MAGIC 0x65735546
 
 int tu_mounted(const char *dir)
@@ -68,6 +80,12 @@ int tu_mounted(const char *dir)
 }
 
 pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts)
+{
+	return tu_daemon_start_log(image, mnt, opts, NULL);
+}
+
+pid_t tu_daemon_start_log(const char *image, const char *mnt, const char *opts,
+			  const char *errlog)
 {
 	char bin[1024];
 	pid_t pid;
@@ -80,6 +98,11 @@ pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts)
 		int fd = open("/dev/null", O_WRONLY);
 
 		dup2(fd, 1);
+		if (errlog) {
+			fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0)
+				dup2(fd, 2);
+		}
 		if (opts)
 			execl(bin, "zlfs", "-f", "-o", opts, image, mnt, (char *)NULL);
 		else

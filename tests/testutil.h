@@ -18,10 +18,15 @@ const char *tu_bin(char *buf, size_t len, const char *name);
 /* Start the zlfs daemon in the foreground on IMAGE at MNT with -o OPTS (NULL: none) and wait
  * until it is mounted: its pid, or -1 if it exited or did not mount within 60 s. */
 pid_t tu_daemon_start(const char *image, const char *mnt, const char *opts);
+/* The same, with the daemon's standard error going to the file ERRLOG. */
+pid_t tu_daemon_start_log(const char *image, const char *mnt, const char *opts,
+			  const char *errlog);
 /* Unmount MNT, wait for PID, return its exit status (-1 if it did not exit normally). */
 int tu_daemon_stop(const char *mnt, pid_t pid);
 /* A number from `zlfs-ctl stats MNT` ("KEY": N anywhere in the JSON), or -1. */
 long tu_ctl_stat(const char *mnt, const char *key);
+/* Whether FILE (its first 64 KiB) contains S. */
+int tu_file_has(const char *file, const char *s);
 /* Whether DIR is a FUSE mount. */
 int tu_mounted(const char *dir);
 struct zemu_create_opts;

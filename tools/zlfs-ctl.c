@@ -6,6 +6,9 @@
  *   zlfs-ctl genkey FILE          64 random bytes for -o keyfile=FILE, mode 0600
  *   zlfs-ctl encrypt DIR          make an empty directory encrypted
  *   zlfs-ctl encryption PATH      say whether PATH is encrypted and the key loaded
+ *   zlfs-ctl collapse FILE OFF LEN, zlfs-ctl insert FILE OFF LEN
+ *                                 fallocate's COLLAPSE_RANGE and INSERT_RANGE, which the
+ *                                 kernel's FUSE module does not pass on
  *
  * Owns: the command line and the ioctl calls on the mount's root and on directories
  * (zlfs_ioctl.h).
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int usage(FILE *f, int code)
@@ -29,7 +33,11 @@ static int usage(FILE *f, int code)
 		   "       zlfs-ctl genkey FILE         write a new 64-byte key file (mode 0600)\n"
 		   "       zlfs-ctl encrypt DIR         make an empty directory encrypted: everything\n"
 		   "                                    created below it is encrypted\n"
-		   "       zlfs-ctl encryption PATH     is PATH encrypted, is the key loaded\n");
+		   "       zlfs-ctl encryption PATH     is PATH encrypted, is the key loaded\n"
+		   "       zlfs-ctl collapse FILE OFF LEN  remove [OFF, OFF+LEN) from FILE, moving\n"
+		   "                                    what follows down (multiples of 4096)\n"
+		   "       zlfs-ctl insert FILE OFF LEN    insert a hole of LEN bytes at OFF, moving\n"
+		   "                                    what follows up (multiples of 4096)\n");
 	return code;
 }
 
@@ -119,6 +127,37 @@ static int cmd_encryption(const char *path)
 	return 0;
 }
 
+/* FILE is synced first: the kernel's dirty pages would land at their old offsets. */
+static int cmd_shift(const char *path, const char *off, const char *len, unsigned long cmd)
+{
+	struct zlfs_ioc_range r;
+	struct stat st;
+	char *e1, *e2;
+	int fd, ret;
+
+	r.off = strtoull(off, &e1, 0);
+	r.len = strtoull(len, &e2, 0);
+	if (*e1 || *e2 || e1 == off || e2 == len) {
+		fprintf(stderr, "zlfs-ctl: OFF and LEN are byte counts\n");
+		return 2;
+	}
+	fd = open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	ret = fsync(fd);
+	if (!ret)
+		ret = ioctl(fd, cmd, &r);
+	if (!ret) /* the kernel takes the new size at its next look at the attributes */
+		ret = fstat(fd, &st);
+	if (ret < 0)
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path,
+			errno == ENOTTY ? "not on a mounted zlfs" : strerror(errno));
+	close(fd);
+	return ret < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
@@ -127,6 +166,10 @@ int main(int argc, char **argv)
 		printf("zlfs-ctl %s\n", ZLFS_VERSION);
 		return 0;
 	}
+	if (argc == 5 && !strcmp(argv[1], "collapse"))
+		return cmd_shift(argv[2], argv[3], argv[4], ZLFS_IOC_COLLAPSE_RANGE);
+	if (argc == 5 && !strcmp(argv[1], "insert"))
+		return cmd_shift(argv[2], argv[3], argv[4], ZLFS_IOC_INSERT_RANGE);
 	if (argc != 3)
 		return usage(stderr, 2);
 	if (!strcmp(argv[1], "stats"))

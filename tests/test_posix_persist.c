@@ -1,0 +1,381 @@
+/*
+ * test_posix_persist.c - what survives, through the mounted daemon: the whole tree across clean
+ * remounts (a manifest before and after), a read-only mount, real tools (cp -a, tar, git clone)
+ * compared with their sources, a final remount that checks everything the earlier tests left,
+ * fsync'ed data across a daemon kill, a clean unmount, and a full filesystem: ENOSPC, then
+ * room again after deleting. Part of test_posix (test_posix.c).
+ */
+#include "posix_testutil.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static char g_src[PATH_MAX]; /* snapshot of a source tree, for cp/tar/git */
+
+/* ---- persistence: everything above survives a clean remount --------------------------- */
+
+static struct mf *g_before;
+
+START_TEST(t_remount)
+{
+	struct mf *after;
+	double t0 = now_s();
+
+	g_before = manifest(g_mnt, MF_ALL);
+	ck_assert_int_eq(g_before->bad_dirs, 0);
+	ck_assert_uint_gt(g_before->n, 150);
+	remount();
+	printf("remount: %.2f s for %zu entries\n", now_s() - t0, g_before->n);
+	after = manifest(g_mnt, MF_ALL);
+	ck_assert_msg(mf_diff(g_before, after, "remount") == 0, "the tree changed across a remount");
+	ck_assert_int_eq(after->bad_dirs, 0);
+	mf_free(after);
+	/* spot checks with explicit values */
+	expect_content(P("keep/sub/file"), "persist me", 10);
+	ck_assert_int_eq(lst(P("keep/sub/file")).st_mode, S_IFREG | 0640);
+	ck_assert_int_eq(lst(P("l/s4000")).st_size, 4000);
+	ck_assert_int_eq(lst(P("at/f")).st_mtim.tv_sec, 3);
+	ck_assert_int_eq(lst(P("at/f")).st_mtim.tv_nsec, 4);
+	ck_assert_int_eq(lst(P("l/f")).st_nlink, 3);
+	ck_assert_int_eq(lst(P("sg/sub")).st_mode, S_IFDIR | 02755);
+	ck_assert_int_eq(lst(P("l/blk")).st_rdev, makedev(259, 65539));
+	{
+		char v[16];
+
+		ck_assert_int_eq(getxattr(P("x/f"), "trusted.t", v, sizeof(v)), 7);
+		ck_assert(!memcmp(v, "trusted", 7));
+	}
+}
+END_TEST
+
+/* ---- read-only mount ---------------------------------------------------------------------- */
+
+START_TEST(t_readonly)
+{
+	struct statvfs s;
+	int fd;
+
+	daemon_stop();
+	daemon_start_opts(",ro");
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	expect_content(P("keep/sub/file"), "persist me", 10);
+	FAILS(open(P("keep/new"), O_CREAT | O_WRONLY, 0644), EROFS);
+	FAILS(open(P("keep/sub/file"), O_WRONLY), EROFS);
+	FAILS(mkdir(P("keep/d"), 0755), EROFS);
+	FAILS(unlink(P("keep/sub/file")), EROFS);
+	FAILS(rename(P("keep/sub/file"), P("keep/x")), EROFS);
+	FAILS(chmod(P("keep/sub/file"), 0600), EROFS);
+	FAILS(setxattr(P("keep/sub/file"), "user.x", "x", 1, 0), EROFS);
+	FAILS(truncate(P("keep/sub/file"), 0), EROFS);
+	fd = xopen(P("keep"), O_RDONLY | O_DIRECTORY, 0);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	remount();
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
+}
+END_TEST
+
+/* ---- real tools: cp -a, tar, git clone, compared with their sources --------------------- */
+
+static char g_gitsrc[PATH_MAX], g_tar[PATH_MAX];
+
+/* A private snapshot of real sources (others may edit the originals meanwhile), plus the
+ * things source trees rarely have: links, odd modes, an xattr, a fifo, empty files. */
+static void make_sources(void)
+{
+	uint8_t *buf = malloc(1 << 20);
+
+	tu_path(g_src, sizeof(g_src), "src");
+	tu_path(g_gitsrc, sizeof(g_gitsrc), "gitsrc");
+	tu_path(g_tar, sizeof(g_tar), "src.tar");
+	ck_assert_int_eq(tu_sh("rm -rf '%s' '%s' '%s' && mkdir -p '%s/main'", g_src, g_gitsrc,
+			       g_tar, g_src), 0);
+	ck_assert_int_eq(tu_sh("cd /work/main && cp -a fs mkfs tests docs tools cmake "
+			       "CMakeLists.txt README.md '%s/main/' 2>/dev/null; "
+			       "cp -a /usr/include/linux '%s/linux'", g_src, g_src), 0);
+	ck_assert_int_eq(tu_sh("cd '%s' && ln -s main/fs link_to_fs && ln -s /nonexistent/x dangling"
+			       " && ln main/docs/format.md hard_format.md && mkdir -p empty/deeper"
+			       " && : > empty_file && printf x > odd && chmod 0751 odd"
+			       " && chmod 0700 empty", g_src), 0);
+	pat_fill(buf, 1 << 20, 1, 0);
+	{
+		char p[PATH_MAX + 16];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/random.bin", g_src);
+		fd = xopen(p, O_CREAT | O_WRONLY, 0644);
+		write_all(fd, buf, 1 << 20, 0);
+		close(fd);
+		if (setxattr(p, "user.note", "snapshot", 8, 0))
+			fprintf(stderr, "note: scratch filesystem has no user xattrs (%s)\n",
+				ename(errno));
+	}
+	free(buf);
+	ck_assert_int_eq(tu_sh("cp -a '%s' '%s' && cd '%s' && git init -q && git add -A && "
+			       "git -c user.name=zlfs -c user.email=zlfs@test commit -qm snapshot",
+			       g_src, g_gitsrc, g_gitsrc), 0);
+	ck_assert_int_eq(tu_sh("mkfifo '%s/fifo' && touch -h -d '2001-02-03 04:05:06.123456789' "
+			       "'%s/fifo' '%s/link_to_fs'", g_src, g_src, g_src), 0);
+	ck_assert_int_eq(tu_sh("tar --format=posix --xattrs --xattrs-include='*' -C '%s/..' "
+			       "-cf '%s' src", g_src, g_tar), 0);
+}
+
+static void compare_trees(const char *what, const char *src, const char *copy)
+{
+	struct mf *a = manifest(src, MF_COPY), *b = manifest(copy, MF_COPY);
+
+	ck_assert_uint_gt(a->n, 500);
+	ck_assert_msg(mf_diff(a, b, what) == 0, "%s: the copy differs from its source", what);
+	ck_assert_int_eq(b->bad_dirs, 0);
+	mf_free(a);
+	mf_free(b);
+	ck_assert_msg(tu_sh(TMO "diff -r --no-dereference -x fifo -x .git '%s' '%s' >&2", src,
+			    copy) == 0,
+		      "%s: diff -r found differences", what);
+}
+
+static void check_tools(void)
+{
+	compare_trees("cp -a", g_src, P("cpa"));
+	compare_trees("tar -x", g_src, P("tarx/src"));
+	/* git keeps no empty directories */
+	ck_assert_int_eq(tu_sh(TMO "diff -r --no-dereference -x .git -x empty '%s' '%s' >&2",
+			       g_gitsrc, P("clone")), 0);
+	ck_assert_int_eq(tu_sh("cd '%s' && " TMO "git fsck --full --no-progress >&2 && "
+			       "test -z \"$(" TMO "git status --porcelain)\" && "
+			       "test \"$(git rev-parse HEAD)\" = \"$(git -C '%s' rev-parse HEAD)\"",
+			       P("clone"), g_gitsrc), 0);
+}
+
+START_TEST(t_tools)
+{
+	double t0 = now_s();
+
+	make_sources();
+	printf("tools: snapshot %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	ck_assert_int_eq(tu_sh(TMO "cp -a '%s' '%s'", g_src, P("cpa")), 0);
+	printf("tools: cp -a %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	OK(mkdir(P("tarx"), 0755));
+	ck_assert_int_eq(tu_sh(TMO "tar --xattrs --xattrs-include='*' -xpf '%s' -C '%s'", g_tar,
+			       P("tarx")), 0);
+	printf("tools: tar -x %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	ck_assert_int_eq(tu_sh(TMO "git clone -q --no-hardlinks '%s' '%s'", g_gitsrc, P("clone")), 0);
+	printf("tools: git clone %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	check_tools();
+	printf("tools: compare %.2f s\n", now_s() - t0);
+	fflush(stdout);
+}
+END_TEST
+
+/* ---- everything again after a final remount ---------------------------------------------- */
+
+/* Every line of OLD (but the root's, whose times moved) is still in NEW. */
+static void mf_subset(const struct mf *old, const struct mf *cur)
+{
+	size_t i, missing = 0;
+
+	for (i = 0; i < old->n; i++) {
+		if (old->lines[i][0] == '/' && old->lines[i][1] == '|')
+			continue;
+		if (!bsearch(&old->lines[i], cur->lines, cur->n, sizeof(char *), cmp_str) &&
+		    missing++ < 12)
+			fprintf(stderr, "changed since the first remount: %s\n", old->lines[i]);
+	}
+	ck_assert_msg(missing == 0, "%zu entries changed since the first remount", missing);
+}
+
+START_TEST(t_final)
+{
+	struct mf *a = manifest(g_mnt, MF_ALL), *b;
+
+	remount();
+	b = manifest(g_mnt, MF_ALL);
+	ck_assert_msg(mf_diff(a, b, "final remount") == 0, "the tree changed across a remount");
+	ck_assert_int_eq(b->bad_dirs, 0);
+	ck_assert_ptr_nonnull(g_before);
+	mf_subset(g_before, b);
+	mf_free(a);
+	mf_free(b);
+	sparse_verify();
+	ck_assert_ptr_nonnull(g_threads);
+	threads_verify(g_threads);
+	check_tools();
+}
+END_TEST
+
+/* ---- fsync survives a daemon kill -------------------------------------------------------- */
+
+START_TEST(t_fsync_kill)
+{
+	uint8_t *buf = malloc(5 << 20);
+	struct mf *a, *b;
+	struct statvfs s0, s1;
+	int fd, st, ofd;
+
+	pat_fill(buf, 5 << 20, 77, 0);
+	OK(mkdir(P("fk"), 0755));
+	/* an inode unlinked while open when the daemon dies: freed by the next mount */
+	fs_sync();
+	s0 = vfs();
+	ofd = xopen(P("fk/orphan"), O_CREAT | O_RDWR, 0644);
+	write_all(ofd, buf, 4 << 20, 0);
+	OK(unlink(P("fk/orphan")));
+	fd = xopen(P("fk/synced"), O_CREAT | O_WRONLY, 0640);
+	write_all(fd, buf, 5 << 20, 0);
+	OK(fsetxattr(fd, "user.k", "kill", 4, 0));
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	/* fsync on a directory makes new names in it durable too */
+	OK(mkdir(P("fk/sub"), 0700));
+	put_file(P("fk/sub/e"), "", 0, 0600);
+	fd = xopen(P("fk/sub"), O_RDONLY | O_DIRECTORY, 0);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	a = manifest(g_mnt, MF_ALL);
+	ck_assert_uint_lt(vfs().f_ffree, s0.f_ffree - 1); /* the orphan and its nodes */
+	kill(g_pid, SIGKILL);
+	ck_assert_int_eq(waitpid(g_pid, &st, 0), g_pid);
+	g_pid = -1;
+	close(ofd);
+	if (tu_sh("fusermount3 -u '%s' 2>/dev/null", g_mnt))
+		ck_assert_int_eq(tu_sh("fusermount3 -uz '%s'", g_mnt), 0);
+	daemon_start();
+	expect_content(P("fk/synced"), buf, 5 << 20);
+	b = manifest(g_mnt, MF_ALL);
+	ck_assert_msg(mf_diff(a, b, "kill after fsync") == 0, "fsync'd state lost by a kill");
+	expect_content(P("fk/sub/e"), "", 0);
+	/* the orphan's inode and nodes are free again; fk/synced holds its inode, its xattr
+	 * node and one direct node (5 MiB = 979 blocks in the inode + 301); fk/sub and fk/sub/e
+	 * one inode each */
+	s1 = vfs();
+	ck_assert_uint_eq(s1.f_ffree, s0.f_ffree - 5);
+	ck_assert_int_eq(tu_sh("grep -q 'freed 1 inodes unlinked while open' '%s'", g_log), 0);
+	mf_free(a);
+	mf_free(b);
+	free(buf);
+}
+END_TEST
+
+/* The last test of the big image. */
+START_TEST(t_unmount)
+{
+	stop_and_check_log();
+}
+END_TEST
+
+/* ---- a full filesystem: ENOSPC, then room again after deleting ------------------------- */
+
+#define FULL_CHUNK (1u << 20)
+
+static int full_write(const char *path, uint64_t seed)
+{
+	uint8_t *buf = malloc(FULL_CHUNK);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644), err = 0;
+	ssize_t n;
+
+	if (fd < 0 && errno == ENOSPC) { /* new files stop once only the GC reserve is left */
+		free(buf);
+		return ENOSPC;
+	}
+	ck_assert_int_ge(fd, 0);
+	pat_fill(buf, FULL_CHUNK, seed, 0);
+	n = pwrite(fd, buf, FULL_CHUNK, 0);
+	if (n != (ssize_t)FULL_CHUNK)
+		err = n < 0 ? errno : ENOSPC; /* a short write means the space ran out */
+	if (close(fd) && !err)
+		err = errno;
+	free(buf);
+	return err;
+}
+
+START_TEST(t_enospc)
+{
+	char path[PATH_MAX];
+	struct statvfs s0, s1, s2;
+	int n, i, err = 0, fd;
+	uint8_t *want = malloc(FULL_CHUNK);
+
+	s0 = vfs();
+	OK(mkdir(P("full"), 0755));
+	for (n = 0; n < 100000; n++) {
+		snprintf(path, sizeof(path), "%s/full/f%d", g_mnt, n);
+		if ((err = full_write(path, (uint64_t)n)))
+			break;
+		if (n % 16 == 15) {
+			fd = xopen(P("full"), O_RDONLY | O_DIRECTORY, 0);
+			err = fsync(fd) ? errno : 0;
+			close(fd);
+			if (err)
+				break;
+		}
+	}
+	printf("enospc: %d MiB written before %s (%llu blocks were free)\n", n, ename(err),
+	       (unsigned long long)s0.f_bfree);
+	ck_assert_msg(err == ENOSPC, "a full filesystem reported %s, not ENOSPC", ename(err));
+	ck_assert_int_ge(n, (int)(s0.f_bfree * BLK / FULL_CHUNK) * 8 / 10);
+	s1 = vfs();
+	/* Not exact: statfs also counts what is left in the open zones of the other logs,
+	 * which file data cannot use. */
+	printf("enospc: statfs says %llu blocks free at ENOSPC\n",
+	       (unsigned long long)s1.f_bavail);
+	ck_assert_uint_lt(s1.f_bavail, 6 * ZONE_USABLE);
+	/* the filesystem still works: reads, metadata, a checkpoint */
+	for (i = 0; i < n; i += 7) {
+		pat_fill(want, FULL_CHUNK, (uint64_t)i, 0);
+		snprintf(path, sizeof(path), "full/f%d", i);
+		expect_content(P("%s", path), want, FULL_CHUNK);
+	}
+	/* delete the first three quarters: the zones they filled come back after a checkpoint
+	 * (only whole zones: there is no garbage collection to compact partly used ones) */
+	for (i = 0; i <= n * 3 / 4; i++)
+		OK(unlink(P("full/f%d", i)));
+	fs_sync();
+	fs_sync();
+	s2 = vfs();
+	printf("enospc: %llu blocks free after deleting three quarters\n",
+	       (unsigned long long)s2.f_bfree);
+	ck_assert_uint_ge(s2.f_bfree + 3 * ZONE_USABLE,
+			  s1.f_bfree + (uint64_t)(n * 3 / 4) * (FULL_CHUNK / BLK));
+	for (i = 0; i < n / 2; i++) {
+		snprintf(path, sizeof(path), "%s/full/g%d", g_mnt, i);
+		ck_assert_int_eq(full_write(path, 1000000 + (uint64_t)i), 0);
+	}
+	remount();
+	for (i = n * 3 / 4 + 1; i < n; i++) {
+		pat_fill(want, FULL_CHUNK, (uint64_t)i, 0);
+		expect_content(P("full/f%d", i), want, FULL_CHUNK);
+	}
+	for (i = 0; i < n / 2; i++) {
+		pat_fill(want, FULL_CHUNK, 1000000 + (uint64_t)i, 0);
+		expect_content(P("full/g%d", i), want, FULL_CHUNK);
+	}
+	free(want);
+	stop_and_check_log();
+}
+END_TEST
+
+int posix_persist_tests(const TTest **t)
+{
+	int n = 0;
+
+	t[n++] = t_remount;
+	t[n++] = t_readonly;
+	t[n++] = t_tools;
+	t[n++] = t_final;
+	t[n++] = t_fsync_kill;
+	t[n++] = t_unmount;
+	t[n++] = t_enospc;
+	return n;
+}
