@@ -5,9 +5,12 @@
  * revision and features, kernel build, zones (free, in use, held for GC), bytes written by
  * users and to the device and the write amplification they give, checkpoint and write-buffer
  * counters. Figures that need garbage collection (bytes migrated, phases) come with it.
- * May call: core.h, wbuf.h, zdev.h.
+ * On an emulated device, the emulator's own counters and simulated device time go along
+ * ("device_model", zdev_emu.h), so that a benchmark can take device-time figures from them.
+ * May call: core.h, wbuf.h, zdev.h, zdev_emu.h (statistics only).
  */
 #include "core.h"
+#include "zdev_emu.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -197,6 +200,17 @@ static void stats_read_sizes(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "},\n");
 }
 
+static void stats_device_model(struct zlfs_fs *fs, struct jbuf *j)
+{
+	struct zemu_stats st;
+	char line[4096];
+
+	if (!zdev_is_emu(fs->dev) || zemu_dev_stats(fs->dev, &st) ||
+	    zemu_stats_json(&st, line, sizeof(line)) < 0)
+		return;
+	jprintf(j, "  \"device_model\": %s,\n", line);
+}
+
 int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 {
 	struct jbuf j = {buf, len, 0};
@@ -205,6 +219,7 @@ int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 	stats_device(fs, &j);
 	stats_space(fs, &j);
 	stats_read_sizes(fs, &j);
+	stats_device_model(fs, &j);
 	stats_io(fs, &j);
 	jprintf(&j, "}\n");
 	return j.used < len ? (int)j.used : -ENOSPC;

@@ -4,7 +4,9 @@
  * through zdev.h like any device.
  *
  * Owns: the image format (header, persisted zone table, volatile-write journal, data area),
- * the zone state machine and limits, the durability model, the write log and its replay.
+ * the zone state machine and limits, the durability model, the write log and its replay, the
+ * simulated NAND timing model, and the conventional mode: a page-mapped FTL on the same NAND
+ * model, for the NBD server (zlfs-emu serve-nbd) to give a kernel a conventional device.
  * May call: libc, pthreads, log.h, zdev.h. The full model, and the Linux error each rule
  * mirrors, are in docs/emulator.md.
  */
@@ -18,28 +20,57 @@
 /*
  * Optional timing model (docs/emulator.md, "Timing model"): zones striped over DIES flash
  * dies, data crossing a host link of LINK_MBS, programmed in PROG_UNIT units taking PROG_NS
- * each. Time is simulated, never slept: a virtual clock the model advances, read with
- * zemu_dev_stats(). All zeros = off (the default): no cost, no clock.
+ * each, read in READ_NS per unit, erased in ERASE_NS per BLOCK of a die. Time is simulated,
+ * never slept: a virtual clock the model advances, read with zemu_dev_stats(). All zeros =
+ * off (the default): no cost, no clock. Images made before reads and erases were modelled
+ * hold zeros there: their reads and erases cost nothing, as they did.
  */
 struct zemu_timing {
 	uint32_t dies;      /* 1 .. ZEMU_TIMING_MAX_DIES; 0 = timing off */
 	uint32_t prog_unit; /* bytes programmed at once on one die, multiple of 4096 */
 	uint32_t prog_ns;   /* time one die is busy programming one unit */
 	uint32_t link_mbs;  /* host link, MB/s (10^6 bytes per second) */
+	uint32_t read_ns;   /* time one die is busy reading (part of) one unit; 0 = free */
+	uint32_t erase_ns;  /* time one die is busy erasing one block; 0 = free */
+	uint32_t block;     /* erase block of one die, bytes, a multiple of 4096; 0 = 16 MiB */
+	uint32_t rsvd;
 };
 #define ZEMU_TIMING_MAX_DIES 64u
 
 /* The documented default, resembling a mobile UFS 4.0 controller: 4 dies, 192 KiB units,
- * 285 us per program, 4600 MB/s link (derivation in docs/emulator.md). */
+ * 285 us per program, 4600 MB/s link, 50 us reads, 3 ms erases of 16 MiB blocks (derivation
+ * in docs/emulator.md). */
 void zemu_timing_default(struct zemu_timing *t);
 /* "off", "ufs40" (the default), or comma-separated overrides of the default such as
- * "dies=8,unit=96K,prog=560us,link=2300" (prog takes ns/us/ms, link MB/s). -EINVAL if bad. */
+ * "dies=8,unit=96K,prog=560us,link=2300,read=60us,erase=5ms,block=8M" (times take
+ * ns/us/ms, link MB/s). -EINVAL if bad. */
 int zemu_timing_parse(const char *spec, struct zemu_timing *t);
 /* Set (or, with dies = 0, turn off) the timing model of an image that is not open. */
 int zemu_set_timing(const char *path, const struct zemu_timing *t);
 /* Restart the virtual clock and the timing counters of an open device at zero (a benchmark
  * excludes its setup this way). -EINVAL when DEV is not emulated. */
 int zemu_timing_reset(struct zdev *dev);
+
+/*
+ * The conventional mode (docs/emulator.md, "Conventional mode"): the whole image is one
+ * conventional device (every zone conventional, no write pointers) behind a page-mapped FTL
+ * on the image's NAND model: 4 KiB pages mapped one by one, the map cached in MAP_CACHE bytes
+ * of "SRAM" (a miss reads a map page from NAND, an evicted dirty one is written back),
+ * OP_PERMILLE of hidden over-provisioning, greedy device GC and TRIM. Only a model of
+ * placement and time: the data itself is kept as in conventional zones, with the same
+ * durability (flush, power cut).
+ */
+enum zemu_mode {
+	ZEMU_MODE_ZONED = 0, /* host-managed zoned device (images of format version 1) */
+	ZEMU_MODE_FTL = 1,   /* conventional device behind a page-mapped FTL (version 2) */
+};
+
+struct zemu_ftl {
+	uint32_t op_permille; /* over-provisioning, per mille of the capacity; 0 = 70 (7%) */
+	uint32_t rsvd;
+	uint64_t map_cache;   /* bytes of map pages the controller caches; 0 = 1/128 of the map */
+	uint64_t rsvd2[2];
+};
 
 struct zemu_create_opts {
 	uint64_t size;          /* bytes; rounded down to whole zones */
@@ -53,7 +84,15 @@ struct zemu_create_opts {
 	uint32_t journal_slots; /* volatile-write journal records, 0 = 4096; a full journal
 				 * destages the cache (an implicit flush) */
 	struct zemu_timing timing; /* zeros: no timing model */
+	enum zemu_mode mode;       /* ZEMU_MODE_FTL: a conventional device; needs a timing model
+				    * (zeros get the default), 4096-byte blocks, no conventional
+				    * zones asked for (all of them are) */
+	struct zemu_ftl ftl;       /* the FTL's options (zeros: the defaults) */
 };
+
+/* Parse "op=7%,cache=512K" (either or both; op also in per mille, "op=70"): fills FTL (zeros
+ * first). -EINVAL if bad. */
+int zemu_ftl_parse(const char *spec, struct zemu_ftl *ftl);
 
 /* Create (or overwrite) an image file; with a log_path, also (re)create that log, empty.
  * Returns 0 or -errno with a logged reason (-EINVAL bad geometry, -EBUSY image in use). */
@@ -105,7 +144,7 @@ int zemu_powercut_dev_ex(struct zdev *dev, long keep, uint64_t seed, int torn,
  * counting aborted ones or a torn tail; -errno if LOG is not a write log. */
 long zemu_log_count(const char *log_path);
 /* The kind of each logged operation, one letter each, in order: W write, F flush, R reset,
- * X finish, O open, C close. Fills at most MAX letters; returns the number of operations. */
+ * X finish, O open, C close, T trim. Fills at most MAX letters; returns the number of operations. */
 long zemu_log_kinds(const char *log_path, char *kinds, long max);
 /*
  * Rebuild OUT as the image was when LOG started, plus the first N operations recorded in LOG,
@@ -117,6 +156,13 @@ long zemu_log_kinds(const char *log_path, char *kinds, long max);
  * first half of blocks (at least one block) is kept. OUT is overwritten.
  */
 int zemu_replay(const char *image, const char *log_path, long n, const char *out, int torn);
+
+/* Discard [OFF, OFF + LEN) of a conventional-mode device (NBD's TRIM): the range reads as
+ * zeros from then on and the FTL unmaps it. Multiples of the block size. Like a reset, a trim
+ * is not held in the volatile cache; a power cut that drops earlier writes to the range may
+ * bring back what they overwrote (a device may forget a trim; the range is free space to the
+ * filesystem). -EOPNOTSUPP on a zoned image, -EINVAL out of range or unaligned. */
+int zemu_trim(struct zdev *dev, uint64_t off, uint64_t len);
 
 /* Zero when DEV is not an emulated device. */
 int zdev_is_emu(const struct zdev *dev);
@@ -145,9 +191,39 @@ struct zemu_stats {
 	uint64_t programs;        /* program operations, padded ones included */
 	uint64_t pad_programs;    /* partial units programmed with padding (flush, finish) */
 	uint64_t pad_bytes;       /* padding those carried */
-	uint64_t die_busy_ns;     /* sum over dies of programming time */
+	uint64_t die_busy_ns;     /* sum over dies of program, read and erase time */
 	uint64_t buf_wait_ns;     /* transfers delayed because their memory was still in use */
+	/* What the host asked for (counted with or without a timing model), since the open or
+	 * the last zemu_timing_reset(); host_read_sizes: zdev_read_sizes() of the device, since
+	 * it was opened through zdev_open (zeros through zemu_open). */
+	enum zemu_mode mode;
+	uint64_t host_reads, host_read_bytes, host_writes, host_write_bytes;
+	uint64_t host_trims, host_trim_bytes, host_flushes;
+	uint64_t host_read_sizes[ZDEV_RSIZE_BUCKETS];
+	/* NAND work (timing model on): programs by kind (data, GC moves, map pages; pad_programs
+	 * above), unit reads by kind, block erases, and the unloaded service time of the host's
+	 * reads (map read, data reads, transfer: the queue-depth-1 latency the model gives) */
+	uint64_t data_programs, gc_programs, map_programs;
+	uint64_t nand_reads, data_reads, map_reads, gc_reads;
+	uint64_t erases;
+	uint64_t read_service_ns;
+	/* The mapping: 4 KiB pages looked up (read, written, trimmed, moved by GC) and how many
+	 * missed the cache (always 0 in zoned mode, whose zone map stays resident) */
+	uint64_t map_lookups, map_misses, map_writebacks;
+	/* FTL (conventional mode): pages moved by GC, victims collected */
+	uint64_t gc_pages, gc_victims;
+	/* FTL geometry and state now (not reset) */
+	struct zemu_ftl ftl;
+	uint32_t ftl_superblocks, ftl_free_superblocks, ftl_pages_per_superblock;
+	uint64_t ftl_op_bytes;     /* physical bytes beyond the capacity (the real OP) */
+	uint64_t ftl_mapped_pages;
+	uint64_t map_cache_pages, map_pages;
 };
+
+/* The statistics as one JSON object ({"mode": ..., "sim_ns": ..., ...}, one line, no
+ * newline), with derived figures: device_waf (NAND bytes programmed / host bytes written),
+ * map_miss_rate, device utilisation. Returns the length, or -ENOSPC if LEN is too small. */
+int zemu_stats_json(const struct zemu_stats *st, char *buf, size_t len);
 int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st);
 
 const char *zemu_fault_name(enum zemu_fault fault);

@@ -81,7 +81,7 @@ OUT=$T/out
 WORK=$T/work
 smoke_run age "$T" "$OUT" "$WORK" --quick --fs zlfs,passthrough
 smoke_left_mounted "$WORK" && fail=1
-want=fs,iter,elapsed_s,files,file_bytes,fill_s,test_bytes,write_MiBps,read_MiBps,free_bytes,free_pct,gc_phase,gc_phases_seen,waf,free_zones,gc_bytes_migrated,direct
+want=fs,iter,elapsed_s,files,file_bytes,fill_s,test_bytes,write_MiBps,read_MiBps,free_bytes,free_pct,gc_phase,gc_phases_seen,waf,free_zones,gc_bytes_migrated,direct,dev_write_MiBps,dev_read_MiBps,dev_waf,dev_gc_pages,dev_erases,dev_map_miss_pct
 [[ $(head -1 "$OUT/age.csv") == "$want" ]] || { echo "FAIL: age.csv columns: $(head -1 "$OUT/age.csv")"; fail=1; }
 for fs in zlfs passthrough; do
 	n=$(awk -F, -v f=$fs '$1 == f && $2 ~ /^[0-9]+$/ && $8 > 0 && $9 > 0' "$OUT/age.csv" | wc -l)

@@ -18,6 +18,8 @@ rm -rf "$T"
 mkdir -p "$T"
 fail=0
 COLS=fs,aged_iters,used_pct,files,bytes,install_s,install_MiBps,verify_s,verify_MiBps,mismatches,dev_reads,dev_read_bytes,mean_read_KiB,reads_lt_4k,reads_4k_8k,reads_8k_16k,reads_16k_32k,reads_32k_64k,reads_64k_128k,reads_128k_256k,reads_256k_512k,reads_ge_512k,gc_migrated_bytes
+# a run's CSV: the device model's columns too (empty without one)
+RUN_COLS=$COLS,dev_install_s,dev_verify_s,dev_verify_MiBps,dev_verify_qd1_s
 
 # ---- 1. the summary of a known CSV ------------------------------------------------------------
 {
@@ -55,7 +57,7 @@ OUT=$T/out
 WORK=$T/work
 smoke_run install-verify "$T" "$OUT" "$WORK" --quick
 smoke_left_mounted "$WORK" && fail=1
-[[ $(head -1 "$OUT/install-verify.csv") == "$COLS" ]] ||
+[[ $(head -1 "$OUT/install-verify.csv") == "$RUN_COLS" ]] ||
 	{ echo "FAIL: install-verify.csv columns: $(head -1 "$OUT/install-verify.csv")"; fail=1; }
 for fs in zlfs passthrough; do
 	awk -F, -v f=$fs '$1 == f && $5 > 0 && $8 > 0 && $10 == "0" { ok = 1 } END { exit !ok }' \

@@ -2,9 +2,10 @@
  * zlfs-emu.c - the zlfs-emu command: create, inspect and crash-test emulator images.
  *
  * Owns: command-line parsing, size suffixes, and the human/JSON output of each subcommand.
- * May call: zdev_emu.h and zdev.h (public API only), log.h.
+ * May call: zdev_emu.h and zdev.h (public API only), log.h, nbd_server.h (serve-nbd).
  * Exit status: 0 success, 1 failure (a reason was printed), 2 usage error.
  */
+#include "nbd_server.h"
 #include "zdev_emu.h"
 #include "log.h"
 
@@ -25,13 +26,24 @@ static const char usage_text[] =
 	"         [--block-size 512|4096] [--conventional N] [--max-open N] [--max-active N]\n"
 	"         [--journal-slots N] [--log FILE] [--timing SPEC]\n"
 	"      Create (or overwrite) an emulated host-managed zoned device image.\n"
+	"  create IMAGE --mode conventional --size SIZE [--ftl SPEC] [--timing SPEC]\n"
+	"         [--zone-size SIZE] [--journal-slots N] [--log FILE]\n"
+	"      Create a conventional device: a page-mapped FTL on the NAND model (default\n"
+	"      ufs40). SPEC: op=7% (over-provisioning, the default), cache=SIZE (map cache,\n"
+	"      default 1/128 of the map). --zone-size only sets the image's layout (64M).\n"
 	"  timing IMAGE [SPEC]\n"
 	"      Print the image's timing model, or set it to SPEC (the image must not be open).\n"
 	"      SPEC: off (the default), ufs40 (4 dies, 192K units, 285us programs, 4600 MB/s\n"
-	"      link), or overrides of ufs40 such as dies=8,unit=96K,prog=560us,link=2300.\n"
+	"      link, 50us reads, 3ms erases of 16M blocks), or overrides of ufs40 such as\n"
+	"      dies=8,unit=96K,prog=560us,link=2300,read=60us,erase=5ms,block=8M.\n"
 	"      Time is simulated; see docs/emulator.md.\n"
 	"  report IMAGE [--json]\n"
 	"      Print the geometry and every zone: index, start, len, capacity, wp, type, cond.\n"
+	"  serve-nbd IMAGE SOCKET [--stats FILE] [--once] [--read-only] [--direct]\n"
+	"      Serve IMAGE as a block device over the NBD protocol on the Unix socket SOCKET\n"
+	"      (newstyle; flush, FUA and trim honoured), until SIGTERM or SIGINT. --stats\n"
+	"      rewrites FILE with the device's statistics (JSON) at every flush and at exit;\n"
+	"      --once exits when the first client disconnects; --direct: O_DIRECT on IMAGE.\n"
 	"  inject IMAGE {offline|readonly|eio-read|eio-write} TARGET [--offset]\n"
 	"      Inject a fault. TARGET is a zone index when it is a bare number (\"7\"), a byte\n"
 	"      offset when it has a size suffix (\"28K\", \"1M\") or when --offset is given.\n"
@@ -130,9 +142,12 @@ static int cmd_create(int argc, char **argv)
 		{"journal-slots", required_argument, NULL, 'j'},
 		{"log", required_argument, NULL, 'l'},
 		{"timing", required_argument, NULL, 't'},
+		{"mode", required_argument, NULL, 'm'},
+		{"ftl", required_argument, NULL, 'f'},
 		{NULL, 0, NULL, 0},
 	};
 	struct zemu_create_opts o = {0};
+	int has_ftl = 0;
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -151,6 +166,17 @@ static int cmd_create(int argc, char **argv)
 			if (zemu_timing_parse(optarg, &o.timing))
 				return usage_error("create: bad timing model '%s'", optarg);
 			break;
+		case 'm':
+			if (strcmp(optarg, "zoned") && strcmp(optarg, "conventional"))
+				return usage_error("create: --mode is zoned or conventional, not '%s'",
+						   optarg);
+			o.mode = strcmp(optarg, "zoned") ? ZEMU_MODE_FTL : ZEMU_MODE_ZONED;
+			break;
+		case 'f':
+			if (zemu_ftl_parse(optarg, &o.ftl))
+				return usage_error("create: bad FTL options '%s'", optarg);
+			has_ftl = 1;
+			break;
 		default: return usage_error("create: bad option%s", "");
 		}
 		if (bad)
@@ -158,6 +184,10 @@ static int cmd_create(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage_error("create: expected one IMAGE argument%s", "");
+	if (has_ftl && o.mode != ZEMU_MODE_FTL)
+		return usage_error("create: --ftl needs --mode conventional%s", "");
+	if (o.mode == ZEMU_MODE_FTL && !o.zone_size)
+		o.zone_size = o.size < (64 << 20) ? o.size : 64 << 20;
 	if (!o.size || !o.zone_size)
 		return usage_error("create: --size and --zone-size are required%s", "");
 	ret = zemu_create(argv[optind], &o);
@@ -171,13 +201,15 @@ static void print_timing(const struct zemu_timing *t, int json)
 	if (json && !t->dies)
 		printf("null");
 	else if (json)
-		printf("{\"dies\": %u, \"prog_unit\": %u, \"prog_ns\": %u, \"link_mbs\": %u}",
-		       t->dies, t->prog_unit, t->prog_ns, t->link_mbs);
+		printf("{\"dies\": %u, \"prog_unit\": %u, \"prog_ns\": %u, \"link_mbs\": %u, "
+		       "\"read_ns\": %u, \"erase_ns\": %u, \"block\": %u}", t->dies, t->prog_unit,
+		       t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns, t->block);
 	else if (!t->dies)
 		printf("off");
 	else
-		printf("dies=%u,unit=%uK,prog=%uns,link=%u", t->dies, t->prog_unit >> 10,
-		       t->prog_ns, t->link_mbs);
+		printf("dies=%u,unit=%uK,prog=%uns,link=%u,read=%uns,erase=%uns,block=%uK", t->dies,
+		       t->prog_unit >> 10, t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns,
+		       (t->block ? t->block : 16u << 20) >> 10);
 }
 
 static int cmd_timing(int argc, char **argv)
@@ -230,6 +262,15 @@ static void report_text(const struct zdev_geometry *g, const struct zemu_stats *
 	printf("timing model: ");
 	print_timing(&st->timing, 0);
 	putchar('\n');
+	if (st->mode == ZEMU_MODE_FTL)
+		printf("mode: conventional (FTL): over-provisioning %.1f%% asked, %" PRIu64
+		       " MiB real, %u superblocks of %u pages, %u free, %" PRIu64 " pages mapped, "
+		       "map cache %" PRIu64 " of %" PRIu64 " map pages\n", st->ftl.op_permille / 10.0,
+		       st->ftl_op_bytes >> 20,
+		       st->ftl_superblocks, st->ftl_pages_per_superblock, st->ftl_free_superblocks,
+		       st->ftl_mapped_pages, st->map_cache_pages, st->map_pages);
+	else
+		printf("mode: zoned\n");
 	printf("%6s %12s %12s %12s %12s  %-20s %s\n", "zone", "start", "len", "capacity", "wp",
 	       "type", "cond");
 	for (uint32_t i = 0; i < g->nr_zones; i++) {
@@ -258,6 +299,8 @@ static void json_string(const char *str)
 static void report_json(const struct zdev_geometry *g, const struct zemu_stats *st,
 			const char *path, const struct zdev_zone *zones)
 {
+	char line[4096];
+
 	printf("{\"image\": ");
 	json_string(path);
 	printf(", \"nr_zones\": %u, \"nr_conv\": %u, \"zone_size\": %" PRIu64
@@ -268,6 +311,9 @@ static void report_json(const struct zdev_geometry *g, const struct zemu_stats *
 	       g->max_open, g->max_active, g->capacity, st->generation, st->unflushed,
 	       st->pending_faults);
 	print_timing(&st->timing, 1);
+	if (zemu_stats_json(st, line, sizeof(line)) > 0)
+		printf(", \"mode\": \"%s\", \"device\": %s",
+		       st->mode == ZEMU_MODE_FTL ? "conventional" : "zoned", line);
 	printf(",\n \"zones\": [");
 	for (uint32_t i = 0; i < g->nr_zones; i++) {
 		const struct zdev_zone *z = &zones[i];
@@ -426,6 +472,35 @@ static int cmd_powercut(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+/* ---- serve-nbd ------------------------------------------------------------------------- */
+
+static int cmd_serve_nbd(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"stats", required_argument, NULL, 's'},
+		{"once", no_argument, NULL, 'o'},
+		{"read-only", no_argument, NULL, 'r'},
+		{"direct", no_argument, NULL, 'd'},
+		{NULL, 0, NULL, 0},
+	};
+	struct nbd_server_opts o = {0};
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.stats_path = optarg; break;
+		case 'o': o.once = 1; break;
+		case 'r': o.readonly = 1; break;
+		case 'd': o.direct = 1; break;
+		default: return usage_error("serve-nbd: bad option%s", "");
+		}
+	}
+	if (argc - optind != 2)
+		return usage_error("serve-nbd: expected IMAGE SOCKET%s", "");
+	ret = nbd_serve(argv[optind], argv[optind + 1], &o);
+	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* ---- replay, log-count ----------------------------------------------------------------- */
 
 static int cmd_replay(int argc, char **argv)
@@ -475,7 +550,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"create", cmd_create}, {"report", cmd_report}, {"inject", cmd_inject},
 		{"powercut", cmd_powercut}, {"replay", cmd_replay}, {"log-count", cmd_log_count},
-		{"timing", cmd_timing},
+		{"timing", cmd_timing}, {"serve-nbd", cmd_serve_nbd},
 	};
 
 	zlog_set_ident("zlfs-emu");

@@ -30,9 +30,18 @@
 #   f2fs          guest only: kernel F2FS on the null_blk zoned disk, mkfs.f2fs -m (its
 #                 metadata goes to the disk's conventional zones)
 #   f2fs-conv     guest only: kernel F2FS on a conventional null_blk disk of the same size
+#   f2fs-conv-model, ext4-conv-model
+#                 --guest conv-model only: kernel F2FS (mkfs.f2fs) or ext4 (mkfs.ext4 -b 4096)
+#                 on the emulator's conventional mode, an FTL on the NAND model (--model),
+#                 served by zlfs-emu serve-nbd on the host and given to the guest as /dev/vda
 #   dir:PATH      any mounted directory: the workload runs in PATH/zlfs-wl (removed after)
 # --guest nullb|zns reruns the whole script inside tools/zoned-vm on a null_blk zoned disk or
 # an NVMe ZNS namespace of --image-size (see docs/zoned-guest.md); plots are drawn on the host.
+# --guest conv-model runs zlfs here on a zoned image with the timing model --model (default
+# ufs40 with erase blocks of a quarter zone: a superblock of 4 dies is a zone) and then, for
+# each kernel filesystem, the script again in a guest on a conventional image of the same
+# model and capacity (--ftl: its FTL options); device-time figures (dev_* columns) come from
+# the model, for both modes alike (docs/benchmarks.md, "Mode against mode").
 
 WL_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WL_PY=$WL_REPO/tools/lib/workloads.py
@@ -101,13 +110,57 @@ wl_check_fs() { # FS: can it run here? dies with the reason if not
 			echo "$PROG: $1 needs loop devices (root, /dev/loop-control, losetup) or fuse2fs (apt-get install fuse2fs); neither is here" >&2
 			exit 77
 		} ;;
+	f2fs-conv-model|ext4-conv-model)
+		[[ -n $GUEST_DEV ]] || die "$1 runs only in the guest (--guest conv-model)"
+		[[ $(cat "/sys/block/${GUEST_DEV#/dev/}/queue/zoned" 2>/dev/null) == none ]] ||
+			die "$1: $GUEST_DEV is not a conventional disk"
+		command -v "mkfs.${1%%-*}" >/dev/null || die "$1: mkfs.${1%%-*} is not installed" ;;
 	f2fs|f2fs-conv)
 		[[ -n $GUEST_DEV ]] || die "$1 runs only in the zoned guest (--guest nullb)"
 		[[ $GUEST_DEV == /dev/nullb* ]] || die "$1: F2FS on an NVMe ZNS namespace needs a second, conventional device for its metadata (mkfs.f2fs -c); use --guest nullb"
 		command -v mkfs.f2fs >/dev/null || die "$1: mkfs.f2fs is not installed; the guest runs the host's tools (apt-get install f2fs-tools, or tools/install-deps --tests)" ;;
 	dir:*) [[ -d ${1#dir:} ]] || die "$1: no such directory" ;;
-	*) die "unknown filesystem '$1' (zlfs, passthrough, passthrough-ext4, f2fs, f2fs-conv, dir:PATH)" ;;
+	*) die "unknown filesystem '$1' (zlfs, passthrough, passthrough-ext4, f2fs, f2fs-conv, f2fs-conv-model, ext4-conv-model, dir:PATH)" ;;
 	esac
+}
+
+# ---- options every workload takes -------------------------------------------------------------
+MODEL= FTL= DEV_CONTROL= APPEND=0 NO_SUMMARY=0
+
+wl_opt() { # ARGS...: one of the shared options at $1 (WL_SHIFT: words it took), else false
+	WL_SHIFT=2
+	case $1 in
+	--model) MODEL=$2 ;;
+	--ftl) FTL=$2 ;;
+	--dev-control) DEV_CONTROL=$2 ;;
+	--append) APPEND=1 WL_SHIFT=1 ;;     # internal: add to the CSV a run before started
+	--no-summary) NO_SUMMARY=1 WL_SHIFT=1 ;; # internal: the caller summarises
+	*) return 1 ;;
+	esac
+	[[ $WL_SHIFT == 1 || $# -ge 2 ]] || die "$1 needs a value"
+}
+
+# MODEL from the zone size unless given: erase blocks of a quarter zone (4 dies: a zone is one
+# superblock), and the erase time of ufs40's 16 MiB block (3 ms) scaled with the block, so that
+# a scaled-down device spends the same share of its time erasing as a full-size one
+wl_model_default() {
+	local block
+	[[ -z $MODEL ]] || return 0
+	block=$(($(bytes "$ZONE_SIZE") / 4))
+	MODEL="ufs40,block=$((block >> 10))K,erase=$((3000 * block / (16 << 20)))us"
+}
+
+wl_dev_args() { # the workload's arguments for device-time figures, into DEV_ARGS
+	DEV_ARGS=()
+	[[ -z $DEV_CONTROL ]] || DEV_ARGS=(--dev-control "$DEV_CONTROL")
+	[[ -z $CTL ]] || DEV_ARGS=(--ctl "$CTL" --mnt "$MNT")
+}
+
+wl_dev_snap() { # FILE [--sync]: the device model's counters now (an empty FILE without one)
+	local f=$1
+	shift
+	wl_dev_args
+	python3 "$WL_PY" dev-snap "$f" "${DEV_ARGS[@]}" "$@" || die "cannot read the device model's counters"
 }
 
 conv_nullb() { # a conventional null_blk of GUEST_SIZE bytes in the guest -> CONV_DEV
@@ -228,9 +281,10 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 		else
 			local img=$WORK/zlfs.img
 			rm -f "$img"
-			log "$BIN/zlfs-emu create $img --size $IMG_SIZE --zone-size $ZONE_SIZE --max-open 14 --max-active 14"
+			log "$BIN/zlfs-emu create $img --size $IMG_SIZE --zone-size $ZONE_SIZE --max-open 14 --max-active 14${MODEL:+ --timing $MODEL}"
 			"$BIN/zlfs-emu" create "$img" --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
-				--max-open 14 --max-active 14 >/dev/null || die "zlfs-emu create failed"
+				--max-open 14 --max-active 14 ${MODEL:+--timing "$MODEL"} >/dev/null ||
+				die "zlfs-emu create failed"
 			log "$BIN/mkfs.zlfs -q $img"
 			"$BIN/mkfs.zlfs" -q "$img" || die "mkfs.zlfs $img failed"
 		fi ;;
@@ -242,6 +296,14 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 		log "mkfs.f2fs -f -m $GUEST_DEV"
 		mkfs.f2fs -f -m "$GUEST_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
 			{ tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.f2fs -m $GUEST_DEV failed (it needs conventional zones for its metadata: --conv)"; } ;;
+	f2fs-conv-model)
+		log "mkfs.f2fs -f $GUEST_DEV   # the conventional model over NBD"
+		mkfs.f2fs -f "$GUEST_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
+			{ tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.f2fs $GUEST_DEV failed"; } ;;
+	ext4-conv-model)
+		log "mkfs.ext4 -q -F -b 4096 -m 0 -E lazy_itable_init=0,lazy_journal_init=0 $GUEST_DEV"
+		mkfs.ext4 -q -F -b 4096 -m 0 -E lazy_itable_init=0,lazy_journal_init=0 "$GUEST_DEV" \
+			>"$OUT/mkfs-$tag.log" 2>&1 || { tail -5 "$OUT/mkfs-$tag.log" >&2; die "mkfs.ext4 $GUEST_DEV failed"; } ;;
 	f2fs-conv)
 		conv_nullb
 		log "mkfs.f2fs -f $CONV_DEV   # conventional null_blk, $((GUEST_SIZE >> 20)) MiB"
@@ -279,11 +341,12 @@ wl_mount() { # FS TAG: mount what wl_prepare made (again)
 		log "$BIN/zlfs-passthrough -f $EXT4_MNT/src $MNT   # $tag: over the ext4 of $EXT4_IMG"
 		"$BIN/zlfs-passthrough" -f "$EXT4_MNT/src" "$MNT" >>"$DLOG" 2>&1 &
 		DPID=$! ;;
-	f2fs|f2fs-conv)
+	f2fs|f2fs-conv|f2fs-conv-model|ext4-conv-model)
+		local type=${fs%%-*}
 		dev=$GUEST_DEV
-		[[ $fs == f2fs ]] || dev=$CONV_DEV
-		log "mount -t f2fs $dev $MNT   # $tag"
-		mount -t f2fs "$dev" "$MNT" 2>>"$DLOG" || { cat "$DLOG" >&2; die "mount -t f2fs $dev failed"; }
+		[[ $fs != f2fs-conv ]] || dev=$CONV_DEV
+		log "mount -t $type $dev $MNT   # $tag"
+		mount -t "$type" "$dev" "$MNT" 2>>"$DLOG" || { cat "$DLOG" >&2; die "mount -t $type $dev failed"; }
 		BLKDEV=${dev#/dev/}
 		return 0 ;;
 	esac
@@ -317,6 +380,7 @@ wl_unmount() { # unmount MNT and wait for its daemon, then the ext4 under passth
 
 wl_cleanup() {
 	local p
+	wl_server_stop
 	# the workload runs in the background (wl_run): SIGINT is ignored there, TERM stops it
 	for p in ${WL_CHILD:-}; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	WL_CHILD=
@@ -385,17 +449,126 @@ wl_guest() {
 		spec="--zns size=${mb}M,zone_size=${zb}M,max_open=14,max_active=14"
 		dev=/dev/nvme0n1
 		mem=1536 ;;
-	*) die "--guest nullb|zns" ;;
+	*) die "--guest nullb|zns|conv-model" ;;
 	esac
+	wl_vm_check
+	mkdir -p "$OUT"
+	say "rerunning in the zoned guest ($kind: $IMG_SIZE, ${zb} MiB zones${conv:+, $conv conventional}, ${mem} MiB guest)"
+	# shellcheck disable=SC2086
+	"$WL_REPO/tools/zoned-vm" $spec -m "$mem" $(wl_shares) --timeout "${GUEST_TIMEOUT:-14400}" \
+		-e "ZLFS_WL_GUEST_SIZE=$((mb << 20))" -C "$WL_REPO" -- "$0" --in-guest "$dev" "$@"
+}
+
+wl_vm_check() { # exit 77 unless the guest can run here
 	[[ -x $WL_REPO/tools/zoned-vm ]] || die "tools/zoned-vm is missing"
 	"$WL_REPO/tools/zoned-vm" --check >/dev/null 2>&1 || {
 		"$WL_REPO/tools/zoned-vm" --check >&2 || true
 		echo "$PROG: the zoned guest cannot run here (tools/zoned-vm --setup fetches its kernel)" >&2
 		exit 77
 	}
+}
+
+# The guest has its own /tmp and /run: the checkout and the build, when they live there, are
+# shared with it (before OUT, which may lie inside them), as the results directory always is.
+wl_shares() {
+	local d
+	for d in "$WL_REPO" "$BUILD"; do
+		case $d/ in /tmp/* | /run/*) printf -- '-w %s ' "$d" ;; esac
+	done
+	printf -- '-w %s' "$OUT"
+}
+
+# wl_guest_main CSV ARGS...: the run in the guest (--guest nullb|zns|conv-model) with the
+# command line ARGS; then, here, summarise (the script's function) the CSV of OUT. Exits.
+wl_guest_main() {
+	local csv=$1 a skip=0 rc=0 fs
+	shift
+	for fs in ${FS_LIST//,/ }; do [[ $fs != passthrough* && $fs != dir:* ]] ||
+		die "$fs is a host filesystem: not with --guest"; done
+	wl_build zlfs zlfs-emu mkfs.zlfs zlfs-ctl
 	mkdir -p "$OUT"
-	say "rerunning in the zoned guest ($kind: $IMG_SIZE, ${zb} MiB zones${conv:+, $conv conventional}, ${mem} MiB guest)"
-	# shellcheck disable=SC2086
-	"$WL_REPO/tools/zoned-vm" $spec -m "$mem" -w "$OUT" --timeout "${GUEST_TIMEOUT:-14400}" \
-		-e "ZLFS_WL_GUEST_SIZE=$((mb << 20))" -C "$WL_REPO" -- "$0" --in-guest "$dev" "$@"
+	GUEST_ARGS=()
+	for a in "$@"; do # the same run, minus what the guest run is given anew
+		if ((skip)); then skip=0; continue; fi
+		case $a in --guest|--out|--workdir|--build|--fs) skip=1; continue ;; esac
+		GUEST_ARGS+=("$a")
+	done
+	if [[ $GUEST == conv-model ]]; then
+		wl_conv_model "${GUEST_ARGS[@]}" || rc=$?
+	else
+		wl_guest "$GUEST" --no-build --build "$BUILD" --out "$OUT" --fs "$FS_LIST" "${GUEST_ARGS[@]}" || rc=$?
+	fi
+	[[ -s $OUT/$csv ]] || exit $((rc ? rc : 1))
+	summarise "$OUT/$csv"
+	exit $rc
+}
+
+wl_fs_default() { # FS_LIST, unless given: by where the run is (HOST_DEFAULT on the host)
+	[[ -z $FS_LIST ]] || return 0
+	case ${GUEST:-${GUEST_DEV:+in}} in
+	'') FS_LIST=$1 ;;
+	nullb) FS_LIST=zlfs,f2fs,f2fs-conv ;;
+	zns) FS_LIST=zlfs ;;
+	conv-model) FS_LIST=zlfs,f2fs-conv-model ;;
+	in) case $GUEST_DEV in /dev/nullb*) FS_LIST=zlfs,f2fs,f2fs-conv ;; *) FS_LIST=zlfs ;; esac ;;
+	esac
+}
+
+# ---- --guest conv-model: the two modes of one NAND model --------------------------------------
+SERVER_PID=
+
+wl_server_stop() {
+	[[ -n $SERVER_PID ]] || return 0
+	kill -TERM "$SERVER_PID" 2>/dev/null
+	wait "$SERVER_PID" 2>/dev/null || say "the NBD server exited with an error (log: $OUT/server.log)"
+	SERVER_PID=
+}
+
+# wl_conv_model ARGS...: zlfs here on the zoned model (--fs zlfs), then each kernel
+# filesystem of FS_LIST in its own guest on a fresh conventional image of the same model and
+# capacity, served over NBD; all rows go to the one CSV of OUT. ARGS: the run's options
+# without --guest, --out, --workdir, --build, --fs.
+wl_conv_model() {
+	local fs kfs=() rc=0 img sock mem work
+	wl_model_default
+	for fs in ${FS_LIST//,/ }; do
+		case $fs in
+		zlfs) ;;
+		f2fs-conv-model|ext4-conv-model) kfs+=("$fs") ;;
+		*) die "$fs does not run with --guest conv-model (zlfs, f2fs-conv-model, ext4-conv-model)" ;;
+		esac
+	done
+	((${#kfs[@]} == 0)) || wl_vm_check
+	work=$(realpath -m "${WORK:-$BUILD/$PROG-work}")
+	mkdir -p "$OUT" "$work"
+	if [[ ,$FS_LIST, == *,zlfs,* ]]; then
+		say "zlfs on the zoned model ($MODEL)"
+		"$0" --no-build --build "$BUILD" --out "$OUT" --workdir "$work" --fs zlfs --model "$MODEL" \
+			--no-summary "$@" || return
+	fi
+	trap wl_server_stop EXIT
+	for fs in "${kfs[@]}"; do
+		img=$work/conv.img sock=$work/conv.sock
+		rm -f "$img"
+		"$BIN/zlfs-emu" create "$img" --mode conventional --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
+			--timing "$MODEL" ${FTL:+--ftl "$FTL"} >/dev/null || die "zlfs-emu create --mode conventional failed"
+		echo "# $fs: $BIN/zlfs-emu create $img --mode conventional --size $IMG_SIZE --zone-size $ZONE_SIZE --timing $MODEL${FTL:+ --ftl $FTL}" >>"$OUT/commands.txt"
+		echo "# $fs: $BIN/zlfs-emu serve-nbd $img $sock --stats $OUT/devstats-$fs.json" >>"$OUT/commands.txt"
+		"$BIN/zlfs-emu" serve-nbd "$img" "$sock" --stats "$OUT/devstats-$fs.json" 2>>"$OUT/server.log" &
+		SERVER_PID=$!
+		for _ in $(seq 100); do [[ -S $sock.ctl ]] && break; sleep 0.1; done
+		[[ -S $sock.ctl ]] || die "the NBD server did not start (log: $OUT/server.log)"
+		mem=$((1536 + ($(bytes "$IMG_SIZE") >> 24)))
+		say "$fs on the conventional model ($IMG_SIZE, $MODEL), in the guest"
+		# shellcheck disable=SC2046
+		"$WL_REPO/tools/zoned-vm" --nbd "$sock" --no-devices -m "$mem" $(wl_shares) \
+			--timeout "${GUEST_TIMEOUT:-14400}" -C "$WL_REPO" -- "$0" --in-guest /dev/vda \
+			--dev-control auto --append --no-summary --no-build --build "$BUILD" --out "$OUT" \
+			--fs "$fs" --model "$MODEL" "$@" || rc=$?
+		wl_server_stop
+		rm -f "$img"
+		((rc == 0)) || break
+	done
+	trap - EXIT
+	return $rc
 }

@@ -13,6 +13,10 @@ so a test can feed a known CSV) and the gnuplot plots. Standard library only.
   workloads.py fio-rows FIO_JSON FS RANGE JOB          (one CSV line of bench-randrange)
   workloads.py rr-summary CSV
   workloads.py rr-plot CSV PNG
+  workloads.py dev-snap FILE [--ctl ZLFS_CTL --mnt MNT | --dev-control PATH] [--sync]
+                                                       (the device model's counters now)
+Device-time figures (the emulator's simulated NAND, --guest conv-model) come from devmodel.py:
+a run given --dev-control, or zlfs on an image with a timing model, fills the dev_* columns.
 """
 import argparse
 import csv
@@ -27,6 +31,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import devmodel
 
 MiB, GiB = float(1 << 20), float(1 << 30)
 BUCKETS = ["lt_4k", "4k_8k", "8k_16k", "16k_32k", "32k_64k", "64k_128k", "128k_256k",
@@ -198,9 +204,15 @@ def write_rows(path, header, rows):
 
 
 # ---- tools/age --------------------------------------------------------------------------------
-AGE_COLUMNS = ["fs", "iter", "elapsed_s", "files", "file_bytes", "fill_s", "test_bytes",
-               "write_MiBps", "read_MiBps", "free_bytes", "free_pct", "gc_phase", "gc_phases_seen",
-               "waf", "free_zones", "gc_bytes_migrated", "direct"]
+AGE_BASE_COLUMNS = ["fs", "iter", "elapsed_s", "files", "file_bytes", "fill_s", "test_bytes",
+                    "write_MiBps", "read_MiBps", "free_bytes", "free_pct", "gc_phase",
+                    "gc_phases_seen", "waf", "free_zones", "gc_bytes_migrated", "direct"]
+# device time on the emulator's NAND model (empty without one): the test file's write and
+# read in simulated time, the device's WAF since the run began, this iteration's device GC
+# pages moved and erases, the map misses of the read
+AGE_DEV_COLUMNS = ["dev_write_MiBps", "dev_read_MiBps", "dev_waf", "dev_gc_pages", "dev_erases",
+                   "dev_map_miss_pct"]
+AGE_COLUMNS = AGE_BASE_COLUMNS + AGE_DEV_COLUMNS
 
 
 def age_run(a):
@@ -220,6 +232,8 @@ def age_run(a):
     s = ctl_stats(a.ctl, a.mnt)
     if s:
         last_t = max([t["time_ns"] for t in s["gc"]["transitions"]] + [0])
+    dev = devmodel.Source.from_args(a)
+    dev_first = dev.snap(sync=True)
     it, reason = 0, "max iterations"
     last = {"w": 0.0, "phase": s["gc"]["phase"] if s else "-"}
     try:
@@ -257,14 +271,17 @@ def age_run(a):
                 os.unlink(os.path.join(sub, "f%06d" % i))
             show("writing the test file")
             test = os.path.join(d, "test.dat")
+            d0 = dev.snap(sync=True)
             t = time.monotonic()
             direct = write_file(test, a.test_size, a.block, pat, b"age%d" % it)
             ws = time.monotonic() - t
+            d1 = dev.snap()
             last["w"] = a.test_size / MiB / ws
             show("reading the test file")
             t = time.monotonic()
             got, rdirect = read_file_direct(test, a.block)
             rs = time.monotonic() - t
+            d2 = dev.snap()
             if got != a.test_size:
                 sys.exit("age: read back %d of %d bytes of %s" % (got, a.test_size, test))
             os.unlink(test)
@@ -282,7 +299,8 @@ def age_run(a):
             w.writerow([a.fs, it, "%.1f" % (time.monotonic() - t0), a.files, a.file_size,
                         "%.3f" % fill_s, a.test_size, "%.2f" % (a.test_size / MiB / ws),
                         "%.2f" % (a.test_size / MiB / rs), free, "%.2f" % (100.0 * free / total),
-                        phase, seen, waf, fz, mig, int(direct and rdirect)])
+                        phase, seen, waf, fz, mig, int(direct and rdirect)] +
+                       age_dev_cells(d0, d1, d2, dev_first, a.test_size))
             out.flush()
             show("done")
     except OSError as e:
@@ -299,6 +317,17 @@ def age_run(a):
     print("age: %s: %d iterations, stopped: %s" % (a.fs, it, reason), file=sys.stderr)
 
 
+def age_dev_cells(d0, d1, d2, first, test_bytes):
+    """The dev_* cells of one iteration: write = d0..d1, read = d1..d2 (empty without a model)."""
+    if not d2:
+        return [""] * len(AGE_DEV_COLUMNS)
+    w, r, it, run = (devmodel.delta(d0, d1), devmodel.delta(d1, d2), devmodel.delta(d0, d2),
+                     devmodel.delta(first, d2))
+    return [devmodel.cell(devmodel.mibps(test_bytes, w)), devmodel.cell(devmodel.mibps(test_bytes, r)),
+            devmodel.cell(devmodel.waf(run, d2["prog_unit"]), 3), it["gc_pages"], it["erases"],
+            devmodel.cell(devmodel.miss_pct(r))]
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -311,10 +340,10 @@ def med_floor(v, w):
     return min(median(v[i:i + w]) for i in range(len(v) - w + 1))
 
 
-def age_stats(rows, first, window=5):
-    """The summary of one filesystem's rows (in iteration order)."""
-    wr = [num(r, "write_MiBps") for r in rows]
-    rd = [num(r, "read_MiBps") for r in rows]
+def age_stats(rows, first, window=5, wcol="write_MiBps", rcol="read_MiBps"):
+    """The summary of one filesystem's rows (in iteration order), from its WCOL and RCOL."""
+    wr = [num(r, wcol) for r in rows]
+    rd = [num(r, rcol) for r in rows]
     k = min(first, len(rows))
     r0 = sum(rd[:k]) / k
     w0 = sum(wr[:k]) / k
@@ -337,7 +366,7 @@ def age_stats(rows, first, window=5):
 
 
 def age_summary(a):
-    rows = load_checked(a.csv, AGE_COLUMNS, "age")
+    rows = load_checked(a.csv, AGE_BASE_COLUMNS, "age")
     by = {}
     for r in rows:
         by.setdefault(r["fs"], []).append(r)
@@ -382,6 +411,7 @@ def age_summary(a):
     print("  (MiB/s; write0/read0: mean of the first iterations; wfloor~%d: the lowest median of %d"
           " consecutive iterations; drop%%: 1 - read min / read0; drop%%end: 1 - mean of the last %d / read0)"
           % (a.window, a.window, a.first))
+    devmodel.age_summary(by, a.first, a.window, age_stats, out)
     if a.out:
         write_rows(a.out, ["fs", "metric", "value", "unit"],
                    [(f, m, ("%.3f" % v) if isinstance(v, float) else v, u) for f, m, v, u in out])
@@ -396,12 +426,16 @@ def age_plot(a):
     os.makedirs(tmp, exist_ok=True)
     plots_w, plots_r, bands = [], [], []
     colors = {"no-gc": "#e0f0e0", "normal": "#fff0c0", "boosted": "#ffd8a0", "foreground": "#ffb0b0"}
+    # a run on the device model: the figures in device time (the wall clock of an emulated
+    # guest says little)
+    dev = devmodel.has_dev(rows, "dev_write_MiBps")
+    wcol, rcol = ("dev_write_MiBps", "dev_read_MiBps") if dev else ("write_MiBps", "read_MiBps")
     for fs, rs in by.items():
         rs.sort(key=lambda r: int(r["iter"]))
         p = os.path.join(tmp, fs.replace("/", "_") + ".dat")
         with open(p, "w") as f:
             for r in rs:
-                f.write("%s %s %s\n" % (r["iter"], r["write_MiBps"], r["read_MiBps"]))
+                f.write("%s %s %s\n" % (r["iter"], r[wcol], r[rcol]))
         plots_w.append("'%s' using 1:2 with linespoints pt 7 ps 0.4 title '%s write'" % (p, fs))
         plots_r.append("'%s' using 1:3 with linespoints pt 7 ps 0.4 title '%s read'" % (p, fs))
         if fs == "zlfs" or (not bands and "zlfs" not in by and any(r["gc_phase"] for r in rs)):
@@ -421,7 +455,7 @@ def age_plot(a):
     legend = "  ".join("%s" % p for p in PHASES if any(b[2] == p for b in bands))
     script = """set terminal pngcairo size 1000,700 font ',10'
 set output '%s'
-set multiplot layout 2,1 title "Aging: test-file throughput per iteration%s"
+set multiplot layout 2,1 title "Aging: test-file throughput per iteration%s%s"
 set grid
 set key outside right
 set lmargin at screen 0.08
@@ -435,7 +469,7 @@ plot %s
 set ylabel 'read MiB/s'
 plot %s
 unset multiplot
-""" % (a.png, ("\\nshaded: zlfs GC phase (green no-gc, yellow normal, orange boosted, red foreground): " + legend) if bands else "",
+""" % (a.png, " (simulated device time)" if dev else "", ("\\nshaded: zlfs GC phase (green no-gc, yellow normal, orange boosted, red foreground): " + legend) if bands else "",
        max(int(r["iter"]) for r in rows), "\n".join(objs), ", ".join(plots_w), ", ".join(plots_r))
     gnuplot(script, a.png)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -519,13 +553,62 @@ def iv_verify(a):
     print(json.dumps({"files": len(man), "bytes": done, "verify_s": round(took, 3), "mismatches": bad}))
 
 
-IV_COLUMNS = ["fs", "aged_iters", "used_pct", "files", "bytes", "install_s", "install_MiBps",
-              "verify_s", "verify_MiBps", "mismatches", "dev_reads", "dev_read_bytes",
-              "mean_read_KiB"] + ["reads_" + b for b in BUCKETS] + ["gc_migrated_bytes"]
+IV_BASE_COLUMNS = ["fs", "aged_iters", "used_pct", "files", "bytes", "install_s", "install_MiBps",
+                   "verify_s", "verify_MiBps", "mismatches", "dev_reads", "dev_read_bytes",
+                   "mean_read_KiB"] + ["reads_" + b for b in BUCKETS] + ["gc_migrated_bytes"]
+# on the emulator's NAND model: install and verify in simulated time (the read counts and
+# sizes above then come from the model's counters too, for every filesystem alike), and the
+# verification's reads one at a time (the sum of their unloaded service times: a reader at
+# queue depth 1, as a game checking its files one after the other is)
+IV_DEV_COLUMNS = ["dev_install_s", "dev_verify_s", "dev_verify_MiBps", "dev_verify_qd1_s"]
+IV_COLUMNS = IV_BASE_COLUMNS + IV_DEV_COLUMNS
+
+
+def iv_row(a):
+    """One CSV row of install-verify from the run's files in OUT: install and verify JSON,
+    zlfs-ctl stats before and after the verification, or the block device's counters
+    (B0, B1: reads and sectors), and with a device model its snapshots around each phase."""
+    p = lambda n: os.path.join(a.out, n % a.tag)  # noqa: E731
+    ins, ver = json.load(open(p("install-%s.json"))), json.load(open(p("verify-%s.json")))
+    counts, reads, rbytes, mean, gc = [""] * len(BUCKETS), "", "", "", ""
+    if os.path.exists(p("stats-%s-before-verify.json")) and os.path.exists(p("stats-%s-after-verify.json")):
+        j0, j1 = json.load(open(p("stats-%s-before-verify.json"))), json.load(open(p("stats-%s-after-verify.json")))
+        s0, s1 = j0["device_read_sizes"], j1["device_read_sizes"]
+        counts = [s1[b] - s0[b] for b in BUCKETS]
+        reads = sum(counts)
+        gc = j1["gc"]["bytes_migrated"] - j0["gc"]["bytes_migrated"]
+    elif a.b0 and a.b1:
+        (r0, sec0), (r1, sec1) = [map(int, x.split()) for x in (a.b0, a.b1)]
+        reads, rbytes = r1 - r0, (sec1 - sec0) * 512
+        mean = "%.1f" % (rbytes / reads / 1024) if reads else ""
+    snaps = [devmodel.load(p("dev-%s-" + w + ".json")) for w in ("before-install", "after-install",
+                                                                   "before-verify", "after-verify")]
+    dev = [""] * len(IV_DEV_COLUMNS)
+    v = devmodel.delta(snaps[2], snaps[3])
+    if v:  # the device's own counters, alike for every filesystem
+        counts = [v["reads_" + b] for b in BUCKETS]
+        reads, rbytes = v["host_reads"], v["host_read_bytes"]
+        mean = "%.1f" % (rbytes / reads / 1024) if reads else ""
+        dev = [devmodel.cell(devmodel.sim_s(devmodel.delta(snaps[0], snaps[1])), 4),
+               devmodel.cell(devmodel.sim_s(v), 4), devmodel.cell(devmodel.mibps(ver["bytes"], v)),
+               devmodel.cell(v["read_service_ns"] / 1e9, 4)]
+    print(",".join(str(x) for x in [
+        a.label, a.aged, a.used, ins["files"], ins["bytes"], ins["install_s"],
+        "%.1f" % (ins["bytes"] / MiB / ins["install_s"]), ver["verify_s"],
+        "%.1f" % (ver["bytes"] / MiB / ver["verify_s"]), ver["mismatches"], reads, rbytes, mean] +
+        counts + [gc] + dev))
+
+
+def dev_snap(a):
+    """The device model's counters now, to FILE (an empty file without a model)."""
+    snap = devmodel.Source.from_args(a).snap(sync=a.sync)
+    with open(a.file, "w") as f:
+        if snap:
+            json.dump(snap, f)
 
 
 def iv_summary(a):
-    rows = load_checked(a.csv, IV_COLUMNS, "install-verify")
+    rows = load_checked(a.csv, IV_BASE_COLUMNS, "install-verify")
     out = []
     print("Install and verify: %s" % a.csv)
     print("  %-16s %8s %10s %9s %10s %9s %10s %9s  %s" % (
@@ -559,6 +642,7 @@ def iv_summary(a):
                 out.append(("%s/%s" % (x, fs), "ratio_" + m, o / z, "x"))
                 print("  ratio %s/%s %-14s %.3f  (time of %s / time of %s: > 1, %s is faster)" % (
                     x, fs, label, o / z, fs, x, x))
+    devmodel.iv_summary(rows, out)
     if a.out:
         write_rows(a.out, ["fs", "metric", "value", "unit"],
                    [(f, m, "%.3f" % v if isinstance(v, float) else v, u) for f, m, v, u in out])
@@ -596,7 +680,12 @@ plot %s
 
 
 # ---- tools/bench-randrange --------------------------------------------------------------------
-RR_COLUMNS = ["fs", "range_bytes", "range_GiB", "job", "iops", "MiBps", "mean_us", "p50_us", "p99_us", "direct"]
+RR_BASE_COLUMNS = ["fs", "range_bytes", "range_GiB", "job", "iops", "MiBps", "mean_us", "p50_us",
+                   "p99_us", "direct"]
+# on the emulator's NAND model: reads per simulated second, their mean unloaded service time,
+# map misses, and the addresses the map cache covers (0: zoned, all resident)
+RR_DEV_COLUMNS = ["dev_iops", "dev_read_us", "dev_map_miss_pct", "dev_cover_bytes"]
+RR_COLUMNS = RR_BASE_COLUMNS + RR_DEV_COLUMNS
 
 
 def fio_rows(a):
@@ -607,13 +696,17 @@ def fio_rows(a):
         sys.exit("fio %s: error %d" % (a.json, j["error"]))
     r = j["read"]
     pct = r["clat_ns"].get("percentile", {})
-    print("%s,%d,%.3f,%s,%.1f,%.2f,%.1f,%.1f,%.1f,%s" % (
+    after = devmodel.load(a.dev_after)
+    d = devmodel.delta(devmodel.load(a.dev_before), after)
+    dev = [devmodel.cell(devmodel.iops(d), 1), devmodel.cell(devmodel.read_us(d)),
+           devmodel.cell(devmodel.miss_pct(d)), devmodel.cover_bytes(after) if d else ""]
+    print("%s,%d,%.3f,%s,%.1f,%.2f,%.1f,%.1f,%.1f,%s,%s" % (
         a.fs, a.range, a.range / GiB, a.job, r["iops"], r["bw_bytes"] / MiB, r["clat_ns"]["mean"] / 1e3,
-        pct.get("50.000000", 0) / 1e3, pct.get("99.000000", 0) / 1e3, a.direct))
+        pct.get("50.000000", 0) / 1e3, pct.get("99.000000", 0) / 1e3, a.direct, ",".join(str(x) for x in dev)))
 
 
 def rr_summary(a):
-    rows = load_checked(a.csv, RR_COLUMNS, "bench-randrange")
+    rows = load_checked(a.csv, RR_BASE_COLUMNS, "bench-randrange")
     by = {}
     for r in rows:
         by.setdefault((r["fs"], r["job"]), {})[int(r["range_bytes"])] = r
@@ -640,6 +733,7 @@ def rr_summary(a):
                 x, b, job, " ".join("%s:%.3f" % (fsize(k), v) for k, v in rat)))
             for k, v in rat:
                 out.append(("%s/%s" % (x, b), job, "ratio_iops_%dM" % (k >> 20), v))
+    devmodel.rr_summary(by, fsize, out)
     if a.out:
         write_rows(a.out, ["fs", "job", "metric", "value"],
                    [(f, j, m, "%.3f" % v if isinstance(v, float) else v) for f, j, m, v in out])
@@ -653,17 +747,21 @@ def rr_plot(a):
     tmp = a.png + ".d"
     os.makedirs(tmp, exist_ok=True)
     iops, lat = [], []
+    # a run on the device model: IOPS in device time and the map misses below (the wall
+    # clock of an emulated guest says little)
+    dev = devmodel.has_dev(rows, "dev_iops")
+    cols = ("dev_iops", "dev_read_us", "dev_map_miss_pct") if dev else ("iops", "p50_us", "p99_us")
     for (fs, job), rs in sorted(by.items()):
         rs.sort(key=lambda r: int(r["range_bytes"]))
         p = os.path.join(tmp, "%s-%s.dat" % (fs.replace("/", "_"), job))
         with open(p, "w") as f:
             for r in rs:
-                f.write("%s %s %s %s\n" % (r["range_GiB"], r["iops"], r["p50_us"], r["p99_us"]))
+                f.write("%s %s %s %s\n" % ((r["range_GiB"],) + tuple(r[c] for c in cols)))
         iops.append("'%s' using 1:2 with linespoints pt 7 title '%s %s'" % (p, fs, job))
-        lat.append("'%s' using 1:4 with linespoints pt 7 title '%s %s p99'" % (p, fs, job))
+        lat.append("'%s' using 1:4 with linespoints pt 7 title '%s %s%s'" % (p, fs, job, "" if dev else " p99"))
     script = """set terminal pngcairo size 1000,700 font ',10'
 set output '%s'
-set multiplot layout 2,1 title 'fio 4 KiB random reads over the first N GiB of a file'
+set multiplot layout 2,1 title 'fio 4 KiB random reads over the first N GiB of a file%s'
 set grid
 set logscale x 2
 set format x '%%g'
@@ -671,15 +769,16 @@ set key outside right
 set lmargin at screen 0.08
 set rmargin at screen 0.74
 set xlabel 'range (GiB)'
-set ylabel 'IOPS'
+set ylabel '%s'
 set yrange [0:*]
 plot %s
-set ylabel 'p99 completion latency (us)'
-set logscale y
-set yrange [*:*]
+set ylabel '%s'
+%s
 plot %s
 unset multiplot
-""" % (a.png, ", ".join(iops), ", ".join(lat))
+""" % (a.png, " (simulated device time)" if dev else "", "IOPS (device time)" if dev else "IOPS",
+       ", ".join(iops), "map misses (%)" if dev else "p99 completion latency (us)",
+       "set yrange [0:100]" if dev else "set logscale y\nset yrange [*:*]", ", ".join(lat))
     gnuplot(script, a.png)
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -705,6 +804,7 @@ def main():
     p.add_argument("--max-iters", type=int, default=0)
     p.add_argument("--max-seconds", type=float, default=0)
     p.add_argument("--block", type=int, default=1 << 20)
+    p.add_argument("--dev-control", help="the NBD server's control socket or port ('auto': the guest's)")
     p.set_defaults(fn=age_run)
     for name, fn in (("age-summary", age_summary), ("iv-summary", iv_summary), ("rr-summary", rr_summary)):
         p = sp.add_parser(name)
@@ -736,7 +836,25 @@ def main():
     p.add_argument("range", type=int)
     p.add_argument("job")
     p.add_argument("--direct", default="1")
+    p.add_argument("--dev-before", help="dev-snap before the fio run")
+    p.add_argument("--dev-after", help="dev-snap after it")
     p.set_defaults(fn=fio_rows)
+    p = sp.add_parser("iv-row")
+    p.add_argument("out")
+    p.add_argument("tag")
+    p.add_argument("label")
+    p.add_argument("aged")
+    p.add_argument("used")
+    p.add_argument("b0", nargs="?", default="")
+    p.add_argument("b1", nargs="?", default="")
+    p.set_defaults(fn=iv_row)
+    p = sp.add_parser("dev-snap")
+    p.add_argument("file")
+    p.add_argument("--ctl")
+    p.add_argument("--mnt")
+    p.add_argument("--dev-control")
+    p.add_argument("--sync", action="store_true", help="write back what the filesystem holds first")
+    p.set_defaults(fn=dev_snap)
     a = ap.parse_args()
     a.fn(a)
 

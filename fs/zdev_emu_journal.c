@@ -1,0 +1,404 @@
+/*
+ * zdev_emu_journal.c - the durability model: the volatile-write journal (one record per unflushed
+ * write) with the undo area that keeps the old data of conventional-zone writes, writes to
+ * both kinds of zone in the order that survives a kill, flush, rebuilding the state from the
+ * journal at open, and the power cut that drops unflushed writes.
+ * May call: the image, the zone rules, the write log and faults.
+ */
+#include "zdev_emu_impl.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * The volatile-write journal.
+ */
+
+static uint32_t jrec_crc(struct emu_jrec *r)
+{
+	uint32_t saved = r->crc, crc;
+
+	r->crc = 0;
+	crc = emu_crc32c(0, r, sizeof(*r));
+	r->crc = saved;
+	return crc;
+}
+
+static int jrnl_write_block(struct emu_dev *d, uint32_t slot)
+{
+	uint32_t blk = slot / (uint32_t)JREC_PER_BLK;
+
+	return emu_full_pwrite(d->fd, (uint8_t *)d->jrnl + (uint64_t)blk * EMU_BLK, EMU_BLK,
+			   d->hdr->jrnl_off + (uint64_t)blk * EMU_BLK);
+}
+
+/* One record, one block write: a killed process leaves the record either whole or absent. */
+static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
+{
+	struct emu_jrec *r = &d->jrnl[d->jcount];
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->gen = d->hdr->generation;
+	r->off = off;
+	r->len = len;
+	r->undo_foff = undo;
+	r->zone = z;
+	r->epoch = d->zones[z].epoch;
+	r->crc = jrec_crc(r);
+	ret = jrnl_write_block(d, d->jcount);
+	if (ret) {
+		memset(r, 0, sizeof(*r));
+		return ret;
+	}
+	d->jcount++;
+	return 0;
+}
+
+static void jrnl_clear(struct emu_dev *d)
+{
+	memset(d->jrnl, 0, (size_t)d->jcount * sizeof(struct emu_jrec));
+	d->jcount = 0;
+	d->undo_used = 0;
+}
+
+/* Everything in the cache becomes durable: data synced, zone table written, then the
+ * generation bump (one block) voids the journal, then synced again. */
+int emu_flush_locked(struct emu_dev *d)
+{
+	uint8_t *dirty;
+	int ret, changed = 0;
+
+	ret = emu_sync(d);
+	if (ret)
+		return ret;
+	dirty = calloc(d->table_blocks, 1);
+	if (!dirty)
+		return -ENOMEM;
+	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
+		if (emu_table_update(d, z)) {
+			dirty[z / ZENT_PER_BLK] = 1;
+			changed = 1;
+		}
+	}
+	for (uint32_t b = 0; !ret && b < d->table_blocks; b++)
+		if (dirty[b])
+			ret = emu_table_write_block(d, b);
+	free(dirty);
+	if (ret || (!changed && !d->jcount))
+		return ret;
+	d->hdr->generation++;
+	ret = emu_hdr_write(d);
+	if (ret) {
+		d->hdr->generation--;
+		return ret;
+	}
+	jrnl_clear(d);
+	return emu_sync(d);
+}
+
+static int jrnl_make_room(struct emu_dev *d, uint64_t undo_len)
+{
+	if (d->jcount < d->hdr->jslots && d->undo_used + undo_len <= d->hdr->undo_len)
+		return 0;
+	/* a full cache destages: the device flushes on its own */
+	return emu_flush_locked(d);
+}
+
+/* Conventional zones: any offset, but the old data is saved first so a power cut can bring
+ * it back. A write larger than the whole undo area is written through and made durable. */
+int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t foff = d->hdr->data_off + off, ulen = round_up(len, EMU_BLK), undo, lpos;
+	uint32_t z = (uint32_t)(off / d->hdr->zone_size);
+	void *old;
+	int ret;
+
+	if ((off + len - 1) / d->hdr->zone_size >= d->hdr->nr_conv)
+		return -EIO; /* runs into a sequential zone, not at its write pointer */
+	ret = emu_fault_fire(d, ZEMU_FAULT_EIO_WRITE, off, len);
+	if (ret)
+		return ret;
+	if (ulen > d->hdr->undo_len) {
+		ret = emu_flush_locked(d);
+		if (!ret)
+			ret = emu_log_append_at(d, LOG_WRITE, z, off, len, buf, &lpos);
+		if (!ret)
+			ret = emu_img_write(d, buf, len, foff);
+		if (!ret)
+			ret = emu_sync(d);
+		return ret ? emu_log_abort(d, lpos, ret) : 0;
+	}
+	ret = jrnl_make_room(d, ulen);
+	if (!ret)
+		ret = emu_log_append_at(d, LOG_WRITE, z, off, len, buf, &lpos);
+	if (ret)
+		return ret;
+	old = emu_blk_alloc(len);
+	if (!old)
+		return emu_log_abort(d, lpos, -ENOMEM);
+	undo = d->hdr->undo_off + d->undo_used;
+	ret = emu_img_read(d, old, len, foff);
+	if (!ret)
+		ret = emu_img_write(d, old, len, undo);
+	free(old);
+	if (!ret)
+		ret = jrnl_append(d, z, off, len, undo);
+	if (ret)
+		return emu_log_abort(d, lpos, ret);
+	d->undo_used += ulen;
+	ret = emu_img_write(d, buf, len, foff);
+	return ret ? emu_log_abort(d, lpos, ret) : 0;
+}
+
+/* Data first, record second: a process killed in between loses only this unfinished write. */
+int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off)
+{
+	struct emu_zone *zn = &d->zones[z];
+	uint64_t lpos;
+	int ret;
+
+	ret = emu_seq_write_check(d, z, off, len);
+	if (!ret)
+		ret = emu_fault_fire(d, ZEMU_FAULT_EIO_WRITE, off, len);
+	if (!ret)
+		ret = jrnl_make_room(d, 0);
+	if (!ret)
+		ret = emu_log_append_at(d, LOG_WRITE, z, off, len, buf, &lpos);
+	if (ret)
+		return ret;
+	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
+	if (!ret)
+		ret = jrnl_append(d, z, off, len, 0);
+	if (ret)
+		return emu_log_abort(d, lpos, ret);
+	zn->wp += len;
+	if (zn->wp == zcap(d, z))
+		emu_set_cond(d, z, ZDEV_COND_FULL);
+	return 0;
+}
+
+/* Replay the journal's current-generation prefix onto the durable zone state. */
+int emu_jrnl_load(struct emu_dev *d, const char *path)
+{
+	const struct emu_hdr *h = d->hdr;
+	uint64_t cap = (uint64_t)h->nr_zones * h->zone_size;
+	int ret;
+
+	ret = emu_full_pread(d->fd, d->jrnl, (size_t)h->jslots * sizeof(struct emu_jrec), h->jrnl_off);
+	if (ret)
+		return ret;
+	for (d->jcount = 0; d->jcount < h->jslots; d->jcount++) {
+		struct emu_jrec *r = &d->jrnl[d->jcount];
+		struct emu_zone *zn;
+		uint64_t rel;
+
+		if (r->gen != h->generation || r->crc != jrec_crc(r))
+			break;
+		if (r->zone >= h->nr_zones || r->off > cap || r->len > cap - r->off ||
+		    r->off / h->zone_size != r->zone)
+			return emu_bad_image(path, -EUCLEAN, "journal record out of range");
+		if (r->undo_foff) {
+			if (r->undo_foff < h->undo_off ||
+			    r->undo_foff + round_up(r->len, EMU_BLK) > h->undo_off + h->undo_len)
+				return emu_bad_image(path, -EUCLEAN, "journal undo record out of range");
+			d->undo_used = r->undo_foff + round_up(r->len, EMU_BLK) - h->undo_off;
+		}
+		zn = &d->zones[r->zone];
+		if (r->zone < h->nr_conv || r->epoch != zn->epoch || zn->cond == ZDEV_COND_FULL ||
+		    zn->cond == ZDEV_COND_RDONLY || zn->cond == ZDEV_COND_OFFLINE)
+			continue; /* void, or already durable in the zone table */
+		rel = r->off - zstart(d, r->zone);
+		if (rel + r->len <= zn->wp)
+			continue;
+		if (rel != zn->wp || rel + r->len > h->zone_capacity)
+			return emu_bad_image(path, -EUCLEAN, "journal record not at the write pointer");
+		zn->wp += r->len;
+	}
+	/* slots past the prefix are stale: forget them so block rewrites clear them */
+	memset(d->jrnl + d->jcount, 0, (size_t)(h->jslots - d->jcount) * sizeof(struct emu_jrec));
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Power cut.
+ */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Is journal record R a write still in the cache (not voided, not already durable)? */
+int emu_jrec_unflushed(const struct emu_dev *d, const struct emu_jrec *r)
+{
+	const struct emu_zent *e = &d->table[r->zone];
+
+	if (is_conv(d, r->zone))
+		return 1;
+	if (r->epoch != e->epoch || e->cond == ZDEV_COND_FULL || e->cond == ZDEV_COND_RDONLY ||
+	    e->cond == ZDEV_COND_OFFLINE)
+		return 0;
+	return r->off + r->len - zstart(d, r->zone) > e->wp;
+}
+
+/* Bring back the old data under a dropped conventional write, from byte SKIP of it on. */
+static int undo_conv(struct emu_dev *d, const struct emu_jrec *r, uint64_t skip)
+{
+	uint64_t n = r->len - skip;
+	void *buf = emu_blk_alloc(n);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = emu_img_read(d, buf, n, r->undo_foff + skip);
+	if (!ret)
+		ret = emu_img_write(d, buf, n, d->hdr->data_off + r->off + skip);
+	free(buf);
+	return ret;
+}
+
+/* Leading part of a torn write: half its blocks (at least one), or with a seed a random
+ * number of blocks in [1, blocks - 1]. */
+uint64_t emu_torn_bytes(const struct emu_dev *d, uint64_t len, uint64_t *rng, int seeded)
+{
+	uint64_t lbs = d->hdr->lblock_size, blocks = len / lbs, keep;
+
+	if (seeded && blocks > 1)
+		keep = 1 + splitmix64(rng) % (blocks - 1);
+	else
+		keep = blocks / 2 ? blocks / 2 : 1;
+	return keep * lbs;
+}
+
+/* Drop the unflushed writes LIST[k..n) (the torn one partially), newest first so that
+ * conventional blocks written twice come back to their oldest dropped content. */
+static int powercut_apply(struct emu_dev *d, const uint32_t *list, long n, long k,
+			  struct zemu_powercut_result *res)
+{
+	int ret = 0;
+
+	for (long i = n - 1; !ret && i >= k; i--) {
+		const struct emu_jrec *r = &d->jrnl[list[i]];
+		uint64_t keep = (i == k && res->torn) ? res->torn_bytes : 0;
+
+		if (is_conv(d, r->zone))
+			ret = undo_conv(d, r, keep);
+	}
+	if (ret)
+		return ret;
+	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
+		uint8_t c = d->table[z].cond;
+		if (c == ZDEV_COND_EMPTY || c == ZDEV_COND_CLOSED)
+			d->zones[z].wp = d->table[z].wp;
+	}
+	for (long i = 0; i < k + res->torn && i < n; i++) {
+		const struct emu_jrec *r = &d->jrnl[list[i]];
+		uint64_t len = i < k ? r->len : res->torn_bytes;
+
+		if (!is_conv(d, r->zone))
+			d->zones[r->zone].wp = r->off + len - zstart(d, r->zone);
+	}
+	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
+		uint8_t c = d->table[z].cond;
+		if (c == ZDEV_COND_EMPTY || c == ZDEV_COND_CLOSED)
+			emu_set_cond(d, z, !d->zones[z].wp ? ZDEV_COND_EMPTY :
+				 d->zones[z].wp == d->hdr->zone_capacity ? ZDEV_COND_FULL :
+				 ZDEV_COND_CLOSED);
+	}
+	emu_power_cycle_zones(d);
+	/* the surviving state is the new durable state */
+	return emu_flush_locked(d);
+}
+
+static int powercut_locked(struct emu_dev *d, long keep, uint64_t seed, int torn,
+			   struct zemu_powercut_result *res)
+{
+	uint32_t *list = malloc(((size_t)d->jcount + 1) * sizeof(*list));
+	uint64_t rng = seed;
+	long n = 0, k;
+	int ret;
+
+	if (!list)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->jcount; i++)
+		if (emu_jrec_unflushed(d, &d->jrnl[i]))
+			list[n++] = i;
+	if (seed)
+		k = (long)(splitmix64(&rng) % (uint64_t)(n + 1));
+	else
+		k = keep < 0 ? 0 : keep > n ? n : keep;
+	memset(res, 0, sizeof(*res));
+	res->unflushed = n;
+	res->kept = k;
+	res->dropped = n - k;
+	if (torn && k < n) {
+		res->torn = 1;
+		res->torn_len = d->jrnl[list[k]].len;
+		res->torn_bytes = emu_torn_bytes(d, res->torn_len, &rng, seed != 0);
+	}
+	ret = powercut_apply(d, list, n, k, res);
+	free(list);
+	if (!ret)
+		ret = emu_log_append(d, LOG_POWERCUT, 0, 0, 0, NULL);
+	return ret;
+}
+
+int zemu_powercut_dev_ex(struct zdev *dev, long keep, uint64_t seed, int torn,
+			 struct zemu_powercut_result *res)
+{
+	struct zemu_powercut_result tmp;
+	struct emu_dev *d;
+	int ret;
+
+	if (!zdev_is_emu(dev))
+		return -EINVAL;
+	if (dev->readonly)
+		return -EROFS;
+	d = to_emu(dev);
+	pthread_mutex_lock(&d->lock);
+	ret = powercut_locked(d, keep, seed, torn, res ? res : &tmp);
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+int zemu_powercut_dev(struct zdev *dev, long keep, uint64_t seed, int torn)
+{
+	struct zemu_powercut_result res;
+	int ret = zemu_powercut_dev_ex(dev, keep, seed, torn, &res);
+
+	return ret ? ret : (int)res.kept;
+}
+
+int zemu_powercut_ex(const char *path, long keep, uint64_t seed, int torn,
+		     struct zemu_powercut_result *res)
+{
+	static const struct zdev_open_opts opts;
+	struct emu_dev *d;
+	int ret;
+
+	/* opened with the image's write log, if any, so the log records the power cut */
+	ret = emu_open_internal(path, &opts, 0, &d);
+	if (ret == -EBUSY)
+		zlog_err("%s is in use (mounted or open elsewhere)", path);
+	if (ret)
+		return ret;
+	ret = zemu_powercut_dev_ex(&d->zd, keep, seed, torn, res);
+	emu_free(d);
+	return ret;
+}
+
+int zemu_powercut(const char *path, long keep, uint64_t seed, int torn)
+{
+	struct zemu_powercut_result res;
+	int ret = zemu_powercut_ex(path, keep, seed, torn, &res);
+
+	return ret ? ret : (int)res.kept;
+}

@@ -1,0 +1,384 @@
+/*
+ * test_emu_durability.c - Check tests of the emulator (fs/zdev_emu*.c): durability:
+ * persistence across opens, exclusive opens, power cuts (all, a prefix, torn, seeded, on an
+ * open device), a full journal, a process killed while writing.
+ * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
+ */
+#include "emu_testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- persistence and locking ----------------------------------------------------------------- */
+
+START_TEST(t_persist)
+{
+	struct zemu_stats st;
+	struct zdev *d;
+
+	mkdefault("persist.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, zs(1), 2 * BLK, 1), 0);
+	ck_assert_int_eq(wr(d, BLK, BLK, 2), 0);
+	ck_assert_int_eq(zemu_dev_stats(d, &st), 0);
+	ck_assert_int_eq(st.unflushed, 2);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(zemu_dev_stats(d, &st), 0);
+	ck_assert_int_eq(st.unflushed, 0);
+	ck_assert_int_eq(wr(d, zs(1) + 2 * BLK, BLK, 3), 0);   /* unflushed */
+	ck_assert_int_eq(wr(d, zs(2), ZCAP, 4), 0);            /* FULL by writing */
+	ck_assert_int_eq(wr(d, zs(3), BLK, 5), 0);
+	ck_assert_int_eq(zdev_zone_finish(d, 3), 0);           /* FULL by finish */
+	ck_assert_int_eq(zdev_zone_open(d, 4), 0);
+	zdev_close(d);
+	/* the process went away, the "device" did not lose power: all writes are there, open
+	 * zones come back closed */
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 3 * BLK);
+	expect_zone(d, 2, ZDEV_COND_FULL, zs(2) + ZS);
+	expect_zone(d, 3, ZDEV_COND_FULL, zs(3) + ZS);
+	expect_zone(d, 4, ZDEV_COND_EMPTY, zs(4));
+	ck_assert(holds(d, zs(1), 2 * BLK, 1));
+	ck_assert(holds(d, zs(1) + 2 * BLK, BLK, 3));
+	ck_assert(holds(d, zs(2), ZCAP, 4));
+	ck_assert(holds(d, zs(3), BLK, 5));
+	ck_assert(holds(d, zs(3) + BLK, ZS - BLK, 0));
+	ck_assert(holds(d, BLK, BLK, 2));
+	ck_assert_int_eq(wr(d, zs(1) + 3 * BLK, BLK, 6), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	zdev_close(d);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 4 * BLK);
+	zdev_close(d);
+}
+END_TEST
+
+START_TEST(t_exclusive)
+{
+	struct zdev_open_opts ro = {.readonly = 1};
+	struct zdev *d, *d2 = NULL, *r1, *r2;
+
+	mkdefault("excl.img");
+	d = opn(img);
+	ck_assert_int_eq(zdev_open(img, NULL, &d2), -EBUSY);
+	ck_assert_ptr_null(d2);
+	ck_assert_int_eq(zdev_open(img, &ro, &d2), -EBUSY);
+	ck_assert_int_eq(zemu_inject(img, ZEMU_FAULT_OFFLINE, zs(1)), -EBUSY);
+	ck_assert_int_eq(zemu_powercut(img, -1, 0, 0), -EBUSY);
+	ck_assert_int_eq(zemu_create(img, &(struct zemu_create_opts){.size = 8 * ZS,
+			 .zone_size = ZS}), -EBUSY);
+	zdev_close(d);
+	/* read-only opens share; they refuse writes with EROFS */
+	ck_assert_int_eq(zdev_open(img, &ro, &r1), 0);
+	ck_assert_int_eq(zdev_open(img, &ro, &r2), 0);
+	ck_assert_int_eq(zdev_open(img, NULL, &d2), -EBUSY);
+	ck_assert_int_eq(wr(r1, zs(1), BLK, 1), -EROFS);
+	ck_assert_int_eq(zdev_zone_reset(r1, 1), -EROFS);
+	zdev_close(r1);
+	zdev_close(r2);
+	d = opn(img);
+	zdev_close(d);
+}
+END_TEST
+
+/* ---- power cut -------------------------------------------------------------------------------- */
+
+START_TEST(t_powercut_all)
+{
+	struct zemu_powercut_result res;
+	struct zdev *d;
+
+	mkdefault("pc_all.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, zs(1), 2 * BLK, 1), 0);
+	ck_assert_int_eq(wr(d, 0, BLK, 2), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(wr(d, zs(1) + 2 * BLK, 2 * BLK, 3), 0);
+	ck_assert_int_eq(wr(d, zs(2), BLK, 4), 0);
+	ck_assert_int_eq(wr(d, 0, BLK, 5), 0);
+	ck_assert_int_eq(wr(d, 2 * BLK, BLK, 6), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, -1, 0, 0, &res), 0);
+	ck_assert_int_eq(res.unflushed, 4);
+	ck_assert_int_eq(res.kept, 0);
+	ck_assert_int_eq(res.dropped, 4);
+	ck_assert_int_eq(res.torn, 0);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 2 * BLK);
+	expect_zone(d, 2, ZDEV_COND_EMPTY, zs(2));
+	ck_assert(holds(d, zs(1), 2 * BLK, 1));
+	ck_assert(holds(d, zs(1) + 2 * BLK, 2 * BLK, 0));
+	ck_assert(holds(d, zs(2), BLK, 0));
+	ck_assert(holds(d, 0, BLK, 2));          /* flushed, then overwritten: back */
+	ck_assert(holds(d, 2 * BLK, BLK, 0));    /* never flushed: gone */
+	/* the device works after the power cycle */
+	ck_assert_int_eq(wr(d, zs(1) + 2 * BLK, BLK, 7), 0);
+	ck_assert(holds(d, zs(1) + 2 * BLK, BLK, 7));
+	zdev_close(d);
+	/* a second power cut has nothing left to drop beyond that write */
+	ck_assert_int_eq(zemu_powercut(img, -1, 0, 0), 0);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 2 * BLK);
+	zdev_close(d);
+}
+END_TEST
+
+START_TEST(t_powercut_prefix)
+{
+	struct zemu_powercut_result res;
+	struct zdev *d;
+
+	mkdefault("pc_prefix.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, 0, BLK, 1), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(wr(d, zs(1), BLK, 10), 0);          /* 0 kept */
+	ck_assert_int_eq(wr(d, zs(2), BLK, 11), 0);          /* 1 kept */
+	ck_assert_int_eq(wr(d, 0, BLK, 12), 0);              /* 2 kept */
+	ck_assert_int_eq(wr(d, zs(1) + BLK, BLK, 13), 0);    /* 3 dropped */
+	ck_assert_int_eq(wr(d, 0, BLK, 14), 0);              /* 4 dropped */
+	ck_assert_int_eq(wr(d, zs(2) + BLK, BLK, 15), 0);    /* 5 dropped */
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, 3, 0, 0, &res), 0);
+	ck_assert_int_eq(res.unflushed, 6);
+	ck_assert_int_eq(res.kept, 3);
+	ck_assert_int_eq(res.dropped, 3);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + BLK);
+	expect_zone(d, 2, ZDEV_COND_CLOSED, zs(2) + BLK);
+	ck_assert(holds(d, zs(1), BLK, 10));
+	ck_assert(holds(d, zs(1) + BLK, BLK, 0));
+	ck_assert(holds(d, zs(2), BLK, 11));
+	ck_assert(holds(d, 0, BLK, 12));
+	zdev_close(d);
+	/* keeping more than there is keeps everything */
+	d = opn(img);
+	ck_assert_int_eq(wr(d, zs(1) + BLK, BLK, 16), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut(img, 99, 0, 0), 1);
+	d = opn(img);
+	ck_assert(holds(d, zs(1) + BLK, BLK, 16));
+	zdev_close(d);
+}
+END_TEST
+
+START_TEST(t_powercut_torn)
+{
+	struct zemu_powercut_result res;
+	struct zdev *d;
+
+	mkdefault("pc_torn.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, 0, 4 * BLK, 1), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(wr(d, zs(1), BLK, 2), 0);
+	ck_assert_int_eq(wr(d, zs(1) + BLK, 4 * BLK, 3), 0);  /* torn: 2 of 4 blocks */
+	ck_assert_int_eq(wr(d, zs(2), BLK, 4), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, 1, 0, 1, &res), 0);
+	ck_assert_int_eq(res.kept, 1);
+	ck_assert_int_eq(res.torn, 1);
+	ck_assert_uint_eq(res.torn_bytes, 2 * BLK);
+	ck_assert_uint_eq(res.torn_len, 4 * BLK);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 3 * BLK);
+	expect_zone(d, 2, ZDEV_COND_EMPTY, zs(2));
+	{
+		uint8_t *b = zdev_buf_alloc(4 * BLK), *e = malloc(4 * BLK);
+		pattern(e, 4 * BLK, 3);
+		ck_assert_int_eq(zdev_read(d, b, 4 * BLK, zs(1) + BLK), 0);
+		ck_assert(!memcmp(b, e, 2 * BLK));
+		for (unsigned i = 2 * BLK; i < 4 * BLK; i++)
+			ck_assert_uint_eq(b[i], 0);
+		zdev_buf_free(b);
+		free(e);
+	}
+	/* a torn conventional write: new leading half, old trailing half */
+	ck_assert_int_eq(wr(d, 0, 4 * BLK, 5), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut(img, -1, 0, 1), 0);
+	d = opn(img);
+	{
+		uint8_t *b = zdev_buf_alloc(4 * BLK), *e = malloc(4 * BLK);
+		ck_assert_int_eq(zdev_read(d, b, 4 * BLK, 0), 0);
+		pattern(e, 4 * BLK, 5);
+		ck_assert(!memcmp(b, e, 2 * BLK));
+		pattern(e, 4 * BLK, 1);
+		ck_assert(!memcmp(b + 2 * BLK, e + 2 * BLK, 2 * BLK));
+		zdev_buf_free(b);
+		free(e);
+	}
+	zdev_close(d);
+}
+END_TEST
+
+static void ten_writes(const char *name)
+{
+	struct zdev *d;
+
+	tu_path(aux, sizeof(aux), name);
+	{
+		struct zemu_create_opts o = geo_opts();
+		ck_assert_int_eq(zemu_create(aux, &o), 0);
+	}
+	d = opn(aux);
+	for (uint32_t i = 0; i < 10; i++)
+		ck_assert_int_eq(wr(d, zs(1) + i * BLK, BLK, 100 + i), 0);
+	zdev_close(d);
+}
+
+START_TEST(t_powercut_seeded)
+{
+	long first[8];
+	int distinct = 0;
+
+	for (int s = 0; s < 8; s++) {
+		struct zemu_powercut_result r1, r2;
+		struct zdev *d;
+
+		ten_writes("seed_a.img");
+		ck_assert_int_eq(zemu_powercut_ex(aux, 0, 1000 + s, 0, &r1), 0);
+		ck_assert_int_eq(r1.unflushed, 10);
+		ck_assert(r1.kept >= 0 && r1.kept <= 10);
+		ck_assert_int_eq(r1.kept + r1.dropped, 10);
+		d = opn(aux);
+		ck_assert_uint_eq(rep(d, 1).wp, zs(1) + r1.kept * BLK);
+		if (r1.kept)
+			ck_assert(holds(d, zs(1) + (r1.kept - 1) * BLK, BLK, 100 + r1.kept - 1));
+		zdev_close(d);
+		/* the same seed on the same history gives the same cut */
+		ten_writes("seed_b.img");
+		ck_assert_int_eq(zemu_powercut_ex(aux, 7, 1000 + s, 0, &r2), 0);
+		ck_assert_int_eq(r2.kept, r1.kept);
+		first[s] = r1.kept;
+		for (int j = 0; j < s; j++)
+			if (first[j] == first[s])
+				goto seen;
+		distinct++;
+seen:;
+	}
+	ck_assert_int_ge(distinct, 2);
+}
+END_TEST
+
+START_TEST(t_powercut_dev)
+{
+	struct zdev *d;
+
+	mkdefault("pc_dev.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, zs(1), BLK, 1), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	for (uint32_t i = 1; i < 5; i++)
+		ck_assert_int_eq(wr(d, zs(1) + i * BLK, BLK, 1 + i), 0);
+	ck_assert_int_eq(zdev_zone_open(d, 3), 0);
+	ck_assert_int_eq(zemu_powercut_dev(d, 2, 0, 0), 2);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 3 * BLK);
+	expect_zone(d, 3, ZDEV_COND_EMPTY, zs(3));
+	ck_assert(holds(d, zs(1) + 2 * BLK, BLK, 3));
+	ck_assert(holds(d, zs(1) + 3 * BLK, 2 * BLK, 0));
+	ck_assert_int_eq(wr(d, zs(1) + 4 * BLK, BLK, 9), -EIO);
+	ck_assert_int_eq(wr(d, zs(1) + 3 * BLK, BLK, 9), 0);
+	ck_assert(holds(d, zs(1) + 3 * BLK, BLK, 9));
+	zdev_close(d);
+}
+END_TEST
+
+START_TEST(t_journal_full)
+{
+	struct zemu_create_opts o = {.size = 4 * 256 * KB, .zone_size = 256 * KB,
+				     .journal_slots = 8};
+	struct zdev *d;
+
+	mkimg("jfull.img", &o);
+	d = opn(img);
+	for (uint32_t i = 0; i < 20; i++)
+		ck_assert_int_eq(wr(d, zs(0) + i * BLK, BLK, 50 + i), 0);
+	zdev_close(d);
+	/* the cache destaged by itself after 8 and after 16 writes */
+	ck_assert_int_eq(zemu_powercut(img, -1, 0, 0), 0);
+	d = opn(img);
+	ck_assert_uint_eq(rep(d, 0).wp, 16 * BLK);
+	ck_assert(holds(d, 15 * BLK, BLK, 65));
+	zdev_close(d);
+}
+END_TEST
+
+
+START_TEST(t_kill)
+{
+	struct zemu_create_opts o = {.size = 8 * KZS, .zone_size = KZS, .nr_conv = 1};
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+
+	srand(seed);
+	for (int round = 0; round < 6; round++) {
+		uint32_t flushed = 0, v;
+		int p[2], st;
+		struct zdev *d;
+		pid_t pid;
+
+		mkimg("kill.img", &o);
+		ck_assert_int_eq(pipe(p), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			close(p[0]);
+			kill_child(img, p[1]);
+		}
+		close(p[1]);
+		usleep(1000 + (useconds_t)(rand() % 100000));
+		kill(pid, SIGKILL);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFSIGNALED(st), "child exited early: %d (seed %u)", st, seed);
+		while (read(p[0], &v, sizeof(v)) == sizeof(v))
+			flushed = v;
+		close(p[0]);
+		for (int pc = 0; pc < 2; pc++) {
+			/* after the kill, then again after a power cut on top */
+			int ret = zdev_open(img, NULL, &d);
+			ck_assert_msg(ret == 0, "reopen after kill: %d (seed %u round %d)", ret, seed,
+				      round);
+			for (uint32_t i = 0; i < flushed; i++)
+				ck_assert_msg(holds(d, kblk(i), BLK, 1000 + i),
+					      "flushed block %u lost (of %u, seed %u)", i, flushed,
+					      seed);
+			for (uint32_t b = 0; b < 16 && b < flushed; b++)
+				ck_assert_msg(conv_version_ok(d, b, flushed),
+					      "conventional block %u lost its flushed version (seed %u)",
+					      b, seed);
+			if (flushed)
+				ck_assert_uint_ge(rep(d, 1 + (flushed - 1) / KPER).wp,
+						  kblk(flushed - 1) + BLK);
+			zdev_close(d);
+			if (!pc)
+				ck_assert_int_ge(zemu_powercut(img, -1, 0, 0), 0);
+		}
+	}
+}
+END_TEST
+
+void emu_durability_tests(Suite *s)
+{
+	TCase *tc = tcase_create("durability");
+
+	tcase_add_test(tc, t_persist);
+	tcase_add_test(tc, t_exclusive);
+	tcase_add_test(tc, t_powercut_all);
+	tcase_add_test(tc, t_powercut_prefix);
+	tcase_add_test(tc, t_powercut_torn);
+	tcase_add_test(tc, t_powercut_seeded);
+	tcase_add_test(tc, t_powercut_dev);
+	tcase_add_test(tc, t_journal_full);
+	tcase_add_test(tc, t_kill);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+}
