@@ -1,0 +1,521 @@
+/*
+ * test_crash_workloads.c - the workloads test_crash cuts power in: files and renames, GC under
+ * fsync, overwrites, an unlinked open file, directory churn, many small files, large
+ * checkpoints, a full device, four writers at once, an encrypted root and fallocate. Each
+ * notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
+ * (test_crash.c).
+ */
+#include "crash_testutil.h"
+
+#include "zlfs_ioctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* ---- workloads --------------------------------------------------------------------------
+ * Each stage ends with the fsync, fsyncdir or sync that makes it durable. */
+
+/* create + write + fsync, renames, truncation, roll-forward of files a checkpoint knows. */
+void workload(void)
+{
+	struct stage *s;
+	int i;
+
+	write_file("a", 1, 64 * 1024, 0, 1);
+	s = stage_next();
+	stage_take(s, "a");
+	stage_seal(s);
+
+	mkdir_path("d");
+	write_file("d/b", 2, 200 * 1024 + 100, 0, 1);
+	fsync_path("d");
+	s = stage_next();
+	stage_take_dir(s, "d");
+	stage_take(s, "d");
+	stage_seal(s);
+
+	write_file("c", 4, 1024 * 1024, 0, 0); /* never fsync'ed on its own */
+	write_file("e", 5, 4096, 0, 1);
+	s = stage_next();
+	stage_take(s, "e");
+	*stage_file(s, "c") = fe("c", 4, 1024 * 1024, 1);
+	stage_seal(s);
+
+	rename_path("d/b", "a"); /* rename over an existing file + fsync of the directories */
+	fsync_path("d");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, "d");
+	stage_take_dir(s, ".");
+	stage_seal(s);
+
+	for (i = 0; i < 40; i++) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "d/s%02d", i);
+		write_file(rel, 100 + (uint32_t)i, 100 + (size_t)i * 97, 0, 0);
+	}
+	fsync_path("d");
+	s = stage_next();
+	stage_take_dir(s, "d");
+	stage_seal(s);
+
+	unlink_path("e");
+	write_file("big", 9, 3 * 1024 * 1024, 0, 1);
+	s = stage_next();
+	stage_drop(s, "e");
+	stage_take(s, "big");
+	stage_seal(s);
+
+	/* Files that exist in a checkpoint: fsync rolls them forward without one. */
+	write_file("a", 11, 200 * 1024 + 100, 0, 1);
+	s = stage_next();
+	stage_take(s, "a");
+	stage_seal(s);
+
+	write_file("big", 9, 3 * 1024 * 1024, 3 * 1024 * 1024, 1); /* grows into direct nodes */
+	s = stage_next();
+	stage_take(s, "big");
+	stage_seal(s);
+
+	truncate_file("a", 5000);
+	fsync_path("a");
+	write_file("d/s07", 12, 100 + 7 * 97, 0, 1);
+	s = stage_next();
+	stage_take(s, "a");
+	stage_take(s, "d/s07");
+	stage_seal(s);
+}
+
+/* GC under fsync: a small image churned until zones must be migrated, each put fsync'ed. */
+void workload_gc(void)
+{
+	unsigned rnd = 777;
+	int i, r;
+
+	for (i = 0; i < 20; i++) {
+		char rel[16];
+		struct stage *s;
+
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		write_file(rel, 200 + (uint32_t)i, (size_t)(900 + i * 13) * 1024, 0, 1);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
+	for (r = 0; r < 60; r++) {
+		char rel[16];
+		struct stage *s;
+		size_t size;
+
+		rnd = rnd * 1103515245 + 12345;
+		i = (int)((rnd >> 8) % 20);
+		size = (size_t)(500 + (rnd >> 20) % 500) * 1024;
+		snprintf(rel, sizeof(rel), "g%02d", i);
+		truncate_file(rel, 0);
+		write_file(rel, 300 + (uint32_t)r, size, 0, 1);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
+}
+
+/* Overwrites in the middle of a large file, each made durable by fdatasync: aligned, unaligned,
+ * across the end, and a truncation that drops index nodes. */
+void workload_overwrite(void)
+{
+	static const struct {
+		size_t at, len;
+	} w[] = {{3 * 1024 * 1024 + 12 * 1024, 256 * 1024}, {5 * 1024 * 1024 + 333, 10000},
+		 {64 * 1024 - 100, 300}, {8 * 1024 * 1024 - 4096, 64 * 1024},
+		 {6 * 1024 * 1024, 1024 * 1024}};
+	struct stage *s;
+	size_t i;
+
+	write_file("L", 40, 8 * 1024 * 1024, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		write_file("L", 41 + (uint32_t)i, w[i].len, w[i].at, 0);
+		fdatasync_path("L");
+		s = stage_next();
+		stage_take(s, "L");
+		stage_seal(s);
+		if (i == 2) {
+			truncate_file("L", 7 * 1024 * 1024 + 5);
+			fdatasync_path("L");
+			s = stage_next();
+			stage_take(s, "L");
+			stage_seal(s);
+		}
+	}
+}
+
+/* Unlink while open: the orphan goes into checkpoints while it is still written to; after a
+ * crash the next mount must free it (the inode count check in try_point sees a leak). */
+void workload_unlink_open(void)
+{
+	char p[600];
+	uint8_t *b = malloc(512 * 1024);
+	struct stage *s;
+	int fd;
+
+	write_file("keep", 50, 100 * 1024, 0, 1);
+	write_file("u", 51, 2 * 1024 * 1024, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+
+	fd = open(at_mnt(p, sizeof(p), "u"), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	unlink_path("u");
+	fsync_path("."); /* a checkpoint carrying the orphan */
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	fill(b, 512 * 1024, 52, 0);
+	ck_assert_int_eq(pwrite(fd, b, 512 * 1024, 0), 512 * 1024);
+	ck_assert_int_eq(fsync(fd), 0); /* fsync of an inode with no name */
+	write_file("keep", 53, 100 * 1024, 0, 1);
+	s = stage_next();
+	stage_take(s, "keep");
+	stage_seal(s);
+	fsync_path(".");
+	close(fd); /* the last reference: freed now */
+	write_file("after", 54, 8192, 0, 1);
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	free(b);
+}
+
+/* Directory tree churn, each step made durable by fsync of the directories it touched. */
+void workload_dirs(void)
+{
+	struct stage *s;
+
+	mkdir_path("t");
+	mkdir_path("t/a");
+	mkdir_path("t/a/b");
+	mkdir_path("t/e");
+	write_file("t/a/f1", 60, 5000, 0, 0);
+	write_file("t/a/b/f2", 61, 70 * 1024, 0, 0);
+	fsync_path("t/a/b");
+	fsync_path("t/a");
+	fsync_path("t");
+	s = stage_next();
+	stage_take_dir(s, "t/a/b");
+	stage_take_dir(s, "t/a");
+	stage_take_dir(s, "t");
+	stage_seal(s);
+
+	rename_path("t/a", "t/c"); /* a directory moves with its subtree */
+	rmdir_path("t/e");
+	fsync_path("t");
+	s = stage_next();
+	for (int i = 0; i < s->nfiles; i++) /* everything below t/a moved */
+		if (!strncmp(s->f[i].path, "t/a", 3))
+			s->f[i--] = s->f[--s->nfiles];
+	stage_take_dir(s, "t");
+	stage_take_dir(s, "t/c");
+	stage_take_dir(s, "t/c/b");
+	stage_seal(s);
+
+	mkdir_path("x");
+	rename_path("t/c/f1", "x/f1");
+	rename_path("t/c/b", "x/b");
+	write_file("x/b/f3", 62, 3000, 0, 0);
+	fsync_path("x/b");
+	fsync_path("x");
+	fsync_path("t/c");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	unlink_path("x/b/f2");
+	unlink_path("x/b/f3");
+	rmdir_path("x/b");
+	rename_path("x", "t/c/x");
+	fsync_path("t/c");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+}
+
+/* Many small files, then one sync; then changes to many of them, and another sync. */
+void workload_small(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i;
+
+	mkdir_path("m");
+	for (i = 0; i < 160; i++) {
+		snprintf(rel, sizeof(rel), "%s%03d", i % 2 ? "m/" : "r", i);
+		write_file(rel, 500 + (uint32_t)i, 50 + (size_t)i * 37, 0, 0);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	for (i = 0; i < 160; i += 3) {
+		snprintf(rel, sizeof(rel), "%s%03d", i % 2 ? "m/" : "r", i);
+		if (i % 9 == 0)
+			unlink_path(rel);
+		else
+			write_file(rel, 700 + (uint32_t)i, 9000, 0, 0);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+}
+
+/* Checkpoints in progress: large ones (hundreds of dirty nodes and directory blocks), every
+ * operation of them a crash point. */
+void workload_checkpoint(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i, round;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(rel, sizeof(rel), "k%d", i);
+		mkdir_path(rel);
+	}
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 240; i++) {
+			snprintf(rel, sizeof(rel), "k%d/f%03d", i % 6, i);
+			write_file(rel, 800 + (uint32_t)(round * 1000 + i), 200 + (size_t)i * 20, 0, 0);
+		}
+		if (round == 1) /* updates of files a checkpoint knows: the bigger pack */
+			focus_begin();
+		ctl_sync();
+		if (round == 1)
+			focus_end();
+		s = stage_next();
+		stage_take_all(s);
+		stage_seal(s);
+	}
+}
+
+/* Filling the device with files synced in batches until ENOSPC, then the checkpoint of the
+ * full device (every operation of it a crash point), deletes, and an fsync'ed file in the
+ * room they made. */
+void workload_full(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i, n, err = 0;
+
+	mkdir_path("full");
+	for (n = 0; !err; n++) {
+		ck_assert_int_lt(n, MAX_FILES - 8);
+		snprintf(rel, sizeof(rel), "full/f%03d", n);
+		err = write_file_room(rel, 1100 + (uint32_t)n, 120 * 1024);
+		if (n % 60 == 59 && !err) {
+			ctl_sync();
+			s = stage_next();
+			stage_take_all(s);
+			stage_seal(s);
+		}
+	}
+	ck_assert_int_eq(err, ENOSPC);
+	focus_begin();
+	ctl_sync();
+	focus_end();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	for (i = 0; i < n - 1; i += 4) {
+		snprintf(rel, sizeof(rel), "full/f%03d", i);
+		unlink_path(rel);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+	write_file("full/after", 1700, 300 * 1024, 0, 1);
+	s = stage_next();
+	stage_take(s, "full/after");
+	stage_seal(s);
+}
+
+/* Four writers at once, each on its own file: overwrites at random places, each made durable
+ * by its own fsync while the others write (the daemon's per-file locks, appends from several
+ * threads to one log, roll-forward groups of several inodes interleaved in one zone). The
+ * model is shared, so its updates take a lock; a stage is sealed after its fsync returned,
+ * so it counts from a point at or after the true one. */
+#define TH_N 4
+#define TH_ROUNDS 6
+
+static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct th_arg {
+	int id;
+	char err[160];
+};
+
+static void *th_main(void *arg)
+{
+	struct th_arg *a = arg;
+	unsigned rnd = 1000u + (unsigned)a->id * 7919u;
+	uint8_t *b = malloc(256 * 1024);
+	char rel[16], p[600];
+	int fd, r;
+
+	snprintf(rel, sizeof(rel), "t%d", a->id);
+	fd = open(at_mnt(p, sizeof(p), rel), O_CREAT | O_RDWR, 0644);
+	for (r = 0; fd >= 0 && !a->err[0] && r < TH_ROUNDS; r++) {
+		size_t len, at;
+		uint32_t seed = 5000u + (uint32_t)(a->id * 100 + r);
+		struct stage *s;
+
+		rnd = rnd * 1103515245u + 12345u;
+		at = (size_t)(rnd >> 8) % (384 * 1024);
+		len = 4096 + (size_t)(rnd >> 4) % (252 * 1024);
+		fill(b, len, seed, at);
+		if (pwrite(fd, b, len, (off_t)at) != (ssize_t)len) {
+			snprintf(a->err, sizeof(a->err), "%s: pwrite: %s", rel, strerror(errno));
+			break;
+		}
+		pthread_mutex_lock(&model_lock);
+		cur_write(rel, seed, at, len);
+		pthread_mutex_unlock(&model_lock);
+		if (r % 3 == 2 ? fdatasync(fd) : fsync(fd)) {
+			snprintf(a->err, sizeof(a->err), "%s: fsync: %s", rel, strerror(errno));
+			break;
+		}
+		pthread_mutex_lock(&model_lock);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+		pthread_mutex_unlock(&model_lock);
+	}
+	if (fd < 0)
+		snprintf(a->err, sizeof(a->err), "open %s: %s", rel, strerror(errno));
+	else
+		close(fd);
+	free(b);
+	return NULL;
+}
+
+void workload_threads(void)
+{
+	struct th_arg a[TH_N] = {{0}};
+	pthread_t th[TH_N];
+	int i;
+
+	for (i = 0; i < TH_N; i++) {
+		a[i].id = i;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, th_main, &a[i]), 0);
+	}
+	for (i = 0; i < TH_N; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < TH_N; i++)
+		ck_assert_msg(!a[i].err[0], "writer %d: %s", i, a[i].err);
+}
+
+/* The files workload with the whole tree encrypted: mkfs --encrypt made the root encrypted,
+ * so every name, symlink and block goes through the encrypted paths, and every crash point of
+ * this first mount must come back with the root still encrypted (try_point). */
+void workload_encrypted(void)
+{
+	ck_assert(root_encrypted());
+	workload();
+}
+
+static void falloc_path(const char *rel, int mode, size_t off, size_t len)
+{
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fallocate(fd, mode, (off_t)off, (off_t)len), 0);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+static void shift_path(const char *rel, size_t off, size_t len, int insert)
+{
+	struct zlfs_ioc_range r = {off, len};
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, insert ? ZLFS_IOC_INSERT_RANGE : ZLFS_IOC_COLLAPSE_RANGE, &r), 0);
+	cur_shift(rel, off, len, insert);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+static void stage_file_now(const char *rel)
+{
+	struct stage *s = stage_next();
+
+	stage_take(s, rel);
+	stage_seal(s);
+}
+
+static void stage_root_now(void)
+{
+	struct stage *s = stage_next();
+
+	stage_take_dir(s, ".");
+	stage_seal(s);
+}
+
+/* fallocate: reservations (KEEP_SIZE, mode 0) written into, zeroed ranges, collapses and
+ * inserts moving blocks (with GC-visible remapped owners), a truncation and an unlink that
+ * give reservations back; each step fsync'ed. fsck after every crash point checks that the
+ * reserved count matches the reserved pointers. */
+void workload_falloc(void)
+{
+	char p[600];
+
+	write_file("F", 500, 256 * 1024, 0, 1);
+	fsync_path(".");
+	stage_root_now();
+	falloc_path("F", FALLOC_FL_KEEP_SIZE, 256 * 1024, 768 * 1024);
+	stage_file_now("F");
+	write_file("F", 501, 64 * 1024, 512 * 1024, 0);
+	fdatasync_path("F");
+	stage_file_now("F");
+	falloc_path("F", FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 16 * 1024 + 100, 40000);
+	cur_zero("F", 16 * 1024 + 100, 40000, 1);
+	stage_file_now("F");
+	shift_path("F", 64 * 1024, 32 * 1024, 0);
+	stage_file_now("F");
+	shift_path("F", 128 * 1024, 16 * 1024, 1);
+	stage_file_now("F");
+	write_file("F", 502, 8 * 1024, 100 * 1024, 0);
+	fdatasync_path("F");
+	stage_file_now("F");
+	write_file("G", 503, 100 * 1024, 0, 1);
+	falloc_path("G", 0, 100 * 1024, 300 * 1024);
+	cur_zero("G", 100 * 1024, 300 * 1024, 0);
+	fsync_path(".");
+	stage_root_now();
+	truncate_file("F", 300 * 1024);
+	fsync_path("F");
+	stage_file_now("F");
+	unlink_path("G");
+	fsync_path(".");
+	ck_assert_int_eq(access(at_mnt(p, sizeof(p), "G"), F_OK), -1);
+	stage_root_now();
+}
