@@ -26,32 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_TESTS 64 /* 31 today */
-
-static const TTest *g_all[MAX_TESTS];
-static int g_nall, g_placed[MAX_TESTS];
-
-static void collect(int (*tests)(const TTest **t))
-{
-	g_nall += tests(g_all + g_nall);
-}
-
-/* Add the tests named in NAMES (NULL-terminated) to TC in that order. */
-static void add_tests(TCase *tc, const char *const *names)
-{
-	int i;
-
-	for (; *names; names++) {
-		for (i = 0; i < g_nall && strcmp(g_all[i]->name, *names); i++)
-			;
-		if (i == g_nall) {
-			fprintf(stderr, "test_posix: no test %s\n", *names);
-			exit(EXIT_FAILURE);
-		}
-		tcase_add_test(tc, g_all[i]);
-		g_placed[i] = 1;
-	}
-}
+static struct tu_tests g_tests; /* 31 today */
 
 /* The big image's tests in order: t_remount and t_final check what the ones before left. */
 static const char *const posix_order[] = {
@@ -78,38 +53,35 @@ int main(void)
 	Suite *s;
 	TCase *tc;
 	SRunner *sr;
-	int failed, i;
+	int failed;
 
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		printf("SKIP: /dev/fuse is not usable (%s): the FUSE tests need it\n", ename(errno));
 		fflush(stdout);
 		return 77;
 	}
-	collect(posix_data_tests);
-	collect(posix_names_tests);
-	collect(posix_attrs_tests);
-	collect(posix_persist_tests);
-	collect(posix_threads_tests);
+	tu_collect(&g_tests, posix_data_tests);
+	tu_collect(&g_tests, posix_names_tests);
+	tu_collect(&g_tests, posix_attrs_tests);
+	tu_collect(&g_tests, posix_persist_tests);
+	tu_collect(&g_tests, posix_threads_tests);
 	s = suite_create("posix");
 	tc = fixture_case("posix", setup_fs);
 	umask(0); /* modes below are exact; t_files checks that the umask applies */
-	add_tests(tc, posix_order);
+	tu_add_tests(&g_tests, tc, posix_order);
 	suite_add_tcase(s, tc);
 	/* CK_RUN_CASE=threads: the concurrent tests alone, on a fresh filesystem (ctest runs it
 	 * as test_posix_threads, under ThreadSanitizer in tools/run-tests). */
 	if (getenv("CK_RUN_CASE") && !strcmp(getenv("CK_RUN_CASE"), "threads")) {
 		tc = fixture_case("threads", setup_fs);
-		add_tests(tc, threads_order);
+		tu_add_tests(&g_tests, tc, threads_order);
 		suite_add_tcase(s, tc);
 	}
 	tc = fixture_case("full", setup_small);
-	add_tests(tc, full_order);
+	tu_add_tests(&g_tests, tc, full_order);
 	suite_add_tcase(s, tc);
-	for (i = 0; i < g_nall; i++)
-		if (!g_placed[i]) {
-			fprintf(stderr, "test_posix: %s is in no case\n", g_all[i]->name);
-			return EXIT_FAILURE;
-		}
+	if (tu_unplaced(&g_tests))
+		return EXIT_FAILURE;
 	sr = srunner_create(s);
 	/* One process: the tests share the mount and the daemon is this process's child. */
 	srunner_set_fork_status(sr, CK_NOFORK);

@@ -5,6 +5,7 @@
 
 #include "zdev_emu.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
@@ -182,4 +183,36 @@ int tu_run_suite(Suite *suite)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void tu_collect(struct tu_tests *all, int (*tests)(const TTest **t))
+{
+	all->n += tests(all->t + all->n);
+}
+
+void tu_add_tests(struct tu_tests *all, TCase *tc, const char *const *names)
+{
+	int i;
+
+	for (; *names; names++) {
+		for (i = 0; i < all->n && strcmp(all->t[i]->name, *names); i++)
+			;
+		if (i == all->n) {
+			fprintf(stderr, "%s: no test %s\n", program_invocation_short_name, *names);
+			exit(EXIT_FAILURE);
+		}
+		tcase_add_test(tc, all->t[i]);
+		all->placed[i] = 1;
+	}
+}
+
+int tu_unplaced(const struct tu_tests *all)
+{
+	for (int i = 0; i < all->n; i++)
+		if (!all->placed[i]) {
+			fprintf(stderr, "%s: %s is in no case\n", program_invocation_short_name,
+				all->t[i]->name);
+			return 1;
+		}
+	return 0;
 }

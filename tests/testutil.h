@@ -40,4 +40,17 @@ int tu_fuse_missing(void);
 /* Run SUITE and return the process exit status. */
 int tu_run_suite(Suite *suite);
 
+/* The tests of a program kept in several files, put into cases by name so that their order
+ * is written in one place: each file's function appends its tests to T and returns how many. */
+#define TU_MAX_TESTS 64
+struct tu_tests {
+	const TTest *t[TU_MAX_TESTS];
+	int n, placed[TU_MAX_TESTS];
+};
+void tu_collect(struct tu_tests *all, int (*tests)(const TTest **t));
+/* Add the tests named in NAMES (NULL-terminated) to TC in that order; exits on an unknown name. */
+void tu_add_tests(struct tu_tests *all, TCase *tc, const char *const *names);
+/* 0, or 1 (with a message) when a test was added to no case. */
+int tu_unplaced(const struct tu_tests *all);
+
 #endif
