@@ -402,6 +402,9 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
 int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
 	     struct node_page **np);
 void node_put(struct zlfs_fs *fs, struct node_page *np);
+/* Put back a page read without its inode's lock (a walk up parent links): refreshing its
+ * attributes would read what the lock's holder may be changing. */
+void node_put_unchanged(struct zlfs_fs *fs, struct node_page *np);
 /* One more hold on a page already held. */
 void node_ref(struct zlfs_fs *fs, struct node_page *np);
 void node_dirty(struct zlfs_fs *fs, struct node_page *np);

@@ -489,7 +489,7 @@ static int is_ancestor(struct zfuse *z, uint32_t anc, uint32_t dir)
 		if (inode_get(z->fs, cur, &np))
 			return 0;
 		cur = le32_get(__atomic_load_n(&inode_of(np)->parent_ino, __ATOMIC_RELAXED));
-		node_put(z->fs, np);
+		node_put_unchanged(z->fs, np);
 	}
 	return cur == anc;
 }

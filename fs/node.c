@@ -332,16 +332,21 @@ int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind 
 	return 0;
 }
 
-/* Whoever changed a page holds it until here: the last chance to refresh its attributes. */
-void node_put(struct zlfs_fs *fs, struct node_page *np)
+void node_put_unchanged(struct zlfs_fs *fs, struct node_page *np)
 {
 	if (!np)
 		return;
-	if (__atomic_load_n(&np->dirty, __ATOMIC_RELAXED))
-		iattr_update(fs, np);
 	zlock_lock(&fs->ncache_lock);
 	np->refs--;
 	zlock_unlock(&fs->ncache_lock);
+}
+
+/* Whoever changed a page holds it until here: the last chance to refresh its attributes. */
+void node_put(struct zlfs_fs *fs, struct node_page *np)
+{
+	if (np && __atomic_load_n(&np->dirty, __ATOMIC_RELAXED))
+		iattr_update(fs, np);
+	node_put_unchanged(fs, np);
 }
 
 void node_ref(struct zlfs_fs *fs, struct node_page *np)
