@@ -49,14 +49,19 @@ static int with_inode_once(struct zfuse *z, fuse_req_t req, uint32_t ino, int ch
 	return ret;
 }
 
+/* Tries of a change that ran out of room: concurrent writers (one O_DIRECT write is several
+ * requests) may each collect and then find the room taken by another's retry. */
+#define CHANGE_TRIES 4
+
 /* FN on INO: reading under its lock shared, or (CHANGE) changing under it exclusive, tried
- * once more after a foreground GC or a checkpoint when it ran out of room or fresh nids. */
+ * again after a foreground GC or a checkpoint when it ran out of room or fresh nids, for as
+ * long as GC still finds something to collect. */
 static int with_inode(struct zfuse *z, fuse_req_t req, fuse_ino_t ino, int change, inode_fn fn,
 		      void *arg)
 {
-	int ret = with_inode_once(z, req, fino(ino), change, fn, arg);
+	int ret = with_inode_once(z, req, fino(ino), change, fn, arg), n;
 
-	if (change && op_retry(z, ret))
+	for (n = 1; change && n < CHANGE_TRIES && op_retry(z, ret); n++)
 		ret = with_inode_once(z, req, fino(ino), change, fn, arg);
 	return ret == -EAGAIN ? -ENOSPC : ret;
 }

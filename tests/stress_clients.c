@@ -553,9 +553,11 @@ int check_listing(struct worker *w, int parent, const char *when)
 			continue; /* another thread's */
 		k = find_entry(w, parent, e->d_name);
 		if (k < 0 || e->d_type != (k < NFILES ? DT_REG : DT_DIR)) {
-			closedir(d);
-			return tfail(w, "%s: readdir %s: %s entry %s (type %d)", when, p,
-				    k < 0 ? "unexpected" : "wrong type for", e->d_name, e->d_type);
+			int ret = tfail(w, "%s: readdir %s: %s entry %s (type %d)", when, p,
+					k < 0 ? "unexpected" : "wrong type for", e->d_name, e->d_type);
+
+			closedir(d); /* after the report: the entry lives in the stream */
+			return ret;
 		}
 		seen[k]++;
 	}
