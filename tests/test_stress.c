@@ -436,7 +436,9 @@ static void assert_mix_ran(void)
  * reproduced on its own (docs/design.md, "What is not there yet"). */
 static void start_daemon(void)
 {
-	g_pid = tu_daemon_start_log(g_img, g_mnt, "gc_high=90,gc_low=70", g_log);
+	const char *opts = getenv("ZLFS_STRESS_OPTS");
+
+	g_pid = tu_daemon_start_log(g_img, g_mnt, opts ? opts : "gc_high=90,gc_low=70", g_log);
 	if (g_pid < 0)
 		print_log();
 	ck_assert_msg(g_pid > 0, "the daemon did not mount %s", g_img);
@@ -468,6 +470,8 @@ START_TEST(t_stress)
 
 	if (seed)
 		g_seed = strtoull(seed, NULL, 0);
+	if (getenv("ZLFS_STRESS_MB")) /* ZLFS_STRESS_MB=48 ZLFS_STRESS_OPTS=gc_high=70,gc_low=50 */
+		o.size = strtoull(getenv("ZLFS_STRESS_MB"), NULL, 0) << 20;
 	tu_fresh_fs("stress.img", &o, g_img, sizeof(g_img), g_mnt, sizeof(g_mnt));
 	unlink(tu_path(g_log, sizeof(g_log), "zlfs.log"));
 	start_daemon();
