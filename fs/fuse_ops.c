@@ -133,9 +133,8 @@ int gc_foreground(struct zlfs_fs *fs)
 
 	zlock_lock(&fs->gc_lock);
 	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, 1, 4);
-	/* Emptied zones (by GC or by deletes) only become free with a checkpoint; when deletes
-	 * left only wholly dead zones there is no victim (-ENOENT), and those zones are the room. */
-	if (ret > 0 || ((ret >= 0 || ret == -ENOENT) && seg_prefree_zones(fs)))
+	/* Emptied zones (by GC or by deletes) only become free with a checkpoint. */
+	if (ret > 0 || (ret >= 0 && seg_prefree_zones(fs)))
 		ret = files_sync(fs);
 	zlock_unlock(&fs->gc_lock);
 	return ret == -ENOENT ? -ENOSPC : ret;
