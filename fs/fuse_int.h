@@ -36,6 +36,7 @@ struct zfuse {
 	struct zlock cp_lock;       /* the fields below */
 	pthread_cond_t cp_cond;
 	int cp_stop, cp_wanted, cp_running;
+	int no_opendir;             /* the kernel takes ENOSYS from opendir as "not needed" */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }

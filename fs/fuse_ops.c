@@ -381,28 +381,31 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	/* IOCTL_DIR: zlfs-ctl on the root; PARALLEL_DIROPS: lookups and readdir of one directory
 	 * need not wait for each other in the kernel; CACHE_SYMLINKS: readlink is answered from
-	 * the page cache. Not NO_OPENDIR_SUPPORT (see op_opendir). Not SPLICE_READ: requests
-	 * arrive in memory anyway, and splicing small ones costs a second system call each. */
+	 * the page cache; NO_OPENDIR_SUPPORT: opendir does nothing here (see op_opendir). Not
+	 * SPLICE_READ: requests arrive in memory anyway, and splicing small ones costs a second
+	 * system call each. */
 	conn->want |= conn->capable & (FUSE_CAP_IOCTL_DIR | FUSE_CAP_PARALLEL_DIROPS |
-				       FUSE_CAP_CACHE_SYMLINKS);
-	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_NO_OPENDIR_SUPPORT);
+				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_NO_OPENDIR_SUPPORT);
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
+	z->no_opendir = !!(conn->want & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
-/* A directory needs no open state (readdir offsets are positions in its blocks), but opendir
- * is answered rather than refused with ENOSYS (NO_OPENDIR_SUPPORT): without an answer the
- * kernel caches every listing (FOPEN_CACHE_DIR), and a listing read while another thread
- * renamed out of the directory stayed in that cache after the rename (test_stress saw
- * renamed names still listed). The reply asks for no cache. */
+/* With NO_OPENDIR_SUPPORT, ENOSYS tells the kernel to stop sending opendir and releasedir:
+ * a directory needs no open state (readdir offsets are positions in its blocks). An older
+ * kernel treats ENOSYS as an error, so then it succeeds. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct zfuse *z = zf(req);
+
 	(void)ino;
-	fi->cache_readdir = 0;
-	fi->keep_cache = 0;
-	fuse_reply_open(req, fi);
+	if (z->no_opendir)
+		fuse_reply_err(req, ENOSYS);
+	else
+		fuse_reply_open(req, fi);
 }
 
 /* Checkpoints every cp_interval seconds while anything changed, and when a request finds
