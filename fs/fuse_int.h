@@ -36,7 +36,7 @@ struct zfuse {
 	struct zlock cp_lock;       /* the fields below */
 	pthread_cond_t cp_cond;
 	int cp_stop, cp_wanted, cp_running;
-	int no_opendir;             /* the kernel takes ENOSYS from opendir as "not needed" */
+	int forgets_running;        /* iref_forget calls under way (atomic): frees to wait for */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }

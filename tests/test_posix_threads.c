@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* ---- concurrent clients ------------------------------------------------------------------ */
@@ -260,10 +261,99 @@ START_TEST(t_threads)
 }
 END_TEST
 
+/* ---- a listing read beside a rename ------------------------------------------------------
+ * One thread lists two directories over and over while this one moves files between them and,
+ * after each rename, lists the source itself: a listing the kernel read while the rename ran
+ * must not be what a later opendir is given (the readdir cache, see op_opendir). */
+
+#define LR_FILES 32
+
+static volatile int lr_stop;
+
+static int lr_has(const char *dirpath, const char *name)
+{
+	DIR *d = opendir(dirpath);
+	struct dirent *e;
+	int found = 0, n = 0;
+
+	if (!d)
+		return -1;
+	/* readdir, not rd_next (main thread only): a bound of its own on offsets that stall */
+	while ((e = readdir(d)) && ++n < 100000)
+		found |= !strcmp(e->d_name, name);
+	closedir(d);
+	if (n >= 100000)
+		return -1;
+	return found;
+}
+
+struct lr_lister {
+	char a[PATH_MAX], b[PATH_MAX]; /* its own paths: P()'s ring is not for threads */
+	long lists;
+};
+
+static void *lr_lister(void *arg)
+{
+	struct lr_lister *l = arg;
+
+	while (!__atomic_load_n(&lr_stop, __ATOMIC_RELAXED)) {
+		lr_has(l->a, "");
+		lr_has(l->b, "");
+		l->lists++;
+	}
+	return NULL;
+}
+
+START_TEST(t_listing_after_rename)
+{
+	char from[PATH_MAX], to[PATH_MAX], name[32], to_name[32], err[PATH_MAX * 3] = "";
+	int side[LR_FILES] = {0}; /* 0: in a as f<k>, 1: in b as g<k> */
+	struct lr_lister l = {.lists = 0};
+	double t0 = now_s();
+	long moves = 0;
+	pthread_t th;
+
+	OK(mkdir(P("lr"), 0755));
+	OK(mkdir(P("lr/a"), 0755));
+	OK(mkdir(P("lr/b"), 0755));
+	for (int k = 0; k < LR_FILES; k++)
+		OK(close(open(P("lr/a/f%d", k), O_CREAT | O_WRONLY, 0644)));
+	snprintf(l.a, sizeof(l.a), "%s", P("lr/a"));
+	snprintf(l.b, sizeof(l.b), "%s", P("lr/b"));
+	lr_stop = 0;
+	ck_assert_int_eq(pthread_create(&th, NULL, lr_lister, &l), 0);
+	for (int k = 0; !err[0] && now_s() - t0 < 4; k = (k + 1) % LR_FILES, moves++) {
+		const char *src = side[k] ? "b" : "a", *dst = side[k] ? "a" : "b";
+
+		snprintf(name, sizeof(name), "%c%d", side[k] ? 'g' : 'f', k);
+		snprintf(to_name, sizeof(to_name), "%c%d", side[k] ? 'f' : 'g', k);
+		snprintf(from, sizeof(from), "%s", P("lr/%s/%s", src, name));
+		snprintf(to, sizeof(to), "%s", P("lr/%s/%s", dst, to_name));
+		if (rename(from, to))
+			snprintf(err, sizeof(err), "rename %s: %s", from, ename(errno));
+		side[k] ^= 1;
+		if (!err[0] && lr_has(P("lr/%s", src), name) != 0)
+			snprintf(err, sizeof(err), "move %ld: %s still listed after its rename to %s",
+				 moves, from, to);
+		if (!err[0] && lr_has(P("lr/%s", dst), to_name) != 1)
+			snprintf(err, sizeof(err), "move %ld: %s not listed after the rename of %s",
+				 moves, to, from);
+	}
+	/* The lister uses this frame: it stops before any assertion can leave it. */
+	__atomic_store_n(&lr_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert_msg(!err[0], "%s", err);
+	printf("listing after rename: %ld moves, %ld listings beside them\n", moves, l.lists);
+	ck_assert_int_gt(moves, 50);
+	ck_assert_int_gt(l.lists, 50);
+}
+END_TEST
+
 int posix_threads_tests(const TTest **t)
 {
 	int n = 0;
 
 	t[n++] = t_threads;
+	t[n++] = t_listing_after_rename;
 	return n;
 }

@@ -430,10 +430,10 @@ static void assert_mix_ran(void)
 }
 
 /* Raised watermarks: GC is boosted (below 70% of the zones free) from the pre-fill on, with
- * room to spare so that the clients never meet ENOSPC nor foreground GC. Since the paced GC
- * policy, 48 MiB with gc_low=50 reached the foreground level (8 of 42 zones free), and two
- * CI runs there saw a rename over a file leave its old name listed: an open bug, to be
- * reproduced on its own (docs/design.md, "What is not there yet"). */
+ * room to spare so that the clients never meet ENOSPC nor foreground GC. Here and at 48 MiB
+ * with gc_low=50 (ZLFS_STRESS_MB, ZLFS_STRESS_OPTS) it found renamed names still listed in CI:
+ * the kernel's readdir cache, which zlfs now turns off (op_opendir; t_listing_after_rename in
+ * test_posix is the reproducer). */
 static void start_daemon(void)
 {
 	const char *opts = getenv("ZLFS_STRESS_OPTS");
