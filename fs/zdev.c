@@ -12,6 +12,53 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Whole transfers: the kernel may split a large O_DIRECT one, and a signal may cut one short. */
+int zdev_pread_all(int fd, void *buf, size_t len, uint64_t off, int eof_zeros)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			if (!eof_zeros)
+				return -EIO;
+			memset(p, 0, len);
+			return 0;
+		}
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int zdev_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 /* Read-size histograms (zdev_read_sizes), one per open device. Kept here, keyed by the
  * device, so the backends need not know about them: a few slots, scanned on each read. */

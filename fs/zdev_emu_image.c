@@ -56,96 +56,47 @@ void *emu_blk_alloc(size_t len)
 	return p;
 }
 
-/* Whole-length pread; bytes past the end of the file read as zeros (a sparse image). */
-int emu_full_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			memset(p, 0, len);
-			return 0;
-		}
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int is_blk_aligned(const void *buf, size_t len, uint64_t off)
 {
 	return !((uintptr_t)buf % EMU_BLK) && !(len % EMU_BLK) && !(off % EMU_BLK);
 }
 
-/* Image reads of any alignment: with O_DIRECT an unaligned range goes through an aligned
- * bounce buffer covering the enclosing blocks. */
-int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff)
+/* With O_DIRECT, a range off block boundaries goes through an aligned buffer over the blocks
+ * around it: read into RBUF, or patched with WBUF and written back. No other write can slip
+ * between the read and the write: zones are whole blocks, and one zone sees one write at a
+ * time (under d->lock, or as the zone's one transfer). */
+static int img_bounce(struct emu_dev *d, void *rbuf, const void *wbuf, size_t len, uint64_t foff)
 {
-	uint64_t a, e;
-	uint8_t *b;
+	uint64_t a = foff / EMU_BLK * EMU_BLK, e = round_up(foff + len, EMU_BLK);
+	uint8_t *b = emu_blk_alloc(e - a);
 	int ret;
 
-	if (!d->direct || is_blk_aligned(buf, len, foff))
-		return emu_full_pread(d->fd, buf, len, foff);
-	a = foff / EMU_BLK * EMU_BLK;
-	e = round_up(foff + len, EMU_BLK);
-	b = emu_blk_alloc(e - a);
 	if (!b)
 		return -ENOMEM;
 	ret = emu_full_pread(d->fd, b, e - a, a);
-	if (!ret)
-		memcpy(buf, b + (foff - a), len);
-	free(b);
-	return ret;
-}
-
-/* Image writes of any alignment; with O_DIRECT an unaligned range is read-modify-written.
- * Callers hold d->lock, so no other write can slip between the read and the write. */
-int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff)
-{
-	uint64_t a, e;
-	uint8_t *b;
-	int ret;
-
-	if (!d->direct || is_blk_aligned(buf, len, foff))
-		return emu_full_pwrite(d->fd, buf, len, foff);
-	a = foff / EMU_BLK * EMU_BLK;
-	e = round_up(foff + len, EMU_BLK);
-	b = emu_blk_alloc(e - a);
-	if (!b)
-		return -ENOMEM;
-	ret = emu_full_pread(d->fd, b, e - a, a);
-	if (!ret) {
-		memcpy(b + (foff - a), buf, len);
+	if (!ret && rbuf)
+		memcpy(rbuf, b + (foff - a), len);
+	if (!ret && wbuf) {
+		memcpy(b + (foff - a), wbuf, len);
 		ret = emu_full_pwrite(d->fd, b, e - a, a);
 	}
 	free(b);
 	return ret;
+}
+
+/* Image reads and writes of any alignment. */
+int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff)
+{
+	if (!d->direct || is_blk_aligned(buf, len, foff))
+		return emu_full_pread(d->fd, buf, len, foff);
+	return img_bounce(d, buf, NULL, len, foff);
+}
+
+int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff)
+{
+	if (!d->direct || is_blk_aligned(buf, len, foff))
+		return emu_full_pwrite(d->fd, buf, len, foff);
+	return img_bounce(d, NULL, buf, len, foff);
 }
 
 int emu_sync(struct emu_dev *d)

@@ -184,6 +184,7 @@ struct emu_zone {
 			     * except in FULL (finished), RDONLY and OFFLINE zones */
 	uint32_t epoch;
 	uint8_t cond;
+	uint8_t busy;       /* a write's transfer is under way with the lock dropped */
 };
 
 /* A range of caller memory whose data is not yet programmed (see tm_buf_ready). */
@@ -242,7 +243,11 @@ struct emu_ftl;
 
 struct emu_dev {
 	struct zdev zd;             /* must stay first: zdev.c casts */
-	pthread_mutex_t lock;       /* guards everything below and every image write */
+	pthread_mutex_t lock;       /* guards everything below; held across image writes except
+				     * a sequential zone's data transfer (emu_write_seq_unlocked) */
+	pthread_cond_t idle;        /* a transfer ended: busy zones, inflight, jreserved changed */
+	uint32_t inflight;          /* transfers under way with the lock dropped */
+	uint32_t jreserved;         /* journal slots they will take when they end */
 	int fd;
 	int direct;
 	int nosync;                 /* replay: skip fdatasync until the final flush */
@@ -283,8 +288,15 @@ static inline int is_ftl(const struct emu_dev *d) { return d->hdr->mode == ZEMU_
 /* zdev_emu_image.c: the image format, I/O on it, creating and copying images */
 uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
 void *emu_blk_alloc(size_t len);
-int emu_full_pread(int fd, void *buf, size_t len, uint64_t off);
-int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+/* Bytes past the end of the image read as zeros (it is sparse). */
+static inline int emu_full_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	return zdev_pread_all(fd, buf, len, off, 1);
+}
+static inline int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+	return zdev_pwrite_all(fd, buf, len, off);
+}
 int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff);
 int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff);
 int emu_sync(struct emu_dev *d);
@@ -316,6 +328,9 @@ void emu_derive_conds(struct emu_dev *d);
 int emu_flush_locked(struct emu_dev *d);
 int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
 int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off);
+int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
+			   uint64_t off);
+void emu_wait_idle(struct emu_dev *d, uint32_t z);
 int emu_jrnl_load(struct emu_dev *d, const char *path);
 int emu_jrec_unflushed(const struct emu_dev *d, const struct emu_jrec *r);
 uint64_t emu_torn_bytes(const struct emu_dev *d, uint64_t len, uint64_t *rng, int seeded);

@@ -181,6 +181,59 @@ int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, ui
 	return 0;
 }
 
+/* A transfer to zone Z (UINT32_MAX: to any zone) under way ends first: zone management and
+ * power cuts see each write either not started or recorded. Called with the lock held. */
+void emu_wait_idle(struct emu_dev *d, uint32_t z)
+{
+	while (z == UINT32_MAX ? d->inflight : d->zones[z].busy)
+		pthread_cond_wait(&d->idle, &d->lock);
+}
+
+/* As emu_write_seq, but the data transfer runs with the lock dropped, so that writes to other
+ * zones and reads go on beside it, as a device serves several queues. One transfer per zone at
+ * a time keeps each zone's journal records in write-pointer order; a journal slot is reserved
+ * before the transfer. Called with the lock held; returns with it held. */
+int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
+			   uint64_t off)
+{
+	struct emu_zone *zn = &d->zones[z];
+	int ret = 0;
+
+	emu_wait_idle(d, z);
+	while (!ret && d->jcount + d->jreserved >= d->hdr->jslots) {
+		if (d->jreserved)
+			pthread_cond_wait(&d->idle, &d->lock);
+		else
+			ret = emu_flush_locked(d); /* a full cache destages */
+	}
+	if (!ret)
+		ret = emu_seq_write_check(d, z, off, len);
+	if (!ret)
+		ret = emu_fault_fire(d, ZEMU_FAULT_EIO_WRITE, off, len);
+	if (ret)
+		return ret;
+	zn->busy = 1;
+	d->inflight++;
+	d->jreserved++;
+	pthread_mutex_unlock(&d->lock);
+	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
+	pthread_mutex_lock(&d->lock);
+	zn->busy = 0;
+	d->inflight--;
+	d->jreserved--;
+	pthread_cond_broadcast(&d->idle);
+	if (!ret && (zn->cond == ZDEV_COND_RDONLY || zn->cond == ZDEV_COND_OFFLINE))
+		ret = -EIO; /* the zone failed during the transfer (an injected fault) */
+	if (!ret)
+		ret = jrnl_append(d, z, off, len, 0);
+	if (ret)
+		return ret;
+	zn->wp += len;
+	if (zn->wp == zcap(d, z))
+		emu_set_cond(d, z, ZDEV_COND_FULL);
+	return 0;
+}
+
 /* Replay the journal's current-generation prefix onto the durable zone state. */
 int emu_jrnl_load(struct emu_dev *d, const char *path)
 {
@@ -364,6 +417,7 @@ int zemu_powercut_dev_ex(struct zdev *dev, long keep, uint64_t seed, int torn,
 		return -EROFS;
 	d = to_emu(dev);
 	pthread_mutex_lock(&d->lock);
+	emu_wait_idle(d, UINT32_MAX);
 	ret = powercut_locked(d, keep, seed, torn, res ? res : &tmp);
 	pthread_mutex_unlock(&d->lock);
 	return ret;

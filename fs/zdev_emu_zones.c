@@ -64,7 +64,7 @@ static void close_one_implicit(struct emu_dev *d)
 
 	for (uint32_t i = 0; i < nseq; i++) {
 		uint32_t z = nconv + (d->imp_cursor + i) % nseq;
-		if (d->zones[z].cond == ZDEV_COND_IMP_OPEN) {
+		if (d->zones[z].cond == ZDEV_COND_IMP_OPEN && !d->zones[z].busy) {
 			close_zone(d, z);
 			d->imp_cursor = (z - nconv + 1) % nseq;
 			return;
@@ -193,26 +193,30 @@ int emu_seq_write_check(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t le
 	return 0;
 }
 
-static int mgmt_open(struct emu_dev *d, uint32_t z)
+/* A zone about to open, or to be finished (which passes through open: null_blk checks the
+ * resources there too): an EMPTY or CLOSED one takes its resources, an open one has them,
+ * the others refuse. */
+static int res_for_open(struct emu_dev *d, uint32_t z)
 {
-	int ret;
-
 	switch (d->zones[z].cond) {
-	case ZDEV_COND_EXP_OPEN:
-		return 0;
 	case ZDEV_COND_EMPTY:
 	case ZDEV_COND_CLOSED:
-		ret = res_acquire(d, z);
-		if (ret)
-			return ret;
-		break;
+		return res_acquire(d, z);
 	case ZDEV_COND_IMP_OPEN:
-		break;
+	case ZDEV_COND_EXP_OPEN:
+		return 0;
 	default:
 		return -EIO;
 	}
-	emu_set_cond(d, z, ZDEV_COND_EXP_OPEN);
-	return 0;
+}
+
+static int mgmt_open(struct emu_dev *d, uint32_t z)
+{
+	int ret = d->zones[z].cond == ZDEV_COND_EXP_OPEN ? 0 : res_for_open(d, z);
+
+	if (!ret)
+		emu_set_cond(d, z, ZDEV_COND_EXP_OPEN);
+	return ret;
 }
 
 static int mgmt_close(struct emu_dev *d, uint32_t z)
@@ -252,22 +256,11 @@ int emu_mgmt_finish(struct emu_dev *d, uint32_t z)
 {
 	int ret;
 
-	switch (d->zones[z].cond) {
-	case ZDEV_COND_FULL:
+	if (d->zones[z].cond == ZDEV_COND_FULL)
 		return 0;
-	case ZDEV_COND_EMPTY:
-	case ZDEV_COND_CLOSED:
-		/* a finish passes through open: null_blk checks resources here too */
-		ret = res_acquire(d, z);
-		if (ret)
-			return ret;
-		break;
-	case ZDEV_COND_IMP_OPEN:
-	case ZDEV_COND_EXP_OPEN:
-		break;
-	default:
-		return -EIO;
-	}
+	ret = res_for_open(d, z);
+	if (ret)
+		return ret;
 	ret = mgmt_commit(d, z, LOG_FINISH, ZDEV_COND_FULL);
 	if (!ret)
 		emu_tm_finish(d, z, d->zones[z].wp);
@@ -329,6 +322,8 @@ int emu_mgmt(struct zdev *zd, enum zdev_mgmt_op op, uint32_t zone)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
+	if (zone < d->hdr->nr_zones)
+		emu_wait_idle(d, zone);
 	ret = mgmt_locked(d, op, zone);
 	pthread_mutex_unlock(&d->lock);
 	return ret;

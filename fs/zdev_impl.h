@@ -17,6 +17,11 @@ struct zdev_ops {
 	void (*close)(struct zdev *dev);
 };
 
+/* pread/pwrite of the whole range, or -errno; reading past the end of the file gives zeros
+ * with EOF_ZEROS (a sparse image), else -EIO. */
+int zdev_pread_all(int fd, void *buf, size_t len, uint64_t off, int eof_zeros);
+int zdev_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
 /* Each backend embeds this as the first member of its own device structure. */
 struct zdev {
 	const struct zdev_ops *ops;

@@ -222,47 +222,14 @@ static int zbd_report(struct zdev *dev, uint32_t first, uint32_t count, struct z
 	return ret;
 }
 
-/* pread/pwrite until done: the kernel may split a large O_DIRECT transfer. */
 static int zbd_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
 {
-	int fd = to_zbd(dev)->fd;
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return zdev_pread_all(to_zbd(dev)->fd, buf, len, off, 0);
 }
 
 static int zbd_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
 {
-	int fd = to_zbd(dev)->fd;
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return zdev_pwrite_all(to_zbd(dev)->fd, buf, len, off);
 }
 
 static int zbd_mgmt(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone)
