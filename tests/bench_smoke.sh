@@ -25,7 +25,7 @@ num='[0-9]+(\.[0-9]+)?'
 fail=0
 for m in seq_write_MiBps seq_read_MiBps randread_qd1_iops randread_qd1_p50_us \
 	randread_qd1_p99_us randread_qd32x4_iops randread_qd32x4_p99_us meta_create_ops \
-	meta_stat_ops meta_unlink_ops daemon_peak_rss_meta_MiB; do
+	meta_stat_ops meta_readdir_ops meta_unlink_ops daemon_peak_rss_meta_MiB; do
 	# metric,label,unit,passthrough,zlfs,ratio,ratio_is,note
 	if ! grep -qE "^$m,[^,]*,[^,]*,$num,$num,$num,(zlfs/passthrough|passthrough/zlfs)," \
 		"$OUT/results.csv"; then
