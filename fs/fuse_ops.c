@@ -222,16 +222,18 @@ void op_leave(struct zfuse *z, int change)
 
 int op_retry(struct zfuse *z, int ret)
 {
-	if (ret == -ENOSPC) { /* the room may be in dead blocks, or in a file being freed */
+	/* The room may be in dead blocks, or in a file being freed. A forget the kernel has
+	 * sent may not have reached a worker yet: one pause before ENOSPC is final, as ext4
+	 * waits for a journal commit before it says so. */
+	for (int pass = 0; ret == -ENOSPC && pass < 2; pass++) {
+		if (pass)
+			usleep(ENOSPC_PAUSE_US);
 		forgets_wait(z);
 		if (gc_foreground(z->fs) >= 0)
 			return 1;
-		/* A forget the kernel has sent may not have reached a worker yet: one pause
-		 * before ENOSPC is final, as ext4 waits for a journal commit before it says so. */
-		usleep(ENOSPC_PAUSE_US);
-		forgets_wait(z);
-		return gc_foreground(z->fs) >= 0;
 	}
+	if (ret == -ENOSPC)
+		return 0;
 	if (ret == -EAGAIN) /* nids freed since the last checkpoint come back with the next */
 		return !files_sync(z->fs);
 	return 0;

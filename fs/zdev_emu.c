@@ -101,7 +101,7 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	if (!is_conv(d, z) && !d->ftl && d->log_fd < 0 && z < d->hdr->nr_zones) {
+	if (!is_conv(d, z) && !d->ftl && d->log_fd < 0) {
 		ret = emu_write_seq_unlocked(d, z, buf, len, off);
 		if (!ret)
 			emu_tm_write(d, z, buf, len, off - zstart(d, z));

@@ -100,12 +100,22 @@ int emu_flush_locked(struct emu_dev *d)
 	return emu_sync(d);
 }
 
+/* Room for one more journal record (and UNDO_LEN of old data), counting the slots that
+ * transfers under way have reserved (emu_write_seq_unlocked), whichever path writes. */
 static int jrnl_make_room(struct emu_dev *d, uint64_t undo_len)
 {
-	if (d->jcount < d->hdr->jslots && d->undo_used + undo_len <= d->hdr->undo_len)
-		return 0;
-	/* a full cache destages: the device flushes on its own */
-	return emu_flush_locked(d);
+	int ret = 0;
+
+	while (!ret && (d->jcount + d->jreserved >= d->hdr->jslots ||
+			d->undo_used + undo_len > d->hdr->undo_len)) {
+		if (d->jcount) /* a full cache destages: the device flushes on its own */
+			ret = emu_flush_locked(d);
+		else if (d->jreserved) /* only reserved slots are left: those transfers end first */
+			pthread_cond_wait(&d->idle, &d->lock);
+		else
+			break;
+	}
+	return ret;
 }
 
 /* Conventional zones: any offset, but the old data is saved first so a power cut can bring
@@ -200,12 +210,7 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	int ret = 0;
 
 	emu_wait_idle(d, z);
-	while (!ret && d->jcount + d->jreserved >= d->hdr->jslots) {
-		if (d->jreserved)
-			pthread_cond_wait(&d->idle, &d->lock);
-		else
-			ret = emu_flush_locked(d); /* a full cache destages */
-	}
+	ret = jrnl_make_room(d, 0);
 	if (!ret)
 		ret = emu_seq_write_check(d, z, off, len);
 	if (!ret)

@@ -322,8 +322,7 @@ int emu_mgmt(struct zdev *zd, enum zdev_mgmt_op op, uint32_t zone)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	if (zone < d->hdr->nr_zones)
-		emu_wait_idle(d, zone);
+	emu_wait_idle(d, zone); /* zdev_zone_* checked the index */
 	ret = mgmt_locked(d, op, zone);
 	pthread_mutex_unlock(&d->lock);
 	return ret;
