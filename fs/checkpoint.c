@@ -196,8 +196,7 @@ static uint32_t cap_blocks(const struct zlfs_fs *fs)
 }
 
 /* Read meta block ADDR into BUF and check it is KIND with INDEX. */
-static int meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, enum zlfs_blk_kind kind,
-		     uint32_t index)
+int ckpt_meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index)
 {
 	int ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
 
@@ -214,22 +213,20 @@ static int meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, enum zlfs_blk
 static int ckpt_alloc(struct zlfs_fs *fs)
 {
 	const struct zlfs_sb_info *s = &fs->sb;
-	uint32_t segs = zlfs_main_segments(s);
 
 	fs->nr_meta = s->nat_blocks + s->sit_blocks;
 	fs->nr_map = (fs->nr_meta + ZLFS_MAP_PER_BLOCK - 1) / ZLFS_MAP_PER_BLOCK;
-	fs->nat = calloc(s->max_nid, sizeof(*fs->nat));
 	fs->nat_dirty = calloc(s->nat_blocks, 1);
-	fs->sit = calloc(segs, sizeof(*fs->sit));
 	fs->sit_dirty = calloc(s->sit_blocks, 1);
 	fs->meta_addr = calloc(fs->nr_meta, sizeof(*fs->meta_addr));
 	fs->map_addr = calloc(fs->nr_map, sizeof(*fs->map_addr));
 	fs->map_dirty = calloc(fs->nr_map, 1);
 	fs->zone_valid = calloc(s->main_zones, sizeof(*fs->zone_valid));
+	fs->zone_born = calloc(s->main_zones, sizeof(*fs->zone_born));
 	fs->zone_state = calloc(s->main_zones, 1);
 	fs->zone_prefree = calloc(s->main_zones, 1);
-	if (!fs->nat || !fs->nat_dirty || !fs->sit || !fs->sit_dirty || !fs->meta_addr ||
-	    !fs->map_addr || !fs->map_dirty || !fs->zone_valid || !fs->zone_state ||
+	if (!fs->nat_dirty || !fs->sit_dirty || !fs->meta_addr || !fs->map_addr ||
+	    !fs->map_dirty || !fs->zone_valid || !fs->zone_born || !fs->zone_state ||
 	    !fs->zone_prefree)
 		return -ENOMEM;
 	return 0;
@@ -237,14 +234,14 @@ static int ckpt_alloc(struct zlfs_fs *fs)
 
 void ckpt_free(struct zlfs_fs *fs)
 {
-	free(fs->nat);
+	mcache_destroy(fs);
 	free(fs->nat_dirty);
-	free(fs->sit);
 	free(fs->sit_dirty);
 	free(fs->meta_addr);
 	free(fs->map_addr);
 	free(fs->map_dirty);
 	free(fs->zone_valid);
+	free(fs->zone_born);
 	free(fs->zone_state);
 	free(fs->zone_prefree);
 }
@@ -261,69 +258,11 @@ static int ckpt_load_map(struct zlfs_fs *fs, uint8_t *buf)
 		fs->map_addr[i] = fs->cp.map_addr[i];
 		if (fs->map_addr[i] == ZLFS_ADDR_NULL)
 			continue;
-		ret = meta_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
+		ret = ckpt_meta_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
 		if (ret)
 			return ret;
 		for (j = 0; j < ZLFS_MAP_PER_BLOCK && i * ZLFS_MAP_PER_BLOCK + j < fs->nr_meta; j++)
 			fs->meta_addr[i * ZLFS_MAP_PER_BLOCK + j] = le32_get(m->addr[j]);
-	}
-	return 0;
-}
-
-static int ckpt_load_nat(struct zlfs_fs *fs, uint8_t *buf)
-{
-	const struct zlfs_nat_block *nb = (const void *)buf;
-	uint32_t b, i, nid;
-	int ret;
-
-	for (b = 0; b < fs->sb.nat_blocks; b++) {
-		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
-			continue;
-		ret = meta_read(fs, fs->meta_addr[b], buf, ZLFS_KIND_NAT, b);
-		if (ret)
-			return ret;
-		for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
-			nid = b * ZLFS_NAT_PER_BLOCK + i;
-			if (nid >= fs->sb.max_nid)
-				break;
-			fs->nat[nid].blkaddr = le32_get(nb->e[i].blkaddr);
-			fs->nat[nid].ino = le32_get(nb->e[i].ino);
-			fs->nat[nid].version = le32_get(nb->e[i].version);
-		}
-	}
-	return 0;
-}
-
-static int ckpt_load_sit(struct zlfs_fs *fs, uint8_t *buf)
-{
-	const struct zlfs_sit_block *sb = (const void *)buf;
-	uint32_t b, i, segno, segs = zlfs_main_segments(&fs->sb);
-	int ret;
-
-	for (segno = 0; segno < segs; segno++)
-		fs->sit[segno].log = ZLFS_LOG_NONE;
-	for (b = 0; b < fs->sb.sit_blocks; b++) {
-		uint32_t addr = fs->meta_addr[fs->sb.nat_blocks + b];
-
-		if (addr == ZLFS_ADDR_NULL)
-			continue;
-		ret = meta_read(fs, addr, buf, ZLFS_KIND_SIT, fs->sb.nat_blocks + b);
-		if (ret)
-			return ret;
-		for (i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
-			struct seg_ent *se;
-
-			segno = b * ZLFS_SIT_PER_BLOCK + i;
-			if (segno >= segs)
-				break;
-			se = &fs->sit[segno];
-			se->valid = le16_get(sb->e[i].valid);
-			se->log = sb->e[i].log;
-			se->mtime = le64_get(sb->e[i].mtime);
-			memcpy(se->bitmap, sb->e[i].bitmap, sizeof(se->bitmap));
-			if (se->valid > fs->sb.seg_blocks - 1)
-				return -EUCLEAN;
-		}
 	}
 	return 0;
 }
@@ -420,7 +359,7 @@ static void ckpt_log_map(struct zlfs_fs *fs)
 	}
 }
 
-int ckpt_load(struct zlfs_fs *fs)
+int ckpt_load(struct zlfs_fs *fs, size_t budget)
 {
 	int ret = ckpt_read_newest(fs->dev, &fs->sb, &fs->cp, &fs->cp_pos);
 
@@ -434,9 +373,9 @@ int ckpt_load(struct zlfs_fs *fs)
 	if (!ret)
 		ret = ckpt_load_map(fs, fs->iobuf);
 	if (!ret)
-		ret = ckpt_load_nat(fs, fs->iobuf);
+		ret = mcache_init(fs, budget);
 	if (!ret)
-		ret = ckpt_load_sit(fs, fs->iobuf);
+		ret = sit_scan(fs);
 	if (!ret)
 		ret = ckpt_load_logs(fs, fs->iobuf);
 	if (ret)
@@ -537,10 +476,15 @@ static int meta_switch_half(struct zlfs_fs *fs)
 	}
 	fs->meta_zone = first;
 	fs->meta_next = 0;
+	/* Blocks not cached are brought in to be copied: eviction reads these flags. */
+	zlock_lock(&fs->nat_lock);
 	for (b = 0; b < fs->sb.nat_blocks; b++)
 		fs->nat_dirty[b] |= fs->meta_addr[b] != ZLFS_ADDR_NULL;
+	zlock_unlock(&fs->nat_lock);
+	zlock_lock(&fs->seg_lock);
 	for (b = 0; b < fs->sb.sit_blocks; b++)
 		fs->sit_dirty[b] |= fs->meta_addr[fs->sb.nat_blocks + b] != ZLFS_ADDR_NULL;
+	zlock_unlock(&fs->seg_lock);
 	for (b = 0; b < fs->nr_map; b++)
 		fs->map_dirty[b] |= fs->map_addr[b] != ZLFS_ADDR_NULL;
 	return 0;
@@ -552,58 +496,30 @@ static void meta_set_addr(struct zlfs_fs *fs, uint32_t idx, uint32_t addr)
 	fs->map_dirty[idx / ZLFS_MAP_PER_BLOCK] = 1;
 }
 
-static int meta_write_nat(struct zlfs_fs *fs, uint32_t b)
+/* Append NAT or SIT block B from its cached page. The tables do not change under cp_lock
+ * exclusive, but readers may be bringing other pages in: the cache and the block's address
+ * are touched under the table's lock. */
+static int meta_write_table(struct zlfs_fs *fs, uint32_t b, int sit)
 {
-	struct zlfs_nat_block *nb = (void *)fs->iobuf;
-	uint32_t i, nid, addr;
+	struct zlock *lock = sit ? &fs->seg_lock : &fs->nat_lock;
+	uint32_t idx = sit ? fs->sb.nat_blocks + b : b, addr;
 	int ret;
 
-	memset(nb, 0, sizeof(*nb));
-	zlfs_blk_init(nb, ZLFS_KIND_NAT, b, 0, fs->cp_ver);
-	for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
-		nid = b * ZLFS_NAT_PER_BLOCK + i;
-		if (nid >= fs->sb.max_nid)
-			break;
-		nb->e[i].blkaddr = le32_put(fs->nat[nid].blkaddr);
-		nb->e[i].ino = le32_put(fs->nat[nid].ino);
-		nb->e[i].version = le32_put(fs->nat[nid].version);
-	}
-	ret = meta_append(fs, nb, &addr);
-	if (!ret) {
-		meta_set_addr(fs, b, addr);
-		fs->nat_dirty[b] = 0;
-	}
-	return ret;
-}
-
-static int meta_write_sit(struct zlfs_fs *fs, uint32_t b)
-{
-	struct zlfs_sit_block *sb = (void *)fs->iobuf;
-	uint32_t i, segno, addr, segs = zlfs_main_segments(&fs->sb);
-	int ret;
-
-	memset(sb, 0, sizeof(*sb));
-	zlfs_blk_init(sb, ZLFS_KIND_SIT, fs->sb.nat_blocks + b, 0, fs->cp_ver);
-	for (i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
-		const struct seg_ent *se;
-
-		segno = b * ZLFS_SIT_PER_BLOCK + i;
-		if (segno >= segs) {
-			sb->e[i].log = ZLFS_LOG_NONE;
-			continue;
-		}
-		se = &fs->sit[segno];
-		sb->e[i].valid = le16_put(se->valid);
-		sb->e[i].log = se->log;
-		sb->e[i].mtime = le64_put(se->mtime);
-		memcpy(sb->e[i].bitmap, se->bitmap, sizeof(se->bitmap));
-	}
-	ret = meta_append(fs, sb, &addr);
-	if (!ret) {
-		meta_set_addr(fs, fs->sb.nat_blocks + b, addr);
-		fs->sit_dirty[b] = 0;
-	}
-	return ret;
+	memset(fs->iobuf, 0, ZLFS_BLOCK_SIZE);
+	zlfs_blk_init(fs->iobuf, sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, idx, 0, fs->cp_ver);
+	zlock_lock(lock);
+	ret = sit ? mcache_encode_sit(fs, b, (void *)fs->iobuf)
+		  : mcache_encode_nat(fs, b, (void *)fs->iobuf);
+	zlock_unlock(lock); /* a dirty page stays cached: no lock needed across the write */
+	if (!ret)
+		ret = meta_append(fs, fs->iobuf, &addr);
+	if (ret)
+		return ret;
+	zlock_lock(lock); /* the new address first: once clean, the page may be evicted */
+	meta_set_addr(fs, idx, addr);
+	(sit ? fs->sit_dirty : fs->nat_dirty)[b] = 0;
+	zlock_unlock(lock);
+	return 0;
 }
 
 static int meta_write_map(struct zlfs_fs *fs, uint32_t m)
@@ -638,10 +554,10 @@ static int meta_write_all(struct zlfs_fs *fs)
 		ret = meta_switch_half(fs);
 	for (b = 0; !ret && b < fs->sb.nat_blocks; b++)
 		if (fs->nat_dirty[b])
-			ret = meta_write_nat(fs, b);
+			ret = meta_write_table(fs, b, 0);
 	for (b = 0; !ret && b < fs->sb.sit_blocks; b++)
 		if (fs->sit_dirty[b])
-			ret = meta_write_sit(fs, b);
+			ret = meta_write_table(fs, b, 1);
 	for (b = 0; !ret && b < fs->nr_map; b++)
 		if (fs->map_dirty[b])
 			ret = meta_write_map(fs, b);
@@ -664,7 +580,7 @@ static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 	c->meta_zone = fs->meta_zone;
 	c->meta_next_blk = fs->meta_next;
 	c->nr_map = fs->nr_map;
-	c->next_free_nid = fs->nid_hint;
+	c->next_free_nid = nid_resume_point(fs);
 	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
 		const struct zlog_state *l = &fs->logs[t];
 

@@ -3,8 +3,8 @@
  *
  * Owns: the mounted filesystem's state (struct zlfs_fs), the active logs and the zones they
  * append to (segment.c), segment usage (SIT), node ids and the node address table with the
- * node-block cache (node.c), the meta log and checkpoints (ckpt.c), mount and unmount
- * (mount.c).
+ * node-block cache (node.c), NAT and SIT pages (metacache.c), the meta log and checkpoints
+ * (checkpoint.c), mount and unmount (mount.c).
  * May call: super.h, format.h, zdev.h, lock.h, log.h. Called by the file layer (files.h).
  *
  * Lock ordering (docs/design.md, "Concurrency"). A thread takes locks only downward in this
@@ -51,7 +51,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* Host-side copies of NAT and SIT entries; the disk forms are in format.h. */
+/* Host-side copies of NAT and SIT entries, cached a block at a time (metacache.c); the disk
+ * forms are in format.h. */
 struct nat_ent {
 	uint32_t blkaddr;
 	uint32_t ino;
@@ -143,6 +144,14 @@ struct iattr {
 struct ilock_table;
 struct ra_table;
 struct remap;
+struct mcache;
+
+/* A set of nids (nidset.c); its owner's lock covers it. */
+struct nidset {
+	uint32_t *slot;
+	uint32_t cap, count;
+	int overflow;               /* could not grow: holds every nid until cleared */
+};
 
 struct zlfs_fs {
 	struct zlock rename_lock, gc_lock;
@@ -164,19 +173,23 @@ struct zlfs_fs {
 	uint32_t dirty_meta;        /* atomic: NAT and SIT blocks changed since the last one */
 
 	/* NAT: nat_lock */
-	struct nat_ent *nat;
-	uint8_t *nat_dirty;         /* per NAT block */
-	uint32_t nid_hint;
-	uint8_t *nofast;            /* per nid bit: inode needs a checkpoint to fsync (new, or lost
-				     * a node) until the next checkpoint */
-	uint8_t *nid_freed;         /* per nid bit: freed since the last checkpoint, so not reused:
+	struct mcache *nat_cache;   /* NAT pages (metacache.c) */
+	uint8_t *nat_dirty;         /* per NAT block: to be written by the next checkpoint */
+	uint32_t nid_hint;          /* where the next scan for free nids starts */
+	uint32_t *free_nids;        /* nids known free, taken from the end (node.c) */
+	uint32_t nr_free_nids;
+	struct nidset nofast;       /* inodes that need a checkpoint to fsync (new, or lost a
+				     * node) until the next checkpoint */
+	struct nidset nid_freed;    /* freed since the last checkpoint, so not reused:
 				     * roll-forward must never meet two owners of one nid */
 	uint64_t valid_nodes, valid_inodes;
 
 	/* SIT and zones: seg_lock */
-	struct seg_ent *sit;
-	uint8_t *sit_dirty;         /* per SIT block */
+	struct mcache *sit_cache;   /* SIT pages (metacache.c) */
+	uint8_t *sit_dirty;         /* per SIT block: to be written by the next checkpoint */
 	uint32_t *zone_valid;       /* per main zone */
+	uint64_t *zone_born;        /* per main zone: sum of its segments' mtime x valid, so the
+				     * age GC weighs needs no SIT page */
 	uint8_t *zone_state;        /* per main zone, enum zone_state */
 	uint8_t *zone_prefree;      /* per main zone: emptied since the last checkpoint */
 	uint32_t free_zones;
@@ -189,7 +202,8 @@ struct zlfs_fs {
 				     * free space held for them, not counted as free */
 	struct remap *remap;        /* owners of moved data blocks (remap.c), or NULL */
 
-	/* meta log: cp_lock exclusive */
+	/* meta log: cp_lock exclusive; meta_addr of a NAT (SIT) block also under nat_lock
+	 * (seg_lock), since a cache miss reads it */
 	uint32_t *meta_addr;        /* per logical meta block (NAT then SIT) */
 	uint32_t *map_addr;         /* per map block */
 	uint8_t *map_dirty;
@@ -256,6 +270,7 @@ struct zlfs_mount_opts {
 	const struct gc_opts *gc;   /* NULL: gc_defaults() */
 	int daemon;                 /* the zlfs daemon: mark the device for tools (zdev.h) */
 	unsigned wait_secs;         /* wait this long for a daemon finishing its unmount */
+	size_t meta_cache;          /* bytes for NAT and SIT pages (0: MCACHE_DEFAULT_BUDGET) */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */
@@ -395,6 +410,8 @@ void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot);
  * the only free nids were freed since the last checkpoint (write one, then retry, holding
  * no lock a checkpoint needs). */
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid);
+/* Where a later mount's search for free nids should start: the lowest nid listed free. */
+uint32_t nid_resume_point(struct zlfs_fs *fs);
 /* Get the node page of NID (read and verified on a miss); put it back with node_put. The
  * caller holds the lock of the inode NID belongs to (shared at least). */
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
@@ -423,12 +440,45 @@ void node_ckpt_done(struct zlfs_fs *fs);
 void node_shrink(struct zlfs_fs *fs);
 int node_init(struct zlfs_fs *fs);
 void node_destroy(struct zlfs_fs *fs);
-/* Re-point NID at ADDR (after writing or moving it). */
-void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
-/* A copy of NID's NAT entry (zeros past the table). */
-struct nat_ent nat_get(struct zlfs_fs *fs, uint32_t nid);
+/* Re-point NID at ADDR (after writing or moving it): 0, or -EIO when its NAT page cannot be
+ * read (the filesystem is then read-only). */
+int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+/* A copy of NID's NAT entry into E (zeros past the table): 0, or -EIO as nat_set. */
+int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e);
 /* Whether inode INO must be made durable by a checkpoint: new, or it lost a node. */
 int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
+
+/* ---- metacache.c ----------------------------------------------------------------------- */
+#define MCACHE_DEFAULT_BUDGET (32u << 20) /* NAT and SIT pages together */
+/* Caches for the NAT and SIT pages, BUDGET bytes between them (0: the default). */
+int mcache_init(struct zlfs_fs *fs, size_t budget);
+void mcache_destroy(struct zlfs_fs *fs);
+/* NID's entry in its cached NAT page, with nat_lock held; NULL when the page cannot be read
+ * (logged, and the filesystem turned read-only). Valid while the lock is held and until
+ * several other NAT pages have been asked for (metacache.c). */
+struct nat_ent *nat_ent_locked(struct zlfs_fs *fs, uint32_t nid);
+/* Segment SEGNO's entry in its cached SIT page, with seg_lock held; as nat_ent_locked. */
+struct seg_ent *sit_ent_locked(struct zlfs_fs *fs, uint32_t segno);
+/* NAT block B was never written and is not cached: every nid in it is free (nat_lock held). */
+int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b);
+/* The disk form of NAT (SIT) block B's entries, for a checkpoint; the owner's lock held. */
+int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb);
+int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb);
+/* Mount: every zone's valid blocks and age sum (zone_valid, zone_born) from the SIT. */
+int sit_scan(struct zlfs_fs *fs);
+struct mcache_stats {
+	uint32_t pages[2], max_pages[2]; /* [0] NAT, [1] SIT */
+	uint64_t hits[2], misses[2], evictions[2];
+	uint32_t page_bytes;
+};
+void mcache_stats(struct zlfs_fs *fs, struct mcache_stats *st);
+
+/* ---- nidset.c --------------------------------------------------------------------------- */
+void nidset_add(struct nidset *s, uint32_t nid);
+int nidset_has(const struct nidset *s, uint32_t nid);
+uint32_t nidset_list(const struct nidset *s, uint32_t *out, uint32_t max);
+void nidset_clear(struct nidset *s);
+void nidset_free(struct nidset *s);
 
 /* ---- icache.c --------------------------------------------------------------------------- */
 /* Attributes of inode INO without reading its node: 0, or -ENOENT when not cached. */
@@ -501,7 +551,10 @@ void zlfs_counts(struct zlfs_fs *fs, uint64_t *nodes, uint64_t *retired_zones);
 int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);
 
 /* ---- ckpt.c ----------------------------------------------------------------------------- */
-int ckpt_load(struct zlfs_fs *fs);
+/* Load the newest checkpoint; BUDGET bytes for NAT and SIT pages (0: the default). */
+int ckpt_load(struct zlfs_fs *fs, size_t budget);
+/* Read the meta block at ADDR into BUF (aligned) and verify it is block INDEX of KIND. */
+int ckpt_meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index);
 void ckpt_free(struct zlfs_fs *fs);
 /* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount.
  * Called with cp_lock held exclusively (or alone: mount, fsck). */

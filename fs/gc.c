@@ -93,15 +93,13 @@ static struct ilock *gc_lock_owner(struct zlfs_fs *fs, uint32_t nid, struct nat_
 	struct ilock *il;
 	uint32_t ino;
 
-	*e = nat_get(fs, nid);
-	if (e->blkaddr == ZLFS_ADDR_NULL)
-		return NULL;
+	if (nat_get(fs, nid, e) || e->blkaddr == ZLFS_ADDR_NULL)
+		return NULL; /* unreadable: read-only now, and nothing is moved */
 	/* A nid freed meanwhile is not reused before the next checkpoint, which waits for this
 	 * step (cp_lock): after the lock is taken, the entry tells whether it is still ours. */
 	ino = e->ino;
 	il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
-	*e = nat_get(fs, nid);
-	if (il && (e->blkaddr == ZLFS_ADDR_NULL || e->ino != ino)) {
+	if (il && (nat_get(fs, nid, e) || e->blkaddr == ZLFS_ADDR_NULL || e->ino != ino)) {
 		ilock_drop(fs, il);
 		il = NULL;
 	}
@@ -178,8 +176,11 @@ static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
 	struct ilock *il;
 	int ret;
 
-	if (nid >= fs->sb.max_nid || nat_get(fs, nid).blkaddr != addr)
-		return 0; /* a newer copy exists: this one died when it was written */
+	if (nid >= fs->sb.max_nid)
+		return 0;
+	ret = nat_get(fs, nid, &e);
+	if (ret || e.blkaddr != addr)
+		return ret; /* a newer copy exists: this one died when it was written */
 	il = gc_lock_owner(fs, nid, &e);
 	if (!il || e.blkaddr != addr) {
 		ilock_drop(fs, il);

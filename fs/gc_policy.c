@@ -239,18 +239,11 @@ void gc_defaults(struct gc_opts *o)
 /* ---- victims ----------------------------------------------------------------------------- */
 
 /* When the zone's valid data was written: the mean of its segments' mtimes, weighted by their
- * valid blocks (segment.c keeps each segment's mean). Under seg_lock. */
+ * valid blocks (segment.c keeps each segment's mean and the zone's weighted sum). Under
+ * seg_lock. */
 static uint64_t zone_born(const struct zlfs_fs *fs, uint32_t mz)
 {
-	const struct seg_ent *se = &fs->sit[(uint64_t)mz * fs->sb.segs_per_zone];
-	uint64_t sum = 0, n = 0;
-	uint32_t s;
-
-	for (s = 0; s < fs->sb.segs_per_zone; s++) {
-		sum += se[s].mtime * se[s].valid;
-		n += se[s].valid;
-	}
-	return n ? sum / n : 0;
+	return fs->zone_valid[mz] ? fs->zone_born[mz] / fs->zone_valid[mz] : 0;
 }
 
 /* Cost-benefit as in the log-structured file system papers: the space a victim frees, (1-u),
@@ -362,13 +355,19 @@ int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 {
 	uint32_t mz = zone - fs->sb.main_zone_first, s, need = 2;
 	uint64_t to[2] = {0, 0}; /* valid data blocks bound for the cold and the frozen log */
-	const struct seg_ent *se = &fs->sit[(uint64_t)mz * fs->sb.segs_per_zone];
 	int fold = fs->log_of[ZLFS_LOG_COLD_DATA] == fs->log_of[ZLFS_LOG_FROZEN_DATA];
 
 	zlock_lock(&fs->seg_lock);
-	for (s = 0; s < fs->sb.segs_per_zone; s++)
-		if (se[s].valid)
-			to[!fold && gc_dest_log(fs, se[s].log) == ZLFS_LOG_FROZEN_DATA] += se[s].valid;
+	for (s = 0; s < fs->sb.segs_per_zone; s++) {
+		const struct seg_ent *se = sit_ent_locked(fs, mz * fs->sb.segs_per_zone + s);
+
+		if (!se) {
+			zlock_unlock(&fs->seg_lock);
+			return 0;
+		}
+		if (se->valid)
+			to[!fold && gc_dest_log(fs, se->log) == ZLFS_LOG_FROZEN_DATA] += se->valid;
+	}
 	need += to[0] > seg_log_room_locked(fs, ZLFS_LOG_COLD_DATA);
 	need += to[1] && to[1] > seg_log_room_locked(fs, ZLFS_LOG_FROZEN_DATA);
 	zlock_unlock(&fs->seg_lock);

@@ -23,7 +23,7 @@
 
 struct zlfs_cli {
 	char *device;
-	char *wb_policy, *wb_budget, *wb_slot, *wb_superpage;
+	char *wb_policy, *wb_budget, *wb_slot, *wb_superpage, *meta_cache;
 	int no_gc;
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
@@ -54,6 +54,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("gc_valid_thresh=%u", gc_valid_thresh, 0),
 	OPT("pe_cycles=%u", pe_cycles, 0),
 	OPT("wb_budget=%s", wb_budget, 0),
+	OPT("meta_cache=%s", meta_cache, 0),
 	OPT("wb_slot=%s", wb_slot, 0),
 	OPT("wb_superpage=%s", wb_superpage, 0),
 	OPT("keyfile=%s", keyfile, 0),
@@ -103,6 +104,8 @@ static void usage(const char *prog)
 	       "    wb_budget=SIZE       write buffer memory (default 4M)\n"
 	       "    wb_slot=SIZE         dynamic slot size, one program unit (default 192K)\n"
 	       "    wb_superpage=SIZE    static buffer size per zone (default 768K)\n"
+	       "    meta_cache=SIZE      memory for NAT and SIT pages, read on demand (default\n"
+	       "                         32M; at least 512K)\n"
 	       "    gc_high=PCT          background GC starts below PCT%% free zones (default 60)\n"
 	       "    gc_low=PCT           boosted GC below PCT%% free zones, cleaning ahead (default:\n"
 	       "                         below a target paced to the write rate)\n"
@@ -227,6 +230,10 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 
 	if (wb_options(c, &mo.wb) || gc_options(c, &gco))
 		return 2;
+	if (c->meta_cache && (mo.meta_cache = parse_size(c->meta_cache)) < (512u << 10)) {
+		fprintf(stderr, "zlfs: meta_cache takes a size of at least 512K (K, M or G)\n");
+		return 2;
+	}
 	if (c->entry_timeout < 0 || c->attr_timeout < 0) {
 		fprintf(stderr, "zlfs: entry_timeout and attr_timeout take seconds >= 0\n");
 		return 2;
@@ -326,6 +333,7 @@ int main(int argc, char **argv)
 	free(c.device);
 	free(c.wb_policy);
 	free(c.wb_budget);
+	free(c.meta_cache);
 	free(c.wb_slot);
 	free(c.wb_superpage);
 	free(c.keyfile);

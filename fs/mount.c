@@ -291,7 +291,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	if (!ret) /* a wrong key must be refused before recovery writes anything */
 		ret = key_load(fs, o->key, path);
 	if (!ret)
-		ret = ckpt_load(fs);
+		ret = ckpt_load(fs, o->meta_cache);
 	if (!ret)
 		ret = node_init(fs);
 	for (t = 0; !ret && t < ZLFS_NR_LOG_TYPES; t++)

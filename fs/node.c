@@ -26,69 +26,151 @@ static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
 	return (nid * 2654435761u) % fs->ncache_buckets;
 }
 
-static void bit_set(uint8_t *map, uint32_t i) { map[i / 8] |= (uint8_t)(1u << (i % 8)); }
-static int bit_test(const uint8_t *map, uint32_t i) { return map[i / 8] & (1u << (i % 8)); }
-
 /* ---- the NAT ------------------------------------------------------------------------------ */
 
-static void nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
+#define FREE_NIDS_MAX 4096       /* free nids kept at hand (16 KiB) */
+#define FREE_NIDS_SCAN 64        /* NAT blocks one refill looks at, at most */
+
+static int nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 {
-	fs->nat[nid].blkaddr = addr;
-	fs->nat[nid].ino = ino;
+	struct nat_ent *e = nat_ent_locked(fs, nid);
+
+	if (!e)
+		return -EIO;
+	e->blkaddr = addr;
+	e->ino = ino;
 	if (!fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK]) {
 		fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
 		__atomic_add_fetch(&fs->dirty_meta, 1, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
-void nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
+int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 {
+	int ret;
+
 	zlock_lock(&fs->nat_lock);
-	nat_set_locked(fs, nid, addr, ino);
+	ret = nat_set_locked(fs, nid, addr, ino);
 	zlock_unlock(&fs->nat_lock);
+	return ret;
 }
 
-struct nat_ent nat_get(struct zlfs_fs *fs, uint32_t nid)
+int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 {
-	struct nat_ent e = {0};
+	const struct nat_ent *p;
 
+	memset(e, 0, sizeof(*e));
 	if (nid >= fs->sb.max_nid)
-		return e;
+		return 0;
 	zlock_lock(&fs->nat_lock);
-	e = fs->nat[nid];
+	p = nat_ent_locked(fs, nid);
+	if (p)
+		*e = *p;
 	zlock_unlock(&fs->nat_lock);
-	return e;
+	return p ? 0 : -EIO;
+}
+
+/* Collect free nids from nid_hint to the end of its NAT block, and move the hint past them.
+ * A block never written is free throughout and is not read; one that was is read once (then
+ * cached). Nids freed since the last checkpoint are held back. -EIO when the block cannot be
+ * read. */
+static int nid_collect(struct zlfs_fs *fs, uint32_t *held)
+{
+	uint32_t nid = fs->nid_hint, b = nid / ZLFS_NAT_PER_BLOCK, end = (b + 1) * ZLFS_NAT_PER_BLOCK;
+	int unwritten = nat_block_unused_locked(fs, b);
+
+	if (end > fs->sb.max_nid)
+		end = fs->sb.max_nid;
+	for (; nid < end && fs->nr_free_nids < FREE_NIDS_MAX; nid++) {
+		const struct nat_ent *e;
+
+		if (nid == ZLFS_NID_NULL)
+			continue;
+		if (!unwritten) {
+			if (!(e = nat_ent_locked(fs, nid)))
+				return -EIO;
+			if (e->blkaddr != ZLFS_ADDR_NULL)
+				continue;
+		}
+		if (nidset_has(&fs->nid_freed, nid)) {
+			(*held)++;
+			continue;
+		}
+		fs->free_nids[fs->nr_free_nids++] = nid;
+	}
+	fs->nid_hint = nid < fs->sb.max_nid ? nid : 0;
+	return 0;
+}
+
+/* Refill the free list from the NAT where the last refill stopped: FREE_NIDS_SCAN blocks, or
+ * on until one free nid is found. New inodes' nids, and so their NAT pages, stay close. The
+ * list is reversed, since nids are taken from its end. -ENOSPC when the whole table was
+ * looked at and nothing is free, -EAGAIN when only nids freed since the last checkpoint are. */
+static int nid_refill(struct zlfs_fs *fs)
+{
+	uint32_t blocks = fs->sb.nat_blocks + 1, held = 0, i, t;
+	int ret;
+
+	for (i = 0; i < blocks && (i < FREE_NIDS_SCAN || !fs->nr_free_nids) &&
+		    fs->nr_free_nids < FREE_NIDS_MAX; i++)
+		if ((ret = nid_collect(fs, &held)))
+			return ret;
+	for (i = 0; i < fs->nr_free_nids / 2; i++) {
+		t = fs->free_nids[i];
+		fs->free_nids[i] = fs->free_nids[fs->nr_free_nids - 1 - i];
+		fs->free_nids[fs->nr_free_nids - 1 - i] = t;
+	}
+	return fs->nr_free_nids ? 0 : held ? -EAGAIN : -ENOSPC;
+}
+
+/* A listed nid that is no longer free (recovery or fsck gave it an owner) is skipped. */
+static int nid_take(struct zlfs_fs *fs, uint32_t *nid)
+{
+	int ret;
+
+	for (;;) {
+		const struct nat_ent *e;
+
+		if (!fs->nr_free_nids && (ret = nid_refill(fs)))
+			return ret;
+		*nid = fs->free_nids[--fs->nr_free_nids];
+		if (!(e = nat_ent_locked(fs, *nid)))
+			return -EIO;
+		if (e->blkaddr == ZLFS_ADDR_NULL && !nidset_has(&fs->nid_freed, *nid))
+			return 0;
+	}
+}
+
+uint32_t nid_resume_point(struct zlfs_fs *fs)
+{
+	uint32_t nid;
+
+	zlock_lock(&fs->nat_lock);
+	nid = fs->nr_free_nids ? fs->free_nids[fs->nr_free_nids - 1] : fs->nid_hint;
+	zlock_unlock(&fs->nat_lock);
+	return nid;
 }
 
 int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 {
-	uint32_t n = fs->sb.max_nid, i, cand, held = 0;
-	int ret = -ENOSPC;
+	uint32_t cand;
+	int ret;
 
 	zlock_lock(&fs->nat_lock);
-	for (i = 0; i < n; i++) {
-		cand = (fs->nid_hint + i) % n;
-		if (cand == ZLFS_NID_NULL || fs->nat[cand].blkaddr != ZLFS_ADDR_NULL)
-			continue;
-		if (bit_test(fs->nid_freed, cand)) {
-			held++;
-			continue;
-		}
-		fs->nid_hint = cand + 1;
-		nat_set_locked(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
+	ret = nid_take(fs, &cand);
+	if (!ret)
+		ret = nat_set_locked(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
+	if (!ret) {
 		if (!ino) /* its name is not durable until a checkpoint */
-			bit_set(fs->nofast, cand);
+			nidset_add(&fs->nofast, cand);
 		fs->valid_nodes++;
 		if (!ino)
 			fs->valid_inodes++;
 		*nid = cand;
-		ret = 0;
-		break;
 	}
 	zlock_unlock(&fs->nat_lock);
-	if (ret && held)
-		ret = -EAGAIN; /* a checkpoint releases the nids freed since the last one */
 	return ret;
 }
 
@@ -97,7 +179,7 @@ int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
 	int ret;
 
 	zlock_lock(&fs->nat_lock);
-	ret = !!bit_test(fs->nofast, ino);
+	ret = nidset_has(&fs->nofast, ino);
 	zlock_unlock(&fs->nat_lock);
 	return ret;
 }
@@ -238,9 +320,10 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	const struct zlfs_blkhdr *h = buf;
 	uint32_t nid = le32_get(h->index);
 	struct node_page *np;
+	struct nat_ent e;
 
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
-	    ncache_find(fs, nid) || nat_get(fs, nid).blkaddr != addr ||
+	    ncache_find(fs, nid) || nat_get(fs, nid, &e) || e.blkaddr != addr ||
 	    zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX) || ncache_add(fs, nid, &np))
 		return;
 	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
@@ -275,6 +358,7 @@ static int node_read_in(struct zlfs_fs *fs, struct node_page *np, uint32_t addr,
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 {
 	struct node_page *np;
+	struct nat_ent e;
 	uint32_t addr, n = 1;
 	int ret;
 
@@ -289,10 +373,11 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 		*out = np;
 		return 0;
 	}
-	addr = nat_get(fs, nid).blkaddr;
-	if (addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW) {
+	ret = nat_get(fs, nid, &e);
+	addr = e.blkaddr;
+	if (ret || addr == ZLFS_ADDR_NULL || addr == ZLFS_ADDR_NEW) {
 		zlock_unlock(&fs->ncache_lock);
-		return -ENOENT;
+		return ret ? ret : -ENOENT;
 	}
 	ret = ncache_add(fs, nid, &np);
 	if (ret) {
@@ -390,14 +475,14 @@ void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot)
 void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
 {
 	zlock_lock(&fs->nat_lock);
-	bit_set(fs->nofast, ino);
+	nidset_add(&fs->nofast, ino);
 	zlock_unlock(&fs->nat_lock);
 }
 
 void node_free(struct zlfs_fs *fs, uint32_t nid)
 {
 	struct node_page *np;
-	struct nat_ent e;
+	struct nat_ent e, *ep;
 
 	/* Page and NAT entry go together, so a read-ahead never brings the freed node back. */
 	zlock_lock(&fs->ncache_lock);
@@ -409,15 +494,16 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 		ncache_remove(fs, np);
 	}
 	zlock_lock(&fs->nat_lock);
-	e = fs->nat[nid];
+	ep = nat_ent_locked(fs, nid); /* NULL: logged, and nothing more is written */
+	e = ep ? *ep : (struct nat_ent){0};
 	if (e.blkaddr != ZLFS_ADDR_NULL) {
-		bit_set(fs->nid_freed, nid);
+		nidset_add(&fs->nid_freed, nid);
 		/* Roll-forward cannot free nodes: the owner's next fsync takes a checkpoint. */
-		bit_set(fs->nofast, e.ino);
+		nidset_add(&fs->nofast, e.ino);
 		if (e.ino == nid)
 			fs->valid_inodes--;
 		fs->valid_nodes--;
-		fs->nat[nid].version++;
+		ep->version++;
 		nat_set_locked(fs, nid, ZLFS_ADDR_NULL, 0);
 	}
 	zlock_unlock(&fs->nat_lock);
@@ -435,9 +521,13 @@ static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flag
 			 enum zlfs_log_type log, uint8_t *copy)
 {
 	struct zlfs_blkhdr *h = (struct zlfs_blkhdr *)copy;
-	uint32_t old = nat_get(fs, np->nid).blkaddr, addr;
-	int ret;
+	struct nat_ent e;
+	uint32_t old, addr;
+	int ret = nat_get(fs, np->nid, &e);
 
+	if (ret)
+		return ret;
+	old = e.blkaddr;
 	memcpy(copy, np->buf, ZLFS_BLOCK_SIZE);
 	h->flags = le16_put(flags);
 	blk_seal(fs, copy);
@@ -445,7 +535,9 @@ static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flag
 	if (ret)
 		return ret;
 	seg_mark(fs, old, 0);
-	nat_set(fs, np->nid, addr, le32_get(h->ino));
+	ret = nat_set(fs, np->nid, addr, le32_get(h->ino));
+	if (ret)
+		return ret;
 	zlock_lock(&fs->ncache_lock);
 	node_clean(fs, np);
 	zlock_unlock(&fs->ncache_lock);
@@ -563,8 +655,8 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 void node_ckpt_done(struct zlfs_fs *fs)
 {
 	zlock_lock(&fs->nat_lock);
-	memset(fs->nofast, 0, fs->sb.max_nid / 8 + 1);
-	memset(fs->nid_freed, 0, fs->sb.max_nid / 8 + 1);
+	nidset_clear(&fs->nofast);
+	nidset_clear(&fs->nid_freed);
 	zlock_unlock(&fs->nat_lock);
 }
 
@@ -592,9 +684,11 @@ int node_init(struct zlfs_fs *fs)
 {
 	fs->ncache_buckets = 4096;
 	fs->ncache = calloc(fs->ncache_buckets, sizeof(*fs->ncache));
-	fs->nofast = calloc(fs->sb.max_nid / 8 + 1, 1);
-	fs->nid_freed = calloc(fs->sb.max_nid / 8 + 1, 1);
-	if (!fs->ncache || !fs->nofast || !fs->nid_freed)
+	fs->free_nids = malloc(FREE_NIDS_MAX * sizeof(*fs->free_nids));
+	fs->nr_free_nids = 0;
+	if (fs->nid_hint >= fs->sb.max_nid)
+		fs->nid_hint = 0;
+	if (!fs->ncache || !fs->free_nids)
 		return -ENOMEM;
 	return icache_init(fs);
 }
@@ -612,9 +706,9 @@ void node_destroy(struct zlfs_fs *fs)
 	zlock_unlock(&fs->ncache_lock);
 	free(fs->ncache);
 	fs->ncache = NULL;
-	free(fs->nofast);
-	fs->nofast = NULL;
-	free(fs->nid_freed);
-	fs->nid_freed = NULL;
+	nidset_free(&fs->nofast);
+	nidset_free(&fs->nid_freed);
+	free(fs->free_nids);
+	fs->free_nids = NULL;
 	icache_destroy(fs);
 }

@@ -149,11 +149,7 @@ static int is_log_zone(const struct zlfs_fs *fs, uint32_t zone)
 
 static uint32_t zone_valid_blocks(const struct zlfs_fs *fs, uint32_t zone)
 {
-	uint32_t mz = zone - fs->sb.main_zone_first, s, n = 0;
-
-	for (s = 0; s < fs->sb.segs_per_zone; s++)
-		n += fs->sit[mz * fs->sb.segs_per_zone + s].valid;
-	return n;
+	return fs->zone_valid[zone - fs->sb.main_zone_first]; /* mount: no other thread yet */
 }
 
 /* A zone the checkpoint calls free but that was written afterwards. */
@@ -252,9 +248,13 @@ static int diff_data(struct rec *r, uint32_t nid, const void *oldb, const void *
 static int apply_node(struct rec *r, const struct rnode *rn)
 {
 	struct zlfs_fs *fs = r->fs;
-	uint32_t old = fs->nat[rn->nid].blkaddr;
-	int ret;
+	struct nat_ent e;
+	uint32_t old;
+	int ret = nat_get(fs, rn->nid, &e);
 
+	if (ret)
+		return ret;
+	old = e.blkaddr;
 	ret = zdev_read(fs->dev, r->buf, ZLFS_BLOCK_SIZE, (uint64_t)rn->addr * ZLFS_BLOCK_SIZE);
 	if (!ret && old != ZLFS_ADDR_NULL)
 		ret = zdev_read(fs->dev, r->old, ZLFS_BLOCK_SIZE, (uint64_t)old * ZLFS_BLOCK_SIZE);
@@ -274,8 +274,8 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 	}
 	seg_mark(fs, old, 0);
 	seg_mark(fs, rn->addr, 1);
-	nat_set(fs, rn->nid, rn->addr, le32_get(((struct zlfs_blkhdr *)r->buf)->ino));
-	return note_owner(r, rn->addr, rn->nid, ZLFS_SUM_NODE);
+	ret = nat_set(fs, rn->nid, rn->addr, le32_get(((struct zlfs_blkhdr *)r->buf)->ino));
+	return ret ? ret : note_owner(r, rn->addr, rn->nid, ZLFS_SUM_NODE);
 }
 
 /* Recovered blocks in a log's open segment get their summary entries back. */

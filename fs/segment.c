@@ -70,7 +70,9 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid, uint64
 	in_zone = addr % zone_blocks(fs);
 	segno = segno_of(fs, (uint32_t)mz, in_zone);
 	bit = in_zone % fs->sb.seg_blocks;
-	se = &fs->sit[segno];
+	se = sit_ent_locked(fs, segno);
+	if (!se)
+		return; /* read-only from here: nothing will be written with this count */
 	if (!valid && fs->remap)
 		remap_drop_locked(fs, addr); /* a dead or moved block needs no owner */
 	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid) {
@@ -80,8 +82,11 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid, uint64
 	}
 	se->bitmap[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	if (valid) {
+		uint64_t before = se->mtime * se->valid; /* the zone's age sum, modulo 2^64 */
+
 		se->mtime = se->valid ? (se->mtime * se->valid + born) / (se->valid + 1u) : born;
 		se->valid++;
+		fs->zone_born[mz] += se->mtime * se->valid - before;
 		fs->zone_valid[mz]++;
 		fs->valid_blocks++;
 		if (fs->zone_state[mz] == ZONE_FREE) { /* only recovery adds blocks to such a zone */
@@ -90,6 +95,7 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid, uint64
 		}
 	} else {
 		se->valid--;
+		fs->zone_born[mz] -= se->mtime;
 		fs->valid_blocks--;
 		if (--fs->zone_valid[mz] == 0 && fs->zone_state[mz] == ZONE_USED)
 			fs->zone_prefree[mz] = 1;
@@ -113,25 +119,27 @@ void seg_mark_n(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, int valid)
 	zlock_unlock(&fs->seg_lock);
 }
 
-/* The SIT entry of the segment holding ADDR, or NULL outside the main area. */
-static const struct seg_ent *seg_ent_of(const struct zlfs_fs *fs, uint32_t addr)
+/* The SIT entry of the segment holding ADDR, or NULL outside the main area (or unreadable);
+ * seg_lock held. */
+static const struct seg_ent *seg_ent_of(struct zlfs_fs *fs, uint32_t addr)
 {
 	int64_t mz = main_zone_of(fs, addr);
 
-	return mz < 0 ? NULL : &fs->sit[segno_of(fs, (uint32_t)mz, addr % zone_blocks(fs))];
+	return mz < 0 ? NULL : sit_ent_locked(fs, segno_of(fs, (uint32_t)mz, addr % zone_blocks(fs)));
 }
 
 void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log)
 {
-	const struct seg_ent *se = seg_ent_of(fs, addr);
+	const struct seg_ent *se;
 
 	*born = (uint64_t)time(NULL);
 	*log = ZLFS_LOG_NONE;
-	if (!se)
-		return;
 	zlock_lock(&fs->seg_lock);
-	*born = se->mtime;
-	*log = se->log;
+	se = seg_ent_of(fs, addr);
+	if (se) {
+		*born = se->mtime;
+		*log = se->log;
+	}
 	zlock_unlock(&fs->seg_lock);
 }
 
@@ -358,9 +366,9 @@ uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max)
 
 	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
 		return 1;
-	se = &fs->sit[(zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + in_zone / seg];
 	zlock_lock(&fs->seg_lock);
-	for (i = b; i + 1 < seg && i < b + max; i++)
+	se = sit_ent_locked(fs, (zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + in_zone / seg);
+	for (i = b; se && i + 1 < seg && i < b + max; i++)
 		if (se->bitmap[i / 8] & (1u << (i % 8)))
 			last = i;
 	zlock_unlock(&fs->seg_lock);
@@ -608,6 +616,7 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 			  uint64_t born, uint32_t *addr)
 {
 	uint32_t seg = fs->sb.seg_blocks, slot, k, i, first;
+	struct seg_ent *se;
 	int ret = seg_ready(fs, l, type);
 
 	if (ret)
@@ -629,8 +638,9 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 	l->next_blk += k;
 	for (i = 0; i < k; i++)
 		seg_mark_locked(fs, first + i, 1, born);
-	fs->sit[segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1)].log =
-		(uint8_t)fs->log_of[type];
+	se = sit_ent_locked(fs, segno_of(fs, l->zone - fs->sb.main_zone_first, l->next_blk - 1));
+	if (se)
+		se->log = (uint8_t)fs->log_of[type];
 	zlock_unlock(&fs->seg_lock);
 	if (slot + k + 1 == seg) { /* the segment's data is complete: close it now */
 		ret = seg_write_summary(fs, l);
@@ -723,9 +733,9 @@ int seg_is_valid(struct zlfs_fs *fs, uint32_t addr)
 
 	if (mz < 0)
 		return 0;
-	se = &fs->sit[segno_of(fs, (uint32_t)mz, in_zone)];
 	zlock_lock(&fs->seg_lock);
-	ret = !!(se->bitmap[bit / 8] & (1u << (bit % 8)));
+	se = sit_ent_locked(fs, segno_of(fs, (uint32_t)mz, in_zone));
+	ret = !se || (se->bitmap[bit / 8] & (1u << (bit % 8))); /* unknown: keep it */
 	zlock_unlock(&fs->seg_lock);
 	return ret;
 }
@@ -752,16 +762,13 @@ void seg_pin(struct zlfs_fs *fs, uint32_t zone)
 
 int seg_init(struct zlfs_fs *fs)
 {
-	uint32_t mz, s, i;
+	uint32_t mz, i;
 
 	fs->gc_pin = ZLFS_ZONE_NONE;
 	ATOMIC_SET(&fs->free_zones, 0);
 	ATOMIC_SET(&fs->retired_zones, 0);
 	fs->valid_blocks = 0;
-	for (mz = 0; mz < fs->sb.main_zones; mz++) {
-		fs->zone_valid[mz] = 0;
-		for (s = 0; s < fs->sb.segs_per_zone; s++)
-			fs->zone_valid[mz] += fs->sit[mz * fs->sb.segs_per_zone + s].valid;
+	for (mz = 0; mz < fs->sb.main_zones; mz++) { /* zone_valid: sit_scan's, then seg_mark's */
 		fs->valid_blocks += fs->zone_valid[mz];
 		fs->zone_state[mz] = fs->zone_valid[mz] ? ZONE_USED : ZONE_FREE;
 	}

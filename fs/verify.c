@@ -102,6 +102,42 @@ static int in_main(const struct zlfs_fs *fs, uint32_t addr)
 
 static int bit(const uint8_t *map, uint32_t i) { return !!(map[i / 8] & (1u << (i % 8))); }
 
+/* NID's NAT entry; one that cannot be read makes the report incomplete and reads as free. */
+static struct nat_ent chk_nat(struct chk *c, uint32_t nid)
+{
+	struct nat_ent e;
+
+	if (nat_get(c->fs, nid, &e))
+		c->rep->incomplete = 1;
+	return e;
+}
+
+static int nat_block_unused(struct zlfs_fs *fs, uint32_t b)
+{
+	int ret;
+
+	zlock_lock(&fs->nat_lock);
+	ret = nat_block_unused_locked(fs, b);
+	zlock_unlock(&fs->nat_lock);
+	return ret;
+}
+
+/* Segment SEG's SIT entry, as chk_nat. */
+static struct seg_ent chk_sit(struct chk *c, uint32_t seg)
+{
+	struct seg_ent e = {0};
+	const struct seg_ent *p;
+
+	zlock_lock(&c->fs->seg_lock);
+	p = sit_ent_locked(c->fs, seg);
+	if (p)
+		e = *p;
+	zlock_unlock(&c->fs->seg_lock);
+	if (!p)
+		c->rep->incomplete = 1;
+	return e;
+}
+
 /* Mark ADDR referenced by WHAT; a second reference or an address outside the main area is an
  * error. */
 static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *what)
@@ -149,14 +185,16 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth);
 /* A child node NID under inode INO: NAT must agree, then walk it. DEPTH < 0: xattr node. */
 static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 {
-	if (nid >= c->fs->sb.max_nid || c->fs->nat[nid].blkaddr == ZLFS_ADDR_NULL) {
+	struct nat_ent e = chk_nat(c, nid);
+
+	if (nid >= c->fs->sb.max_nid || e.blkaddr == ZLFS_ADDR_NULL) {
 		finding(c, ZLFS_FIND_ERROR, "inode %u points to node %u, which the NAT lists as free",
 			ino, nid);
 		return;
 	}
-	if (c->fs->nat[nid].ino != ino)
+	if (e.ino != ino)
 		finding(c, ZLFS_FIND_ERROR, "node %u belongs to inode %u in the NAT but hangs under "
-			"inode %u", nid, c->fs->nat[nid].ino, ino);
+			"inode %u", nid, e.ino, ino);
 	if (c->seen[nid]) {
 		finding(c, ZLFS_FIND_ERROR, "node %u is reached twice", nid);
 		return;
@@ -211,7 +249,7 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 		c->rep->incomplete = 1;
 		return ret;
 	}
-	ref_block(c, c->fs->nat[nid].blkaddr, ino, "node");
+	ref_block(c, chk_nat(c, nid).blkaddr, ino, "node");
 	n = np->buf;
 	kind = le16_get(n->hdr.kind);
 	if (le32_get(n->hdr.ino) != ino)
@@ -262,7 +300,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	uint32_t i, xnid = le32_get(in->xattr_nid);
 
 	check_inode_fields(c, np);
-	ref_block(c, c->fs->nat[np->nid].blkaddr, np->nid, "inode");
+	ref_block(c, chk_nat(c, np->nid).blkaddr, np->nid, "inode");
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
 		for (i = 0; i < ZLFS_INODE_ADDRS; i++)
 			if (le32_get(in->addr[i]))
@@ -275,10 +313,14 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 		walk_child(c, xnid, np->nid, -1);
 }
 
-static int is_inode(const struct chk *c, uint32_t ino)
+static int is_inode(struct chk *c, uint32_t ino)
 {
-	return ino && ino < c->fs->sb.max_nid && c->fs->nat[ino].blkaddr != ZLFS_ADDR_NULL &&
-	       c->fs->nat[ino].ino == ino;
+	struct nat_ent e;
+
+	if (!ino || ino >= c->fs->sb.max_nid)
+		return 0;
+	e = chk_nat(c, ino);
+	return e.blkaddr != ZLFS_ADDR_NULL && e.ino == ino;
 }
 
 static int dir_readable(struct chk *c, struct node_page *np)
@@ -497,8 +539,14 @@ static void check_unreachable(struct chk *c)
 	check_orphans(c);
 	walk_lost_inodes(c);
 	for (nid = 1; nid < c->fs->sb.max_nid; nid++) {
-		const struct nat_ent *e = &c->fs->nat[nid];
+		struct nat_ent en;
+		const struct nat_ent *e = &en;
 
+		if (nid % ZLFS_NAT_PER_BLOCK == 0 && nat_block_unused(c->fs, nid / ZLFS_NAT_PER_BLOCK)) {
+			nid += ZLFS_NAT_PER_BLOCK - 1; /* never written: every nid in it is free */
+			continue;
+		}
+		en = chk_nat(c, nid);
 		if (e->blkaddr == ZLFS_ADDR_NULL || c->seen[nid] == SEEN_NODE ||
 		    c->seen[nid] == SEEN_REACHED)
 			continue;
@@ -521,7 +569,8 @@ static void check_unreachable(struct chk *c)
 static void check_segment(struct chk *c, uint32_t seg)
 {
 	const struct zlfs_sb_info *s = &c->fs->sb;
-	const struct seg_ent *se = &c->fs->sit[seg];
+	struct seg_ent sit = chk_sit(c, seg);
+	const struct seg_ent *se = &sit;
 	uint32_t zone = s->main_zone_first + seg / s->segs_per_zone;
 	uint32_t base = zone * zlfs_zone_blocks(s) + (seg % s->segs_per_zone) * s->seg_blocks;
 	uint32_t b, n = 0;
@@ -562,7 +611,8 @@ static uint32_t zone_needed(struct chk *c, uint32_t mz)
 	uint32_t seg, t, last = 0, zone = s->main_zone_first + mz;
 
 	for (seg = 0; seg < s->segs_per_zone; seg++) {
-		const struct seg_ent *se = &c->fs->sit[mz * s->segs_per_zone + seg];
+		struct seg_ent sit = chk_sit(c, mz * s->segs_per_zone + seg);
+		const struct seg_ent *se = &sit;
 
 		for (t = 0; t < s->seg_blocks; t++)
 			if (bit(se->bitmap, t))

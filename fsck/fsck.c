@@ -423,14 +423,19 @@ static int block_on_device(struct zlfs_fs *fs, uint32_t addr)
 /* A segment's count from its bitmap: after the bitmap repairs of this round. */
 static void fix_seg_count(struct fsck_run *r, struct zlfs_fs *fs, uint32_t seg)
 {
-	struct seg_ent *se = &fs->sit[seg];
 	uint32_t b, n = 0, mz = seg / fs->sb.segs_per_zone;
+	struct seg_ent *se;
 
-	for (b = 0; b < fs->sb.seg_blocks; b++)
+	zlock_lock(&fs->seg_lock);
+	se = sit_ent_locked(fs, seg);
+	for (b = 0; se && b < fs->sb.seg_blocks; b++)
 		n += !!(se->bitmap[b / 8] & (1u << (b % 8)));
-	if (n == se->valid)
+	if (!se || n == se->valid) {
+		zlock_unlock(&fs->seg_lock);
 		return;
+	}
 	fs->zone_valid[mz] = fs->zone_valid[mz] - se->valid + n;
+	fs->zone_born[mz] = fs->zone_born[mz] - se->mtime * se->valid + se->mtime * n;
 	fs->valid_blocks = fs->valid_blocks - se->valid + n;
 	said(r, "segment %u: valid block count %u set to %u", seg, se->valid, n);
 	se->valid = (uint16_t)n;
@@ -439,6 +444,7 @@ static void fix_seg_count(struct fsck_run *r, struct zlfs_fs *fs, uint32_t seg)
 		fs->dirty_meta++;
 	}
 	fs->dirty = 1;
+	zlock_unlock(&fs->seg_lock);
 }
 
 /* A new /lost+found under ROOT: encrypted under an encrypted root, as any new directory. */
@@ -561,29 +567,24 @@ static int fix_dentry(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_
 	return ret;
 }
 
-/* Whether block ADDR (in the main area) is valid in the SIT now: an earlier repair of the
- * round (a node freed) may have settled it already. */
-static int sit_valid(const struct zlfs_fs *fs, uint32_t addr)
-{
-	uint32_t zb = zlfs_zone_blocks(&fs->sb), in_zone = addr % zb;
-	uint32_t seg = (addr / zb - fs->sb.main_zone_first) * fs->sb.segs_per_zone +
-		       in_zone / fs->sb.seg_blocks, b = in_zone % fs->sb.seg_blocks;
-
-	return !!(fs->sit[seg].bitmap[b / 8] & (1u << (b % 8)));
-}
-
 /* Frees need a complete picture of what is referenced: one unreadable node and its blocks
  * would look leaked. */
 static int fix_free(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
 {
+	struct nat_ent e;
+	int ret;
+
 	if (f->kind == ZLFS_FIX_BLOCK_FREE) {
-		if (!sit_valid(fs, f->a))
+		if (!seg_is_valid(fs, f->a)) /* an earlier repair of the round settled it */
 			return -EAGAIN;
 		seg_mark(fs, f->a, 0);
 		said(r, "block %u: valid in the SIT but unreferenced, freed", f->a);
 		return 0;
 	}
-	if (fs->nat[f->a].ino >= fs->sb.max_nid)
+	ret = nat_get(fs, f->a, &e);
+	if (ret)
+		return ret;
+	if (e.ino >= fs->sb.max_nid)
 		return -EUCLEAN;
 	node_free(fs, f->a);
 	said(r, "node %u: in the NAT but unreachable, freed", f->a);
@@ -612,7 +613,7 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 	case ZLFS_FIX_NODE_FREE:
 		return complete ? fix_free(r, fs, f) : -EAGAIN;
 	case ZLFS_FIX_BLOCK_VALID:
-		if (!block_on_device(fs, f->a) || sit_valid(fs, f->a))
+		if (!block_on_device(fs, f->a) || seg_is_valid(fs, f->a))
 			return -ENODATA; /* the device lost it: not something to mark valid */
 		seg_mark(fs, f->a, 1);
 		said(r, "block %u: referenced but free in the SIT, marked valid", f->a);
