@@ -222,6 +222,14 @@ int json_valid(void)
 	return tu_sh("python3 -c 'import json,sys; json.load(open(sys.argv[1]))' %s", out) == 0;
 }
 
+uint32_t nat_addr_of(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct nat_ent e;
+
+	ck_assert_int_eq(nat_get(fs, nid, &e), 0);
+	return e.blkaddr;
+}
+
 /* Device block of data block IDX of inode INO (after roll-forward, read-only). */
 uint32_t data_block_of(uint32_t ino, uint64_t idx)
 {

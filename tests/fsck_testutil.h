@@ -65,6 +65,8 @@ void no_zone_rewound(const struct snap *a, const struct snap *b, uint32_t first_
 uint32_t main_first(void);
 uint64_t sb_scan_time(void);
 uint32_t data_block_of(uint32_t ino, uint64_t idx);
+/* The block the mounted FS's NAT gives node NID (the test fails if it cannot be read). */
+uint32_t nat_addr_of(struct zlfs_fs *fs, uint32_t nid);
 void expect_device_error_everywhere(uint32_t first);
 
 /* ---- the tests, by file; test_fsck.c puts them in order ------------------------------- */

@@ -216,7 +216,7 @@ START_TEST(t_lost_fsynced_write)
 	populate("lostnode.img", NULL);
 	crash_after_fsync(1);
 	fs = mount_rw(img, 1);
-	addr = fs->nat[ino_f2].blkaddr; /* the fsync'ed inode, as roll-forward found it */
+	addr = nat_addr_of(fs, ino_f2); /* the fsync'ed inode, as roll-forward found it */
 	files_unmount(fs);
 	zone_truncate(addr / zb, addr % zb);
 	ck_assert_int_eq(fsck("-n --json", img), 0);

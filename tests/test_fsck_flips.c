@@ -220,7 +220,7 @@ START_TEST(t_inode_flipped)
 	populate("inoflip.img", NULL);
 	first = main_first();
 	fs = mount_rw(img, 1);
-	addr = fs->nat[ino_f1].blkaddr;
+	addr = nat_addr_of(fs, ino_f1);
 	files_unmount(fs);
 	flip_block(addr, ZLFS_KIND_INODE, 500);
 	snprintf(s, sizeof(s), "inode %u unreadable", ino_f1);
