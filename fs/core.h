@@ -459,6 +459,12 @@ void mcache_destroy(struct zlfs_fs *fs);
 struct nat_ent *nat_ent_locked(struct zlfs_fs *fs, uint32_t nid);
 /* Segment SEGNO's entry in its cached SIT page, with seg_lock held; as nat_ent_locked. */
 struct seg_ent *sit_ent_locked(struct zlfs_fs *fs, uint32_t segno);
+/* Why the NAT's (SIT's, when SIT) last page could not be read: -EUCLEAN for a damaged block,
+ * -EIO, -ENOMEM. The table's lock held. */
+int mcache_error(struct zlfs_fs *fs, int sit);
+/* Read and verify every NAT and SIT block the checkpoint references (fsck: a damaged one
+ * makes the checkpoint unusable, as a mount that read them all used to find). */
+int mcache_verify_all(struct zlfs_fs *fs);
 /* NAT block B was never written and is not cached: every nid in it is free (nat_lock held). */
 int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b);
 /* The disk form of NAT (SIT) block B's entries, for a checkpoint; the owner's lock held. */

@@ -222,7 +222,7 @@ static void dpage_clean(struct zlfs_fs *fs, struct dpage *p)
 static void dpage_free(struct zlfs_fs *fs, struct dpage *p)
 {
 	dpage_clean(fs, p);
-	zdev_buf_free(p->blk);
+	zdev_page_free(p->blk);
 	free(p);
 }
 
@@ -452,7 +452,7 @@ static int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, in
 	if (addr == ZLFS_ADDR_NULL && !create)
 		return -ENOENT;
 	p = calloc(1, sizeof(*p));
-	if (!p || !(p->blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE))) {
+	if (!p || !(p->blk = zdev_page_alloc())) {
 		free(p);
 		return -ENOMEM;
 	}

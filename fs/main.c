@@ -105,7 +105,7 @@ static void usage(const char *prog)
 	       "    wb_slot=SIZE         dynamic slot size, one program unit (default 192K)\n"
 	       "    wb_superpage=SIZE    static buffer size per zone (default 768K)\n"
 	       "    meta_cache=SIZE      memory for NAT and SIT pages, read on demand (default\n"
-	       "                         32M; at least 512K)\n"
+	       "                         32M; at least 128K)\n"
 	       "    gc_high=PCT          background GC starts below PCT%% free zones (default 60)\n"
 	       "    gc_low=PCT           boosted GC below PCT%% free zones, cleaning ahead (default:\n"
 	       "                         below a target paced to the write rate)\n"
@@ -230,8 +230,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 
 	if (wb_options(c, &mo.wb) || gc_options(c, &gco))
 		return 2;
-	if (c->meta_cache && (mo.meta_cache = parse_size(c->meta_cache)) < (512u << 10)) {
-		fprintf(stderr, "zlfs: meta_cache takes a size of at least 512K (K, M or G)\n");
+	if (c->meta_cache && (mo.meta_cache = parse_size(c->meta_cache)) < (128u << 10)) {
+		fprintf(stderr, "zlfs: meta_cache takes a size of at least 128K (K, M or G)\n");
 		return 2;
 	}
 	if (c->entry_timeout < 0 || c->attr_timeout < 0) {

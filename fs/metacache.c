@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MCACHE_KEEP 8            /* newest pages never evicted (entry pointers in use) */
+#define MCACHE_KEEP 4            /* newest pages never evicted (entry pointers in use) */
 #define MCACHE_EVICT_SCAN 64     /* pages looked at from the old end for a clean one */
-#define MCACHE_MIN_PAGES 64      /* below this a cache thrashes: the smallest bound taken */
+#define MCACHE_MIN_PAGES 8       /* the smallest bound taken (tests use it to make pages move) */
 
 struct mpage {
 	struct mpage *hnext;         /* hash chain */
@@ -46,6 +46,7 @@ struct mcache {
 	struct mpage *newest, *oldest;
 	uint8_t *iobuf;              /* aligned, for misses, under the owner's lock */
 	uint64_t hits, misses, evictions;
+	int err;                     /* why the last miss failed (negative errno) */
 };
 
 static struct mpage **mc_slot(struct mcache *c, uint32_t blk)
@@ -160,6 +161,8 @@ static int mc_fill(struct zlfs_fs *fs, struct mcache *c, struct mpage *p, uint32
 	return sit_decode(fs, p, (const void *)c->iobuf);
 }
 
+static int c_err(const struct mcache *c) { return c->err ? c->err : -EIO; }
+
 static struct mpage *mc_get(struct zlfs_fs *fs, struct mcache *c, uint32_t blk)
 {
 	struct mpage *p = mc_find(c, blk);
@@ -190,6 +193,7 @@ static struct mpage *mc_get(struct zlfs_fs *fs, struct mcache *c, uint32_t blk)
 		free(p);
 	}
 	/* The table cannot be trusted past this point: nothing more may be written. */
+	c->err = ret;
 	zlog_err("%s block %u cannot be brought in (%s); filesystem switched to read-only",
 		 zlfs_kind_name(c->kind), blk, strerror(-ret));
 	ATOMIC_SET(&fs->readonly, 1);
@@ -210,6 +214,8 @@ struct seg_ent *sit_ent_locked(struct zlfs_fs *fs, uint32_t segno)
 	return p ? &p->u.sit[segno % ZLFS_SIT_PER_BLOCK] : NULL;
 }
 
+int mcache_error(struct zlfs_fs *fs, int sit) { return c_err(sit ? fs->sit_cache : fs->nat_cache); }
+
 int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b)
 {
 	return fs->meta_addr[b] == ZLFS_ADDR_NULL && !mc_find(fs->nat_cache, b);
@@ -223,7 +229,7 @@ int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb)
 	uint32_t i;
 
 	if (!p)
-		return -EIO;
+		return c_err(fs->nat_cache);
 	for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
 		nb->e[i].blkaddr = le32_put(p->u.nat[i].blkaddr);
 		nb->e[i].ino = le32_put(p->u.nat[i].ino);
@@ -238,7 +244,7 @@ int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb)
 	uint32_t i, segs = zlfs_main_segments(&fs->sb);
 
 	if (!p)
-		return -EIO;
+		return c_err(fs->sit_cache);
 	for (i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
 		const struct seg_ent *se = &p->u.sit[i];
 
@@ -272,13 +278,31 @@ int sit_scan(struct zlfs_fs *fs)
 			continue;
 		p = mc_get(fs, c, b);
 		if (!p)
-			return -EIO;
+			return c_err(c);
 		for (i = 0; i < ZLFS_SIT_PER_BLOCK && b * ZLFS_SIT_PER_BLOCK + i < segs; i++) {
 			uint32_t mz = (b * ZLFS_SIT_PER_BLOCK + i) / fs->sb.segs_per_zone;
 
 			fs->zone_valid[mz] += p->u.sit[i].valid;
 			fs->zone_born[mz] += p->u.sit[i].mtime * p->u.sit[i].valid;
 		}
+	}
+	return 0;
+}
+
+int mcache_verify_all(struct zlfs_fs *fs)
+{
+	uint32_t b;
+	int ret;
+
+	for (b = 0; b < fs->nr_meta; b++) {
+		int sit = b >= fs->sb.nat_blocks;
+
+		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
+			continue;
+		ret = ckpt_meta_read(fs, fs->meta_addr[b], fs->iobuf,
+				     sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, b);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

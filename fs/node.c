@@ -36,7 +36,7 @@ static int nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint3
 	struct nat_ent *e = nat_ent_locked(fs, nid);
 
 	if (!e)
-		return -EIO;
+		return mcache_error(fs, 0);
 	e->blkaddr = addr;
 	e->ino = ino;
 	if (!fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK]) {
@@ -60,6 +60,7 @@ int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 {
 	const struct nat_ent *p;
+	int ret;
 
 	memset(e, 0, sizeof(*e));
 	if (nid >= fs->sb.max_nid)
@@ -68,8 +69,9 @@ int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 	p = nat_ent_locked(fs, nid);
 	if (p)
 		*e = *p;
+	ret = p ? 0 : mcache_error(fs, 0);
 	zlock_unlock(&fs->nat_lock);
-	return p ? 0 : -EIO;
+	return ret;
 }
 
 /* Collect free nids from nid_hint to the end of its NAT block, and move the hint past them.
@@ -90,7 +92,7 @@ static int nid_collect(struct zlfs_fs *fs, uint32_t *held)
 			continue;
 		if (!unwritten) {
 			if (!(e = nat_ent_locked(fs, nid)))
-				return -EIO;
+				return mcache_error(fs, 0);
 			if (e->blkaddr != ZLFS_ADDR_NULL)
 				continue;
 		}
@@ -137,7 +139,7 @@ static int nid_take(struct zlfs_fs *fs, uint32_t *nid)
 			return ret;
 		*nid = fs->free_nids[--fs->nr_free_nids];
 		if (!(e = nat_ent_locked(fs, *nid)))
-			return -EIO;
+			return mcache_error(fs, 0);
 		if (e->blkaddr == ZLFS_ADDR_NULL && !nidset_has(&fs->nid_freed, *nid))
 			return 0;
 	}
@@ -203,7 +205,7 @@ static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 
 	if (!np)
 		return -ENOMEM;
-	np->buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	np->buf = zdev_page_alloc();
 	if (!np->buf) {
 		free(np);
 		return -ENOMEM;
@@ -274,7 +276,7 @@ static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 		*pp = victim->next;
 	node_clean(fs, victim);
 	__atomic_sub_fetch(&fs->nr_cached, 1, __ATOMIC_RELAXED);
-	zdev_buf_free(victim->buf);
+	zdev_page_free(victim->buf);
 	free(victim);
 }
 

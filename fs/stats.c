@@ -211,6 +211,23 @@ static void stats_device_model(struct zlfs_fs *fs, struct jbuf *j)
 	jprintf(j, "  \"device_model\": %s,\n", line);
 }
 
+/* What the bounded caches hold: NAT and SIT pages (metacache.c) and node pages. */
+static void stats_memory(struct zlfs_fs *fs, struct jbuf *j)
+{
+	struct mcache_stats m;
+	static const char *const name[2] = {"nat", "sit"};
+
+	mcache_stats(fs, &m);
+	jprintf(j, "  \"memory\": {\"meta_page_bytes\": %u, \"node_pages\": %u", m.page_bytes,
+		ATOMIC_GET(&fs->nr_cached));
+	for (int i = 0; i < 2; i++)
+		jprintf(j, ", \"%s_pages\": %u, \"%s_pages_max\": %u, \"%s_hits\": %llu, "
+			   "\"%s_misses\": %llu, \"%s_evictions\": %llu", name[i], m.pages[i], name[i],
+			m.max_pages[i], name[i], (unsigned long long)m.hits[i], name[i],
+			(unsigned long long)m.misses[i], name[i], (unsigned long long)m.evictions[i]);
+	jprintf(j, "},\n");
+}
+
 int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 {
 	struct jbuf j = {buf, len, 0};
@@ -218,6 +235,7 @@ int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len)
 	jprintf(&j, "{\n");
 	stats_device(fs, &j);
 	stats_space(fs, &j);
+	stats_memory(fs, &j);
 	stats_read_sizes(fs, &j);
 	stats_device_model(fs, &j);
 	stats_io(fs, &j);

@@ -10,9 +10,11 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Whole transfers: the kernel may split a large O_DIRECT one, and a signal may cut one short. */
@@ -274,6 +276,114 @@ void *zdev_buf_alloc(size_t len)
 }
 
 void zdev_buf_free(void *buf) { free(buf); }
+
+/* ---- one-block pages ----------------------------------------------------------------------
+ * The caches hold thousands of aligned 4 KiB pages. From posix_memalign each costs about twice
+ * its size once caches turn over (the alignment slack fragments the heap, in every thread's
+ * arena), so they come from chunks mapped for them instead, and freed pages wait on a list.
+ * Past POOL_WARM free pages, a freed page's memory goes back to the kernel (it stays mapped,
+ * and is zero when next used): a burst of dirty pages does not leave the daemon big. Under
+ * AddressSanitizer pages are plain allocations, so that use after free is still caught. The
+ * pool's lock is a leaf below every other. */
+#define POOL_CHUNK_PAGES 64
+#define POOL_WARM 1024
+
+struct pool_page {
+	struct pool_page *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct pool_page *warm;  /* linked through the pages */
+	uint32_t nwarm;
+	void **cold;             /* given back to the kernel: not touched, so kept apart */
+	size_t ncold, cap;
+} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
+
+#if defined(__SANITIZE_ADDRESS__)
+void *zdev_page_alloc(void) { return zdev_buf_alloc(ZDEV_BUF_ALIGN); }
+void zdev_page_free(void *page) { zdev_buf_free(page); }
+#else
+static int pool_grow(void)
+{
+	uint8_t *c = mmap(NULL, (size_t)POOL_CHUNK_PAGES * ZDEV_BUF_ALIGN, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < POOL_CHUNK_PAGES; i++) {
+		struct pool_page *p = (void *)(c + (size_t)i * ZDEV_BUF_ALIGN);
+
+		p->next = pool.warm;
+		pool.warm = p;
+		pool.nwarm++;
+	}
+	return 0;
+}
+
+void *zdev_page_alloc(void)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&pool.lock);
+	if (!pool.warm && pool.ncold)
+		p = pool.cold[--pool.ncold];
+	else if (pool.warm || !pool_grow()) {
+		struct pool_page *w = pool.warm;
+
+		pool.warm = w->next;
+		pool.nwarm--;
+		p = w;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return p;
+}
+
+/* Room for one more cold page, under the pool's lock. */
+static int pool_cold_room(void)
+{
+	void **c;
+
+	if (pool.ncold < pool.cap)
+		return 1;
+	c = realloc(pool.cold, (pool.cap ? pool.cap * 2 : 1024) * sizeof(*c));
+	if (!c)
+		return 0;
+	pool.cold = c;
+	pool.cap = pool.cap ? pool.cap * 2 : 1024;
+	return 1;
+}
+
+static void pool_put_warm(struct pool_page *p)
+{
+	p->next = pool.warm;
+	pool.warm = p;
+	pool.nwarm++;
+}
+
+void zdev_page_free(void *page)
+{
+	struct pool_page *p = page;
+	int cold;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&pool.lock);
+	cold = pool.nwarm >= POOL_WARM;
+	if (!cold)
+		pool_put_warm(p);
+	pthread_mutex_unlock(&pool.lock);
+	if (!cold)
+		return;
+	madvise(p, ZDEV_BUF_ALIGN, MADV_DONTNEED); /* before anyone can take it again */
+	pthread_mutex_lock(&pool.lock);
+	if (pool_cold_room())
+		pool.cold[pool.ncold++] = p;
+	else
+		pool_put_warm(p);
+	pthread_mutex_unlock(&pool.lock);
+}
+#endif
 
 const char *zdev_cond_name(int cond)
 {

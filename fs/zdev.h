@@ -123,6 +123,10 @@ int zdev_flush(struct zdev *dev);
 /* Buffers aligned for any backend's I/O; zdev_buf_alloc returns NULL when out of memory. */
 void *zdev_buf_alloc(size_t len);
 void zdev_buf_free(void *buf);
+/* One aligned block (ZDEV_BUF_ALIGN bytes) for a cache page, from a pool; its contents are
+ * undefined. zdev_page_free takes only what zdev_page_alloc gave. */
+void *zdev_page_alloc(void);
+void zdev_page_free(void *page);
 
 /* Reads that reached the device (zdev_read calls) since it was opened, counted by size:
  * bucket 0 is < 4 KiB, bucket k = 1..7 is [2^(k+1), 2^(k+2)) KiB (4-8 KiB ... 256-512 KiB),

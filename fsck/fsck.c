@@ -769,6 +769,8 @@ static int check_readonly(struct fsck_run *r)
 	struct zlfs_fs *fs;
 	int ret = files_mount(r->a.path, &mo, &fs);
 
+	if (!ret && (ret = mcache_verify_all(fs))) /* the mount reads NAT and SIT on demand */
+		files_unmount(fs);
 	if (ret) {
 		if (r->a.json)
 			report_head(NULL, &r->a);
