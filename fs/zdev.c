@@ -288,6 +288,10 @@ void zdev_buf_free(void *buf) { free(buf); }
 #define POOL_CHUNK_PAGES 64
 #define POOL_WARM 1024
 
+#if defined(__SANITIZE_ADDRESS__)
+void *zdev_page_alloc(void) { return zdev_buf_alloc(ZDEV_BUF_ALIGN); }
+void zdev_page_free(void *page) { zdev_buf_free(page); }
+#else
 struct pool_page {
 	struct pool_page *next;
 };
@@ -300,10 +304,6 @@ static struct {
 	size_t ncold, cap;
 } pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
 
-#if defined(__SANITIZE_ADDRESS__)
-void *zdev_page_alloc(void) { return zdev_buf_alloc(ZDEV_BUF_ALIGN); }
-void zdev_page_free(void *page) { zdev_buf_free(page); }
-#else
 static int pool_grow(void)
 {
 	uint8_t *c = mmap(NULL, (size_t)POOL_CHUNK_PAGES * ZDEV_BUF_ALIGN, PROT_READ | PROT_WRITE,
