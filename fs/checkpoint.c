@@ -506,11 +506,12 @@ static int meta_write_table(struct zlfs_fs *fs, uint32_t b, int sit)
 	int ret;
 
 	memset(fs->iobuf, 0, ZLFS_BLOCK_SIZE);
-	zlfs_blk_init(fs->iobuf, sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, idx, 0, fs->cp_ver);
 	zlock_lock(lock);
-	ret = sit ? mcache_encode_sit(fs, b, (void *)fs->iobuf)
-		  : mcache_encode_nat(fs, b, (void *)fs->iobuf);
+	/* Not cached: the half switch wants a copy of a block as it is. Copied without caching
+	 * it, or a switch would bring in the whole table. */
+	ret = mcache_copy_or_encode(fs, b, sit, fs->iobuf);
 	zlock_unlock(lock); /* a dirty page stays cached: no lock needed across the write */
+	zlfs_blk_init(fs->iobuf, sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, idx, 0, fs->cp_ver);
 	if (!ret)
 		ret = meta_append(fs, fs->iobuf, &addr);
 	if (ret)
@@ -706,6 +707,10 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ret = ckpt_drain(fs);
 	if (!ret)
 		ret = meta_write_all(fs);
+	/* A NAT or SIT page that could not be read on the way (logged, read-only since) left an
+	 * update undone: no pack may make that state durable. */
+	if (!ret && ATOMIC_GET(&fs->readonly))
+		ret = -EROFS;
 	if (!ret)
 		ret = zdev_flush(fs->dev);
 	if (!ret) {
@@ -733,6 +738,7 @@ int ckpt_write(struct zlfs_fs *fs, int clean)
 		ATOMIC_SET(&fs->dirty_meta, 0);
 		node_ckpt_done(fs);
 		seg_ckpt_done(fs);
+		mcache_trim(fs);
 	} else if (ret != -EROFS) {
 		/* Never write another pack behind one that may be half there. */
 		zlog_err("checkpoint %llu failed: %s; filesystem switched to read-only",

@@ -25,15 +25,17 @@
  *                     append at once, each zone still sees its writes in order
  *   60 ncache_lock    node cache: hash chains, page refs, dirty flags and list, pages being
  *                     read in. A page's contents belong to its inode's lock.
- *   70 nat_lock       NAT entries and dirty bits, nid allocation and the freed/nofast bits,
- *                     node and inode counts, the orphan list
- *   80 seg_lock       SIT entries and dirty bits, zone states, free/prefree/retired counts,
+ *   70 nat_lock       the NAT's cached pages (a miss reads one under it) and dirty bits,
+ *                     nid allocation, the free-nid list, the freed and nofast sets, node and
+ *                     inode counts, the orphan list
+ *   80 seg_lock       the SIT's cached pages (as the NAT's) and dirty bits, zone states and
+ *                     per-zone sums, free/prefree/retired counts,
  *                     valid blocks, the GC victim's pin; logs publish their position here too
  *                     (written under log lock and seg_lock, read under either)
  *   90-95             leaves: directory cache, attribute cache, the inode lock table, the
  *                     kernel's lookup counts, checkpoint requests, GC telemetry
  *  100 wbuf lock      the write buffer's slots and queues (wbuf.c)
- *  110                the device backend's own
+ *  110                the device backend's own, and the page pool's (zdev.c, a leaf)
  *
  * Without a lock: counters and flags that are only summed or tested (atomics: dirty,
  * dirty_meta, seq, readonly, byte counts, owed blocks). Checkpoint state (cp, cp_pos, cp_ver,
@@ -467,9 +469,14 @@ int mcache_error(struct zlfs_fs *fs, int sit);
 int mcache_verify_all(struct zlfs_fs *fs);
 /* NAT block B was never written and is not cached: every nid in it is free (nat_lock held). */
 int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b);
-/* The disk form of NAT (SIT) block B's entries, for a checkpoint; the owner's lock held. */
-int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb);
-int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb);
+/* NAT block B is cached (nat_lock held). */
+int nat_block_cached_locked(struct zlfs_fs *fs, uint32_t b);
+/* NAT (SIT, when SIT) block B for a checkpoint into BUF (zeroed; header left to the caller):
+ * its cached page's entries, or, not cached, a copy of the block as last written. The
+ * table's lock held. */
+int mcache_copy_or_encode(struct zlfs_fs *fs, uint32_t b, int sit, void *buf);
+/* Drop clean pages past the bounds (a checkpoint has just cleaned them). */
+void mcache_trim(struct zlfs_fs *fs);
 /* Mount: every zone's valid blocks and age sum (zone_valid, zone_born) from the SIT. */
 int sit_scan(struct zlfs_fs *fs);
 struct mcache_stats {

@@ -98,15 +98,21 @@ static struct mpage *mc_find(struct mcache *c, uint32_t blk)
 	return NULL;
 }
 
-/* A clean page from the old end to reuse, or NULL (all looked at are dirty or newest). */
+/* A clean page from the old end to reuse, or NULL when the pages looked at are all dirty
+ * (the cache then grows past its bound until a checkpoint cleans them: mcache_trim). A dirty
+ * page met on the way is moved to the new end, so the next search does not meet it again. */
 static struct mpage *mc_evict(struct mcache *c)
 {
-	struct mpage *p = c->oldest;
 	uint32_t i;
 
-	for (i = 0; p && i < MCACHE_EVICT_SCAN && i + MCACHE_KEEP < c->count; i++, p = p->newer) {
-		if (c->dirty[p->blk])
+	for (i = 0; c->oldest && i < MCACHE_EVICT_SCAN && i + MCACHE_KEEP < c->count; i++) {
+		struct mpage *p = c->oldest;
+
+		if (c->dirty[p->blk]) {
+			mc_unlink(c, p);
+			mc_push_newest(c, p);
 			continue;
+		}
 		mc_drop(c, p);
 		c->evictions++;
 		return p;
@@ -216,6 +222,11 @@ struct seg_ent *sit_ent_locked(struct zlfs_fs *fs, uint32_t segno)
 
 int mcache_error(struct zlfs_fs *fs, int sit) { return c_err(sit ? fs->sit_cache : fs->nat_cache); }
 
+int nat_block_cached_locked(struct zlfs_fs *fs, uint32_t b)
+{
+	return mc_find(fs->nat_cache, b) != NULL;
+}
+
 int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b)
 {
 	return fs->meta_addr[b] == ZLFS_ADDR_NULL && !mc_find(fs->nat_cache, b);
@@ -223,7 +234,7 @@ int nat_block_unused_locked(struct zlfs_fs *fs, uint32_t b)
 
 /* ---- write-back --------------------------------------------------------------------------- */
 
-int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb)
+static int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb)
 {
 	struct mpage *p = mc_get(fs, fs->nat_cache, b);
 	uint32_t i;
@@ -238,7 +249,7 @@ int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_block *nb)
 	return 0;
 }
 
-int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb)
+static int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb)
 {
 	struct mpage *p = mc_get(fs, fs->sit_cache, b);
 	uint32_t i, segs = zlfs_main_segments(&fs->sb);
@@ -259,6 +270,43 @@ int mcache_encode_sit(struct zlfs_fs *fs, uint32_t b, struct zlfs_sit_block *sb)
 	}
 	return 0;
 }
+
+/* Drop clean pages until the cache is within its bound again (after a checkpoint). */
+static void mc_trim(struct mcache *c)
+{
+	struct mpage *p;
+
+	while (c->count > c->max && (p = mc_evict(c))) {
+		free(p);
+	}
+}
+
+void mcache_trim(struct zlfs_fs *fs)
+{
+	zlock_lock(&fs->nat_lock);
+	mc_trim(fs->nat_cache);
+	zlock_unlock(&fs->nat_lock);
+	zlock_lock(&fs->seg_lock);
+	mc_trim(fs->sit_cache);
+	zlock_unlock(&fs->seg_lock);
+}
+
+int mcache_copy_or_encode(struct zlfs_fs *fs, uint32_t b, int sit, void *buf)
+{
+	struct mcache *c = sit ? fs->sit_cache : fs->nat_cache;
+	uint32_t addr = fs->meta_addr[c->base + b];
+
+	if (!mc_find(c, b) && addr != ZLFS_ADDR_NULL) {
+		int ret = ckpt_meta_read(fs, addr, c->iobuf, c->kind, c->base + b);
+
+		if (ret)
+			return ret;
+		memcpy(buf, c->iobuf, ZLFS_BLOCK_SIZE);
+		return 0;
+	}
+	return sit ? mcache_encode_sit(fs, b, buf) : mcache_encode_nat(fs, b, buf);
+}
+
 
 /* ---- mount --------------------------------------------------------------------------------- */
 

@@ -311,7 +311,8 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 		fs_free(fs);
 		return ret;
 	}
-	fs->readonly = readonly;
+	/* A NAT or SIT page that could not be read during recovery turned it read-only: keep it. */
+	fs->readonly = readonly || ATOMIC_GET(&fs->readonly);
 	*out = fs;
 	return 0;
 }

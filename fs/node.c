@@ -74,6 +74,25 @@ int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 	return ret;
 }
 
+/* NID's NAT entry if its page is cached (no device read: read-ahead under ncache_lock only
+ * keeps nodes it can check for free); -ENOENT if not. */
+static int nat_peek(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
+{
+	int ret = -ENOENT;
+
+	zlock_lock(&fs->nat_lock);
+	if (nat_block_cached_locked(fs, nid / ZLFS_NAT_PER_BLOCK)) {
+		const struct nat_ent *p = nat_ent_locked(fs, nid);
+
+		if (p) {
+			*e = *p;
+			ret = 0;
+		}
+	}
+	zlock_unlock(&fs->nat_lock);
+	return ret;
+}
+
 /* Collect free nids from nid_hint to the end of its NAT block, and move the hint past them.
  * A block never written is free throughout and is not read; one that was is read once (then
  * cached). Nids freed since the last checkpoint are held back. -EIO when the block cannot be
@@ -325,7 +344,7 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	struct nat_ent e;
 
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
-	    ncache_find(fs, nid) || nat_get(fs, nid, &e) || e.blkaddr != addr ||
+	    ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
 	    zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX) || ncache_add(fs, nid, &np))
 		return;
 	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
@@ -366,6 +385,9 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 
 	if (nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid)
 		return -EUCLEAN;
+	/* Bring the NAT page in first: a miss reads the device, which should not happen under
+	 * ncache_lock. The entry itself is read again below, where it cannot change. */
+	(void)nat_get(fs, nid, &e);
 	zlock_lock(&fs->ncache_lock);
 	while ((np = ncache_find(fs, nid)) && np->reading)
 		zlock_wait(&fs->ncache_cond, &fs->ncache_lock);
@@ -486,7 +508,9 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 	struct node_page *np;
 	struct nat_ent e, *ep;
 
-	/* Page and NAT entry go together, so a read-ahead never brings the freed node back. */
+	/* Page and NAT entry go together, so a read-ahead never brings the freed node back. The
+	 * NAT page is brought in before, as in node_get. */
+	(void)nat_get(fs, nid, &e);
 	zlock_lock(&fs->ncache_lock);
 	np = ncache_find(fs, nid);
 	if (np) {

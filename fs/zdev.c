@@ -288,7 +288,12 @@ void zdev_buf_free(void *buf) { free(buf); }
 #define POOL_CHUNK_PAGES 64
 #define POOL_WARM 1024
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang before 2025 does not say __SANITIZE_ADDRESS__ */
+#define ZDEV_POOL_OFF 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(ZDEV_POOL_OFF)
 void *zdev_page_alloc(void) { return zdev_buf_alloc(ZDEV_BUF_ALIGN); }
 void zdev_page_free(void *page) { zdev_buf_free(page); }
 #else
@@ -368,8 +373,9 @@ void zdev_page_free(void *page)
 
 	if (!p)
 		return;
+	/* On kernels with pages larger than a block, madvise would take the neighbours too. */
 	pthread_mutex_lock(&pool.lock);
-	cold = pool.nwarm >= POOL_WARM;
+	cold = pool.nwarm >= POOL_WARM && sysconf(_SC_PAGESIZE) == ZDEV_BUF_ALIGN;
 	if (!cold)
 		pool_put_warm(p);
 	pthread_mutex_unlock(&pool.lock);
