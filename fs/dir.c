@@ -28,7 +28,7 @@
 
 #define BUCKET_BLOCKS 2
 #define MAX_DEPTH 22
-#define DCACHE_MAX 3072 /* directory blocks kept (12 MiB) */
+#define DCACHE_MAX 4096 /* directory blocks kept (16 MiB) */
 #define SLOTS ZLFS_DENTRY_SLOTS
 /* Directories with this many levels get a name index (dir_index.h): below it a lookup scans
  * at most four blocks, and the index would cost more to build than it saves. */

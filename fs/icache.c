@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define ICACHE_MAX (192u * 1024) /* inodes whose attributes are kept (about 18 MiB) */
+#define ICACHE_MAX (256u * 1024) /* inodes whose attributes are kept (about 24 MiB) */
 #define ICACHE_BUCKETS 65536
 
 struct iattr_ent {

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCACHE_MAX 8192   /* cached node pages (32 MiB) before clean ones are dropped */
+#define NCACHE_MAX 4096   /* cached node pages (16 MiB) before clean ones are dropped: stat is
+			   * served from the attribute cache, 40 times smaller per inode */
 
 static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
 {
