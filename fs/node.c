@@ -382,21 +382,30 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	struct node_page *np;
 	struct nat_ent e;
 	uint32_t addr, n = 1;
-	int ret;
+	int ret, brought = 0;
 
 	if (nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid)
 		return -EUCLEAN;
-	/* Bring the NAT page in first: a miss reads the device, which should not happen under
-	 * ncache_lock. The entry itself is read again below, where it cannot change. */
-	(void)nat_get(fs, nid, &e);
 	zlock_lock(&fs->ncache_lock);
-	while ((np = ncache_find(fs, nid)) && np->reading)
-		zlock_wait(&fs->ncache_cond, &fs->ncache_lock);
-	if (np) {
-		np->refs++;
+	for (;;) {
+		while ((np = ncache_find(fs, nid)) && np->reading)
+			zlock_wait(&fs->ncache_cond, &fs->ncache_lock);
+		if (np) {
+			np->refs++;
+			zlock_unlock(&fs->ncache_lock);
+			*out = np;
+			return 0;
+		}
+		/* A node miss whose NAT page is not cached either: bring the NAT page in without
+		 * ncache_lock (a miss reads the device), then look again, since the node may have
+		 * come in meanwhile. The entry is read below, under the lock, where it cannot
+		 * change. */
+		if (brought || !nat_peek(fs, nid, &e))
+			break;
 		zlock_unlock(&fs->ncache_lock);
-		*out = np;
-		return 0;
+		(void)nat_get(fs, nid, &e);
+		brought = 1;
+		zlock_lock(&fs->ncache_lock);
 	}
 	ret = nat_get(fs, nid, &e);
 	addr = e.blkaddr;
