@@ -489,7 +489,6 @@ void mcache_stats(struct zlfs_fs *fs, struct mcache_stats *st);
 /* ---- nidset.c --------------------------------------------------------------------------- */
 void nidset_add(struct nidset *s, uint32_t nid);
 int nidset_has(const struct nidset *s, uint32_t nid);
-uint32_t nidset_list(const struct nidset *s, uint32_t *out, uint32_t max);
 void nidset_clear(struct nidset *s);
 void nidset_free(struct nidset *s);
 

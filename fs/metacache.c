@@ -317,9 +317,7 @@ int sit_scan(struct zlfs_fs *fs)
 	struct mcache *c = fs->sit_cache;
 	uint32_t b, i, segs = zlfs_main_segments(&fs->sb);
 
-	memset(fs->zone_valid, 0, fs->sb.main_zones * sizeof(*fs->zone_valid));
-	memset(fs->zone_born, 0, fs->sb.main_zones * sizeof(*fs->zone_born));
-	for (b = 0; b < c->blocks; b++) {
+	for (b = 0; b < c->blocks; b++) { /* the sums start at zero (ckpt_alloc) */
 		struct mpage *p;
 
 		if (fs->meta_addr[c->base + b] == ZLFS_ADDR_NULL)

@@ -70,17 +70,6 @@ int nidset_has(const struct nidset *s, uint32_t nid)
 	return 0;
 }
 
-/* Every nid in the set, once each, into OUT (at most MAX); returns how many. */
-uint32_t nidset_list(const struct nidset *s, uint32_t *out, uint32_t max)
-{
-	uint32_t i, n = 0;
-
-	for (i = 0; i < s->cap && n < max; i++)
-		if (s->slot[i])
-			out[n++] = s->slot[i];
-	return n;
-}
-
 /* Empty; a set grown large by a burst gives its memory back. */
 void nidset_clear(struct nidset *s)
 {

@@ -58,40 +58,32 @@ int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
 	return ret;
 }
 
-int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
+/* NID's NAT entry into E. CACHED_ONLY: only from a page already cached, -ENOENT if it is
+ * not (no device read: read-ahead under ncache_lock keeps only nodes it can check). */
+static int nat_copy(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e, int cached_only)
 {
-	const struct nat_ent *p;
-	int ret;
+	const struct nat_ent *p = NULL;
+	int ret = -ENOENT;
 
 	memset(e, 0, sizeof(*e));
 	if (nid >= fs->sb.max_nid)
 		return 0;
 	zlock_lock(&fs->nat_lock);
-	p = nat_ent_locked(fs, nid);
+	if (!cached_only || nat_block_cached_locked(fs, nid / ZLFS_NAT_PER_BLOCK)) {
+		p = nat_ent_locked(fs, nid);
+		ret = p ? 0 : mcache_error(fs, 0);
+	}
 	if (p)
 		*e = *p;
-	ret = p ? 0 : mcache_error(fs, 0);
 	zlock_unlock(&fs->nat_lock);
 	return ret;
 }
 
-/* NID's NAT entry if its page is cached (no device read: read-ahead under ncache_lock only
- * keeps nodes it can check for free); -ENOENT if not. */
+int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e) { return nat_copy(fs, nid, e, 0); }
+
 static int nat_peek(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
 {
-	int ret = -ENOENT;
-
-	zlock_lock(&fs->nat_lock);
-	if (nat_block_cached_locked(fs, nid / ZLFS_NAT_PER_BLOCK)) {
-		const struct nat_ent *p = nat_ent_locked(fs, nid);
-
-		if (p) {
-			*e = *p;
-			ret = 0;
-		}
-	}
-	zlock_unlock(&fs->nat_lock);
-	return ret;
+	return nat_copy(fs, nid, e, 1);
 }
 
 /* Collect free nids from nid_hint to the end of its NAT block, and move the hint past them.

@@ -309,6 +309,13 @@ static struct {
 	size_t ncold, cap;
 } pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
 
+static void pool_put_warm(struct pool_page *p)
+{
+	p->next = pool.warm;
+	pool.warm = p;
+	pool.nwarm++;
+}
+
 static int pool_grow(void)
 {
 	uint8_t *c = mmap(NULL, (size_t)POOL_CHUNK_PAGES * ZDEV_BUF_ALIGN, PROT_READ | PROT_WRITE,
@@ -316,13 +323,8 @@ static int pool_grow(void)
 
 	if (c == MAP_FAILED)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < POOL_CHUNK_PAGES; i++) {
-		struct pool_page *p = (void *)(c + (size_t)i * ZDEV_BUF_ALIGN);
-
-		p->next = pool.warm;
-		pool.warm = p;
-		pool.nwarm++;
-	}
+	for (uint32_t i = 0; i < POOL_CHUNK_PAGES; i++)
+		pool_put_warm((void *)(c + (size_t)i * ZDEV_BUF_ALIGN));
 	return 0;
 }
 
@@ -357,13 +359,6 @@ static int pool_cold_room(void)
 	pool.cold = c;
 	pool.cap = pool.cap ? pool.cap * 2 : 1024;
 	return 1;
-}
-
-static void pool_put_warm(struct pool_page *p)
-{
-	p->next = pool.warm;
-	pool.warm = p;
-	pool.nwarm++;
 }
 
 void zdev_page_free(void *page)
