@@ -357,6 +357,7 @@ static void ckpt_log_map(struct zlfs_fs *fs)
 		else
 			fs->log_of[t] = (uint8_t)warm;
 	}
+	fs->log_of[SEG_LOG_HOT_USER] = fs->log_of[ZLFS_LOG_HOT_DATA];
 }
 
 int ckpt_load(struct zlfs_fs *fs, size_t budget)

@@ -68,6 +68,13 @@ struct seg_ent {
 	uint8_t bitmap[ZLFS_SEG_BLOCKS_MAX / 8];
 };
 
+/* A type a caller may ask to append to beyond the on-disk ones: user data of files rewritten
+ * often (data.c, "hot files"). It goes to the log HOT_DATA goes to, beside directory blocks,
+ * but as user data it is refused the GC reserve. No block records it: a segment records the
+ * active log it was written by. */
+#define SEG_LOG_HOT_USER ((enum zlfs_log_type)ZLFS_NR_LOG_TYPES)
+#define SEG_NR_REQ_TYPES (ZLFS_NR_LOG_TYPES + 1)
+
 /* One active log: an open zone it appends to and the summary of its open segment. */
 struct zlog_state {
 	struct zlock lock;
@@ -122,7 +129,9 @@ struct gc_state {
 		uint8_t *buf;
 	} win;
 	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
-	uint64_t moved_blocks[2];   /* atomic: data blocks moved to the cold log, the frozen log */
+	uint64_t moved_blocks[3];   /* atomic: data blocks moved to the cold, frozen, hot log */
+	int fold_hot;               /* gc_lock: the victim's hot data goes to the cold log, for
+				     * want of free zones for a third GC log (gc_can_finish) */
 	/* pacing (gc_policy.c): the pace, sampled by the worker, published for requests */
 	double pace_zps;            /* zones user data takes per second, smoothed */
 	uint32_t pace_mzps;         /* atomic: the same in thousandths */
@@ -214,7 +223,7 @@ struct zlfs_fs {
 
 	/* logs: each its own lock */
 	struct zlog_state logs[ZLFS_NR_LOG_TYPES];
-	uint8_t log_of[ZLFS_NR_LOG_TYPES]; /* requested type -> active type */
+	uint8_t log_of[SEG_NR_REQ_TYPES]; /* requested type -> active type */
 
 	/* node cache: ncache_lock */
 	struct node_page **ncache;
@@ -234,6 +243,7 @@ struct zlfs_fs {
 
 	/* telemetry: atomic counters; gc under gc_lock and stats_lock (gc.c) */
 	uint64_t user_bytes, dev_bytes;
+	uint64_t hot_user_bytes;     /* atomic: this mount's user data sent to the hot log */
 	uint64_t dev_bytes_main, dev_bytes_node, dev_bytes_meta; /* this mount: main-area logs,
 							  * node logs among them, meta log + packs */
 	uint64_t gc_bytes;          /* bytes migrated by garbage collection (lifetime) */
@@ -403,6 +413,10 @@ struct node_page {
 	uint8_t owed_type;          /* while dirty: the log type its room is kept in (seg_owe) */
 	int refs;
 	uint64_t data_gen;          /* an inode's: changes whenever its data does (readahead.c) */
+	uint64_t heat_at;           /* an inode's, under its lock: fs->user_bytes + 1 when its
+				     * current write episode began (0: none seen; data.c) */
+	uint8_t heat_hot;           /* that episode's data goes to the hot data log */
+	uint8_t heat_rewrite;       /* blocks were dropped: the next write replaces data */
 	void *buf;                  /* 4 KiB, aligned */
 };
 

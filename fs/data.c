@@ -175,6 +175,58 @@ static void data_changed(struct zlfs_fs *fs, struct node_page *inode)
 	inode->data_gen = ATOMIC_ADD(&fs->data_gen_seq, 1);
 }
 
+/* ---- hot files ------------------------------------------------------------------------------
+ * User data of a file rewritten often goes to a log of its own (docs/design.md, "Hot and warm
+ * user data"): zones that fill with such data die whole before GC reaches them, where mixed
+ * with data that stays they would be moved again and again. A file is hot when its data is
+ * replaced again within half the turnover, the user bytes it takes to write the device's
+ * valid data once over: under uniform rewrites a file's turn comes once per turnover. The
+ * clock counts user bytes, not seconds, so the split does not depend on the write rate. One
+ * rewrite of a file is one episode: writes within twice its size of user bytes since the
+ * episode began continue it, so a rewrite cut into requests is not its own hot successor.
+ * Appending to a file, and the first rewrite seen since its inode page was read, are warm.
+ * State is in memory only: no format change, and a remount starts all files warm. */
+#define HEAT_EPISODE_MIN (8ull << 20)
+
+static enum zlfs_log_type data_user_log(struct zlfs_fs *fs, struct node_page *inode,
+					int rewrite)
+{
+	uint64_t now = ATOMIC_GET(&fs->user_bytes) + 1, size = le64_get(inode_of(inode)->size);
+	uint64_t episode = 2 * size > HEAT_EPISODE_MIN ? 2 * size : HEAT_EPISODE_MIN;
+	uint64_t since = now - inode->heat_at, turnover;
+
+	if (!inode->heat_at || since >= episode) {
+		rewrite |= inode->heat_rewrite;
+		if (rewrite && inode->heat_at) {
+			zlock_lock(&fs->seg_lock);
+			turnover = fs->valid_blocks * ZLFS_BLOCK_SIZE;
+			zlock_unlock(&fs->seg_lock);
+			inode->heat_hot = since < turnover / 2;
+		} else {
+			inode->heat_hot = 0;
+		}
+		inode->heat_at = now;
+		inode->heat_rewrite = 0;
+	}
+	return inode->heat_hot ? SEG_LOG_HOT_USER : ZLFS_LOG_WARM_DATA;
+}
+
+/* Append user data to log TYPE; hot data that finds no room there tries the warm log, whose
+ * open zone may still have some: a full hot zone must not make a device with room say
+ * ENOSPC. */
+static int data_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf,
+			 uint32_t n, uint32_t nid, uint16_t ofs, uint32_t *addr)
+{
+	int ret = seg_append_n(fs, type, buf, n, nid, ofs, addr);
+
+	if (ret == -ENOSPC && type == SEG_LOG_HOT_USER)
+		ret = seg_append_n(fs, ZLFS_LOG_WARM_DATA, buf, n, nid, ofs, addr);
+	return ret;
+}
+
+/* Whether a slot holds data a write would replace (not a hole, not a reservation). */
+static int slot_has_data(uint32_t addr) { return addr && addr != ZLFS_ADDR_PREALLOC; }
+
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
 		   enum zlfs_log_type type)
 {
@@ -190,7 +242,13 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 	old = le32_get(*slot);
 	if (old == ZLFS_ADDR_PREALLOC) /* the block's reservation pays for it */
 		seg_prealloc_add(fs, -1);
-	ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
+	if (type == ZLFS_LOG_WARM_DATA) {
+		ret = data_append_n(fs, data_user_log(fs, inode, slot_has_data(old)), buf, 1,
+				    ref.np->nid, (uint16_t)ref.slot, &addr);
+		ret = ret < 0 ? ret : 0;
+	} else {
+		ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
+	}
 	if (ret && old == ZLFS_ADDR_PREALLOC)
 		seg_prealloc_add(fs, 1);
 	if (!ret) {
@@ -409,7 +467,7 @@ int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t siz
 static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 		     uint64_t idx, uint32_t n, const uint8_t *src, uint8_t *scratch)
 {
-	uint32_t addr[WRITE_RUN], old[WRITE_RUN], fresh = 0, k, i, reserved = 0;
+	uint32_t addr[WRITE_RUN], old[WRITE_RUN], fresh = 0, k, i, reserved = 0, replaced = 0;
 	struct zlfs_inode *in = inode_of(inode);
 	struct dref ref;
 	int ret = data_ref(fs, inode, idx, 1, &ref);
@@ -418,16 +476,20 @@ static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct d
 		return ret;
 	k = n < WRITE_RUN ? n : WRITE_RUN;
 	k = k < slots_left(&ref) ? k : slots_left(&ref);
-	for (i = 0; i < k; i++) /* reserved blocks pay for themselves, as in data_put_block */
-		reserved += le32_get(*node_slot(ref.np, ref.slot + i)) == ZLFS_ADDR_PREALLOC;
+	for (i = 0; i < k; i++) { /* reserved blocks pay for themselves, as in data_put_block */
+		uint32_t a = le32_get(*node_slot(ref.np, ref.slot + i));
+
+		reserved += a == ZLFS_ADDR_PREALLOC;
+		replaced += slot_has_data(a);
+	}
 	if (reserved)
 		seg_prealloc_add(fs, -(int64_t)reserved);
 	for (i = 0; !ret && dk->on && i < k; i++) /* plaintext goes to the buffer as it is */
 		ret = zcrypt_xts_encrypt(&dk->k, idx + i, src + (size_t)i * ZLFS_BLOCK_SIZE,
 					 scratch + (size_t)i * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 	if (!ret)
-		ret = seg_append_n(fs, ZLFS_LOG_WARM_DATA, dk->on ? scratch : src, k, ref.np->nid,
-				   (uint16_t)ref.slot, addr);
+		ret = data_append_n(fs, data_user_log(fs, inode, replaced > 0),
+				    dk->on ? scratch : src, k, ref.np->nid, (uint16_t)ref.slot, addr);
 	for (i = 0; ret > 0 && i < (uint32_t)ret; i++) {
 		le32 *slot = node_slot(ref.np, ref.slot + i);
 
@@ -516,6 +578,7 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 	if (!addr)
 		return;
 	data_changed(fs, inode);
+	inode->heat_rewrite |= slot_has_data(addr); /* a truncate and rewrite replaces data too */
 	if (addr == ZLFS_ADDR_PREALLOC)
 		seg_prealloc_add(fs, -1); /* the reservation goes with the pointer */
 	seg_mark(fs, addr, 0);

@@ -7,14 +7,14 @@
  * the debt pacing counts, victim choice (cost-benefit with age; greedy only in emergencies;
  * background GC only takes zones below the valid-ratio threshold), whether the free zones
  * can finish a victim, the garbage statfs counts as free, and the destination log of moved
- * data (moved once or moved more often). docs/design.md, "Garbage collection", gives the
- * figures behind each choice.
+ * data (moved once, moved more often, or out of the hot log and back into it).
+ * docs/design.md, "Garbage collection", gives the figures behind each choice.
  * May call: segment.c (zones, reserve, owed room, under seg_lock where it says so), super.h,
  * lock.h, log.h. Called by gc.c, the background worker, stats and the FUSE layer.
  *
  * Locks: the levels and the phase are asked by every request, so they read only atomics
  * (free zones, owed blocks, the published pace); scans of zones and segments take seg_lock;
- * the pacing debt is the collector's (gc_lock).
+ * the pacing debt and fold_hot are the collector's (gc_lock).
  */
 #include "core.h"
 #include "log.h"
@@ -341,35 +341,63 @@ int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone)
 
 /* Data moved for the first time goes to the cold log; data a GC log wrote (it survived a
  * move already) goes to the frozen log, so blocks that keep surviving end up among their
- * kind and their zones stay full rather than being moved again and again. FROM is the log
- * that wrote the victim's segment; folded layouts (fewer logs) map both to what they have. */
-enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from)
+ * kind and their zones stay full rather than being moved again and again. Data out of the
+ * hot data log (directory blocks, files rewritten often: data.c) goes back to it: it will
+ * likely die soon, and among cold data it would hold those zones' garbage open. FROM is the
+ * log that wrote the victim's segment; folded layouts (fewer logs) map both to what they
+ * have, and a pass with too few free zones for a third GC log folds hot into cold
+ * (gc_can_finish). */
+static enum zlfs_log_type gc_dest(const struct zlfs_fs *fs, uint8_t from, int fold_hot)
 {
 	int moved = from != fs->log_of[ZLFS_LOG_WARM_DATA] &&
 		    (from == fs->log_of[ZLFS_LOG_COLD_DATA] || from == fs->log_of[ZLFS_LOG_FROZEN_DATA]);
+	int hot = from == fs->log_of[ZLFS_LOG_HOT_DATA] &&
+		  fs->log_of[ZLFS_LOG_HOT_DATA] != fs->log_of[ZLFS_LOG_WARM_DATA];
 
+	if (hot)
+		return fold_hot ? ZLFS_LOG_COLD_DATA : ZLFS_LOG_HOT_DATA;
 	return moved ? ZLFS_LOG_FROZEN_DATA : ZLFS_LOG_COLD_DATA;
+}
+
+enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from)
+{
+	return gc_dest(fs, from, fs->gc.fold_hot);
+}
+
+/* Free zones a pass over ZONE needs: 2 (re-pointed nodes, the checkpoint), and one for each
+ * GC log its valid data would overflow, with hot data kept hot or FOLD_HOT into cold.
+ * Under seg_lock; UINT32_MAX when a SIT page cannot be had. */
+static uint32_t gc_zones_for(struct zlfs_fs *fs, uint32_t mz, int fold_hot)
+{
+	static const enum zlfs_log_type dests[] = {ZLFS_LOG_COLD_DATA, ZLFS_LOG_FROZEN_DATA,
+						   ZLFS_LOG_HOT_DATA};
+	uint64_t to[3] = {0, 0, 0};
+	uint32_t s, need = 2, i;
+
+	for (s = 0; s < fs->sb.segs_per_zone; s++) {
+		const struct seg_ent *se = sit_ent_locked(fs, mz * fs->sb.segs_per_zone + s);
+
+		if (!se)
+			return UINT32_MAX;
+		for (i = 0; se->valid && i < 3; i++)
+			if (fs->log_of[gc_dest(fs, se->log, fold_hot)] == fs->log_of[dests[i]]) {
+				to[i] += se->valid; /* folded logs: counted once, in the first */
+				break;
+			}
+	}
+	for (i = 0; i < 3; i++)
+		need += to[i] && to[i] > seg_log_room_locked(fs, dests[i]);
+	return need;
 }
 
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 {
-	uint32_t mz = zone - fs->sb.main_zone_first, s, need = 2;
-	uint64_t to[2] = {0, 0}; /* valid data blocks bound for the cold and the frozen log */
-	int fold = fs->log_of[ZLFS_LOG_COLD_DATA] == fs->log_of[ZLFS_LOG_FROZEN_DATA];
+	uint32_t mz = zone - fs->sb.main_zone_first, hot, folded, have = seg_free_zones(fs);
 
 	zlock_lock(&fs->seg_lock);
-	for (s = 0; s < fs->sb.segs_per_zone; s++) {
-		const struct seg_ent *se = sit_ent_locked(fs, mz * fs->sb.segs_per_zone + s);
-
-		if (!se) {
-			zlock_unlock(&fs->seg_lock);
-			return 0;
-		}
-		if (se->valid)
-			to[!fold && gc_dest_log(fs, se->log) == ZLFS_LOG_FROZEN_DATA] += se->valid;
-	}
-	need += to[0] > seg_log_room_locked(fs, ZLFS_LOG_COLD_DATA);
-	need += to[1] && to[1] > seg_log_room_locked(fs, ZLFS_LOG_FROZEN_DATA);
+	hot = gc_zones_for(fs, mz, 0);
+	folded = gc_zones_for(fs, mz, 1);
 	zlock_unlock(&fs->seg_lock);
-	return seg_free_zones(fs) >= need;
+	fs->gc.fold_hot = have < hot; /* for the whole victim, whichever steps move it */
+	return have >= (fs->gc.fold_hot ? folded : hot);
 }

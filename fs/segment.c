@@ -157,6 +157,7 @@ uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone)
  * reserve is left, creating stops, or names alone could eat the zones GC needs to turn
  * deletions back into free space (a device wedged full with nothing left to move into). */
 static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs);
+static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_log_type type);
 
 int seg_room_for_user(struct zlfs_fs *fs)
 {
@@ -240,11 +241,11 @@ uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
  * changed blocks need beyond the room left in its zone (both in usable blocks: segment
  * summaries have their own slots). The nodes one more data block dirties are owed from the
  * next check on; until then the GC reserve, which nodes may use, covers them. *DATA_OWED is
- * what the data log itself owes. */
-static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
+ * what the active log DATA, which user data is to go to, itself owes. */
+static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint32_t data, uint64_t *data_owed)
 {
 	uint64_t per = seg_usable_per_zone(fs), need, room;
-	uint32_t data = fs->log_of[ZLFS_LOG_WARM_DATA], owed = 0, i;
+	uint32_t owed = 0, i;
 
 	*data_owed = 0;
 	for (i = 0; i < ZLFS_NR_LOG_TYPES; i++) {
@@ -252,7 +253,7 @@ static uint32_t seg_zones_owed(const struct zlfs_fs *fs, uint64_t *data_owed)
 		if (!need)
 			continue;
 		room = log_room(fs, &fs->logs[i]);
-		if (i == data) /* directory blocks sharing the data log: taken from its room */
+		if (i == data) /* changed blocks owed to the target log: taken from its room */
 			*data_owed = need < room ? need : room;
 		if (need > room)
 			owed += (uint32_t)((need - room + per - 1) / per);
@@ -270,21 +271,28 @@ uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs)
 	return n;
 }
 
-/* What user data can still take: the rest of the data log's zone and the free zones above
- * the reserve, less what changed metadata owes and what fallocate reserved (a write into a
- * reserved block gives its reservation back first: data_put_block). Room left in other logs
- * is not data space. */
-static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
+/* What user data appended to log TYPE can still take: the rest of that log's zone and the
+ * free zones above the reserve, less what changed metadata owes and what fallocate reserved
+ * (a write into a reserved block gives its reservation back first: data_put_block). Room
+ * left in other logs is not data space. */
+static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_log_type type)
 {
 	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
+	uint32_t data = fs->log_of[type], owed;
 	uint64_t data_owed, room;
-	uint32_t owed = seg_zones_owed(fs, &data_owed);
 
+	owed = seg_zones_owed(fs, data, &data_owed);
 	if (owed > avail)
 		return 0;
-	room = log_room(fs, &fs->logs[fs->log_of[ZLFS_LOG_WARM_DATA]]) - data_owed +
+	room = log_room(fs, &fs->logs[data]) - data_owed +
 	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
 	return room > fs->prealloc_blocks ? room - fs->prealloc_blocks : 0;
+}
+
+/* What statfs reports: the room of the main user data log. */
+static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
+{
+	return seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA);
 }
 
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta)
@@ -464,7 +472,10 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
 
 /* Only user file data is refused the reserve: nodes and directory blocks must always find
  * room, or a full device could not write the checkpoint that records what it holds. */
-static int seg_is_user_data(enum zlfs_log_type type) { return type == ZLFS_LOG_WARM_DATA; }
+static int seg_is_user_data(enum zlfs_log_type type)
+{
+	return type == ZLFS_LOG_WARM_DATA || type == SEG_LOG_HOT_USER;
+}
 
 static int zone_is_bad(const struct zdev_zone *z)
 {
@@ -665,7 +676,11 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 
 		if (seg_is_user_data(type)) {
 			/* what is left is owed to dirty nodes and the GC reserve */
-			uint64_t room = seg_free_blocks(fs);
+			uint64_t room;
+
+			zlock_lock(&fs->seg_lock);
+			room = seg_free_blocks_in_locked(fs, type);
+			zlock_unlock(&fs->seg_lock);
 
 			if (!room)
 				ret = -ENOSPC;
@@ -683,6 +698,8 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 		}
 	}
 	zlock_unlock(&l->lock);
+	if (type == SEG_LOG_HOT_USER && done)
+		ATOMIC_ADD(&fs->hot_user_bytes, (uint64_t)done * ZLFS_BLOCK_SIZE);
 	return done ? (int)done : ret;
 }
 

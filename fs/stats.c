@@ -138,14 +138,16 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 		   "    \"watermarks_pct\": {\"high\": %u, \"low\": %u}, \"valid_thresh_pct\": %u,\n"
 		   "    \"foreground_level_zones\": %u, \"target_free_zones\": %u, "
 		   "\"pace_zones_per_s\": %.2f,\n"
-		   "    \"bytes_moved_to\": {\"cold\": %llu, \"frozen\": %llu}, \"transitions\": [",
+		   "    \"bytes_moved_to\": {\"cold\": %llu, \"frozen\": %llu, \"hot\": %llu}, "
+		   "\"transitions\": [",
 		gc_phase_name(g->phase), (unsigned long long)gc_bytes, (unsigned long long)gc_zones,
 		(unsigned long long)ATOMIC_GET(&g->wakes), busy / 1e6,
 		busy ? (double)ATOMIC_GET(&g->overlap_ns) / (double)busy : 0.0,
 		freed_gib > 0 ? joules / freed_gib : 0.0, g->o.high_pct, g->o.low_pct,
 		g->o.valid_thresh_pct, fg, target, ATOMIC_GET(&g->pace_mzps) / 1000.0,
 		(unsigned long long)ATOMIC_GET(&g->moved_blocks[0]) * ZLFS_BLOCK_SIZE,
-		(unsigned long long)ATOMIC_GET(&g->moved_blocks[1]) * ZLFS_BLOCK_SIZE);
+		(unsigned long long)ATOMIC_GET(&g->moved_blocks[1]) * ZLFS_BLOCK_SIZE,
+		(unsigned long long)ATOMIC_GET(&g->moved_blocks[2]) * ZLFS_BLOCK_SIZE);
 	for (i = 0; i < n; i++) {
 		uint32_t k = (g->nlog - n + i) % GC_LOG_MAX;
 
@@ -168,8 +170,9 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 	if (fs->wb)
 		wbuf_stats(fs->wb, &w);
 	jprintf(j, "  \"bytes_written_by_users\": %llu,\n  \"bytes_written_to_device\": %llu,\n"
-		   "  \"write_amplification\": %.3f,\n",
-		(unsigned long long)user, (unsigned long long)dev, waf);
+		   "  \"write_amplification\": %.3f,\n  \"hot_user_bytes_this_mount\": %llu,\n",
+		(unsigned long long)user, (unsigned long long)dev, waf,
+		(unsigned long long)ATOMIC_GET(&fs->hot_user_bytes));
 	/* This mount's device writes by kind (the total above runs across mounts): data and
 	 * node logs (GC's moves included, see "gc"), and the meta log with checkpoint packs. */
 	jprintf(j, "  \"device_bytes_this_mount\": {\"data_logs\": %llu, \"node_logs\": %llu, "

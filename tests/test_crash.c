@@ -45,6 +45,7 @@ static const struct workload_def workloads[] = {
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
 	{"threads", 64ULL << 20, workload_threads, 20, 0},
 	{"falloc", 64ULL << 20, workload_falloc, 12, 0},
+	{"hot", 64ULL << 20, workload_hot, 16, 0},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */
@@ -69,9 +70,10 @@ static void model_reset(void)
 	memset(&cur, 0, sizeof(cur));
 }
 
-/* Bytes GC moved to the frozen log (data it had moved before) while the workload was
- * recorded: crash points inside those moves are among the ones tried. */
-static long frozen_bytes;
+/* Bytes GC moved to the frozen log (data it had moved before) and user bytes sent to the hot
+ * data log while the workload was recorded: crash points inside those writes are among the
+ * ones tried. */
+static long frozen_bytes, hot_bytes, moved_hot_bytes;
 
 /* Run the workload on a fresh logged image; returns the zones GC reclaimed meanwhile. */
 static long record(const struct workload_def *w, long *first)
@@ -101,6 +103,8 @@ static long record(const struct workload_def *w, long *first)
 	w->run();
 	gc_zones = tu_ctl_stat(mnt, "zones_reclaimed");
 	frozen_bytes = tu_ctl_stat(mnt, "frozen");
+	hot_bytes = tu_ctl_stat(mnt, "hot_user_bytes_this_mount");
+	moved_hot_bytes = tu_ctl_stat(mnt, "hot"); /* gc.bytes_moved_to */
 	ck_assert_int_eq(daemon_stop(pid), 0);
 	return gc_zones;
 }
@@ -140,8 +144,9 @@ static long enumerate(const struct workload_def *w)
 		}
 	}
 	printf("%s: crash points tried: %ld, failed: %ld (%ld logged operations, %d durable "
-	       "stages, %ld zones reclaimed by GC, %ld bytes moved to the frozen log)\n", w->name,
-	       tried, failed, total, nstages, gc_zones, frozen_bytes);
+	       "stages, %ld zones reclaimed by GC, %ld bytes moved to the frozen log, %ld user "
+	       "bytes to the hot log, %ld moved back to it)\n", w->name, tried, failed, total,
+	       nstages, gc_zones, frozen_bytes, hot_bytes, moved_hot_bytes);
 	fflush(stdout);
 	free(kinds);
 	ck_assert_int_gt(tried, 10);
@@ -157,6 +162,8 @@ START_TEST(t_crash)
 		ck_assert_int_gt(gc, 0); /* GC did run */
 		ck_assert_int_gt(frozen_bytes, 0); /* and moved data a second time */
 	}
+	if (!strcmp(workloads[_i].name, "hot"))
+		ck_assert_int_gt(hot_bytes, 0); /* the rewritten files did turn hot */
 }
 END_TEST
 

@@ -160,6 +160,36 @@ void workload_overwrite(void)
 	}
 }
 
+/* Files rewritten often beside one that stays. Once a file's rewrites come within half the
+ * turnover, its data goes to the hot data log, beside directory blocks (data.c, "hot
+ * files"): cuts land in those appends, in the hot log's zone switches and in GC moving out of
+ * its zones, and each fdatasync'ed rewrite must survive them. test_crash checks that the
+ * recording did send data to the hot log. */
+void workload_hot(void)
+{
+	struct stage *s;
+	char rel[16];
+	int i;
+
+	write_file("cold", 60, 20 * 1024 * 1024, 0, 1);
+	for (i = 0; i < 4; i++) {
+		snprintf(rel, sizeof(rel), "h%d", i);
+		write_file(rel, 61 + (uint32_t)i, 512 * 1024, 0, 1);
+	}
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, ".");
+	stage_seal(s);
+	for (i = 0; i < 64; i++) {
+		snprintf(rel, sizeof(rel), "h%d", i % 4);
+		write_file(rel, 70 + (uint32_t)i, 512 * 1024, 0, 0);
+		fdatasync_path(rel);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
+}
+
 /* Unlink while open: the orphan goes into checkpoints while it is still written to; after a
  * crash the next mount must free it (the inode count check in try_point sees a leak). */
 void workload_unlink_open(void)
