@@ -365,8 +365,10 @@ enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from)
 }
 
 /* Free zones a pass over ZONE needs: 2 (re-pointed nodes, the checkpoint), and one for each
- * GC log its valid data would overflow, with hot data kept hot or FOLD_HOT into cold.
- * Under seg_lock; UINT32_MAX when a SIT page cannot be had. */
+ * GC log its valid data would overflow, with hot data kept hot or FOLD_HOT into cold. The
+ * hot log's room is not counted as GC's: user data and directory blocks take it meanwhile,
+ * so hot data kept hot always counts a zone of its own. Under seg_lock; UINT32_MAX when a
+ * SIT page cannot be had. */
 static uint32_t gc_zones_for(struct zlfs_fs *fs, uint32_t mz, int fold_hot)
 {
 	static const enum zlfs_log_type dests[] = {ZLFS_LOG_COLD_DATA, ZLFS_LOG_FROZEN_DATA,
@@ -385,9 +387,9 @@ static uint32_t gc_zones_for(struct zlfs_fs *fs, uint32_t mz, int fold_hot)
 				break;
 			}
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 2; i++)
 		need += to[i] && to[i] > seg_log_room_locked(fs, dests[i]);
-	return need;
+	return need + !!to[2];
 }
 
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
@@ -398,6 +400,9 @@ int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 	hot = gc_zones_for(fs, mz, 0);
 	folded = gc_zones_for(fs, mz, 1);
 	zlock_unlock(&fs->seg_lock);
-	fs->gc.fold_hot = have < hot; /* for the whole victim, whichever steps move it */
+	/* Decided once for the whole victim, whichever steps move it, while users may take free
+	 * zones down to the reserve in between: hot data stays hot only if that fits in the
+	 * reserve too, which a pass without it always does. */
+	fs->gc.fold_hot = have < hot || hot > seg_reserve(fs);
 	return have >= (fs->gc.fold_hot ? folded : hot);
 }

@@ -281,6 +281,11 @@ static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_lo
 	uint32_t data = fs->log_of[type], owed;
 	uint64_t data_owed, room;
 
+	/* The hot log also opens zones for directory blocks and GC, which may take the reserve:
+	 * hot user data uses such a zone only while the reserve is whole, and goes to the warm
+	 * log otherwise (data.c). */
+	if (type == SEG_LOG_HOT_USER && fs->free_zones <= seg_reserve(fs))
+		return 0;
 	owed = seg_zones_owed(fs, data, &data_owed);
 	if (owed > avail)
 		return 0;
@@ -698,7 +703,7 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 		}
 	}
 	zlock_unlock(&l->lock);
-	if (type == SEG_LOG_HOT_USER && done)
+	if (type == SEG_LOG_HOT_USER && done && fs->log_of[type] != fs->log_of[ZLFS_LOG_WARM_DATA])
 		ATOMIC_ADD(&fs->hot_user_bytes, (uint64_t)done * ZLFS_BLOCK_SIZE);
 	return done ? (int)done : ret;
 }
