@@ -538,6 +538,8 @@ uint32_t gc_fg_budget(const struct zlfs_fs *fs);
 int gc_bg_more(struct zlfs_fs *fs, enum gc_phase phase, unsigned done);
 /* The log that data moved out of a segment written by log FROM goes to. */
 enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from);
+/* 0, 1, 2: the cold, frozen, hot log, as gc.moved_blocks counts moves to DEST. */
+unsigned gc_dest_index(enum zlfs_log_type dest);
 /* Whether the free zones suffice to empty ZONE: one for each GC log its data would fill past
  * the room left in that log's zone, and two for the nodes and the checkpoint. */
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone);

@@ -242,13 +242,10 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 	old = le32_get(*slot);
 	if (old == ZLFS_ADDR_PREALLOC) /* the block's reservation pays for it */
 		seg_prealloc_add(fs, -1);
-	if (type == ZLFS_LOG_WARM_DATA) {
-		ret = data_append_n(fs, data_user_log(fs, inode, slot_has_data(old)), buf, 1,
-				    ref.np->nid, (uint16_t)ref.slot, &addr);
-		ret = ret < 0 ? ret : 0;
-	} else {
-		ret = seg_append(fs, type, buf, ref.np->nid, (uint16_t)ref.slot, &addr);
-	}
+	if (type == ZLFS_LOG_WARM_DATA) /* user data: by how soon the file's is replaced */
+		type = data_user_log(fs, inode, slot_has_data(old));
+	ret = data_append_n(fs, type, buf, 1, ref.np->nid, (uint16_t)ref.slot, &addr);
+	ret = ret < 0 ? ret : 0;
 	if (ret && old == ZLFS_ADDR_PREALLOC)
 		seg_prealloc_add(fs, 1);
 	if (!ret) {

@@ -119,8 +119,7 @@ static int gc_append_moved(struct zlfs_fs *fs, uint32_t addr, const uint8_t *dat
 	dest = gc_dest_log(fs, from);
 	ret = seg_append_born(fs, dest, data, nid, ofs, born, to);
 	if (!ret)
-		ATOMIC_ADD(&fs->gc.moved_blocks[dest == ZLFS_LOG_HOT_DATA ? 2 :
-						 dest == ZLFS_LOG_FROZEN_DATA], 1);
+		ATOMIC_ADD(&fs->gc.moved_blocks[gc_dest_index(dest)], 1);
 	return ret;
 }
 

@@ -364,45 +364,73 @@ enum zlfs_log_type gc_dest_log(const struct zlfs_fs *fs, uint8_t from)
 	return gc_dest(fs, from, fs->gc.fold_hot);
 }
 
-/* Free zones a pass over ZONE needs: 2 (re-pointed nodes, the checkpoint), and one for each
- * GC log its valid data would overflow, with hot data kept hot or FOLD_HOT into cold. The
- * hot log's room is not counted as GC's: user data and directory blocks take it meanwhile,
- * so hot data kept hot always counts a zone of its own. Under seg_lock; UINT32_MAX when a
- * SIT page cannot be had. */
-static uint32_t gc_zones_for(struct zlfs_fs *fs, uint32_t mz, int fold_hot)
-{
-	static const enum zlfs_log_type dests[] = {ZLFS_LOG_COLD_DATA, ZLFS_LOG_FROZEN_DATA,
-						   ZLFS_LOG_HOT_DATA};
-	uint64_t to[3] = {0, 0, 0};
-	uint32_t s, need = 2, i;
+/* The GC logs a pass may move data to, in the order gc_split counts them. */
+static const enum zlfs_log_type gc_dests[] = {ZLFS_LOG_COLD_DATA, ZLFS_LOG_FROZEN_DATA,
+					      ZLFS_LOG_HOT_DATA};
 
+/* The valid data blocks of main zone MZ by the GC log a pass would move them to, hot data
+ * kept hot: TO[i] for gc_dests[i] (folded layouts: counted once, in the first of them their
+ * log is). Hot data folded into cold would be counted in TO[0]. Under seg_lock; -EIO when a
+ * SIT page cannot be had. */
+static int gc_split(struct zlfs_fs *fs, uint32_t mz, uint64_t to[3])
+{
+	uint32_t s, i;
+
+	to[0] = to[1] = to[2] = 0;
 	for (s = 0; s < fs->sb.segs_per_zone; s++) {
 		const struct seg_ent *se = sit_ent_locked(fs, mz * fs->sb.segs_per_zone + s);
 
 		if (!se)
-			return UINT32_MAX;
+			return -EIO;
 		for (i = 0; se->valid && i < 3; i++)
-			if (fs->log_of[gc_dest(fs, se->log, fold_hot)] == fs->log_of[dests[i]]) {
-				to[i] += se->valid; /* folded logs: counted once, in the first */
+			if (fs->log_of[gc_dest(fs, se->log, 0)] == fs->log_of[gc_dests[i]]) {
+				to[i] += se->valid;
 				break;
 			}
 	}
+	return 0;
+}
+
+/* Free zones a pass moving TO needs: 2 (re-pointed nodes, the checkpoint) and one for each
+ * of the cold and frozen logs it would overflow. The hot log's room is not counted as GC's:
+ * user data and directory blocks take it meanwhile, so hot data kept hot always counts a
+ * zone of its own. Under seg_lock. */
+static uint32_t gc_zones_for(const struct zlfs_fs *fs, const uint64_t to[3])
+{
+	uint32_t need = 2, i;
+
 	for (i = 0; i < 2; i++)
-		need += to[i] && to[i] > seg_log_room_locked(fs, dests[i]);
+		need += to[i] && to[i] > seg_log_room_locked(fs, gc_dests[i]);
 	return need + !!to[2];
 }
 
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 {
-	uint32_t mz = zone - fs->sb.main_zone_first, hot, folded, have = seg_free_zones(fs);
+	uint32_t mz = zone - fs->sb.main_zone_first, hot = UINT32_MAX, folded = UINT32_MAX;
+	uint32_t have = seg_free_zones(fs);
+	uint64_t to[3];
 
 	zlock_lock(&fs->seg_lock);
-	hot = gc_zones_for(fs, mz, 0);
-	folded = gc_zones_for(fs, mz, 1);
+	if (!gc_split(fs, mz, to)) {
+		hot = gc_zones_for(fs, to);
+		to[0] += to[2]; /* the same victim with its hot data folded into cold */
+		to[2] = 0;
+		folded = gc_zones_for(fs, to);
+	}
 	zlock_unlock(&fs->seg_lock);
 	/* Decided once for the whole victim, whichever steps move it, while users may take free
 	 * zones down to the reserve in between: hot data stays hot only if that fits in the
 	 * reserve too, which a pass without it always does. */
 	fs->gc.fold_hot = have < hot || hot > seg_reserve(fs);
 	return have >= (fs->gc.fold_hot ? folded : hot);
+}
+
+/* Which of the moved-data counters (gc.moved_blocks) a block moved to DEST counts in. */
+unsigned gc_dest_index(enum zlfs_log_type dest)
+{
+	unsigned i;
+
+	for (i = 0; i < 2 && gc_dests[i] != dest; i++)
+		;
+	return i;
 }
