@@ -99,6 +99,19 @@ int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff)
 	return img_bounce(d, NULL, buf, len, foff);
 }
 
+/* Allocate a zone's blocks in the image before its first write, with O_DIRECT only. A direct
+ * write into blocks the host file system has not allocated makes ext4 take the image's inode
+ * lock exclusively for the whole transfer, so reads of every zone wait behind it; into
+ * allocated (unwritten) blocks it takes the lock shared, as for an overwrite. Best effort: a
+ * file system without fallocate, or one out of space, only loses the concurrency, and the
+ * write itself reports any error. A reset gives the space back. */
+void emu_img_prealloc(struct emu_dev *d, uint32_t z)
+{
+	if (d->direct)
+		(void)fallocate(d->fd, 0, (off_t)(d->hdr->data_off + zstart(d, z)),
+				(off_t)zcap(d, z));
+}
+
 int emu_sync(struct emu_dev *d)
 {
 	if (d->nosync)

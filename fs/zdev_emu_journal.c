@@ -27,19 +27,50 @@ static uint32_t jrec_crc(struct emu_jrec *r)
 	return crc;
 }
 
-static int jrnl_write_block(struct emu_dev *d, uint32_t slot)
-{
-	uint32_t blk = slot / (uint32_t)JREC_PER_BLK;
+/* A copy of the journal block holding SLOT, taken under lock with its ticket. */
+struct jblk {
+	uint8_t data[EMU_BLK] __attribute__((aligned(EMU_BLK)));
+	uint32_t blk;
+	uint64_t ticket;
+};
 
-	return emu_full_pwrite(d->fd, (uint8_t *)d->jrnl + (uint64_t)blk * EMU_BLK, EMU_BLK,
-			   d->hdr->jrnl_off + (uint64_t)blk * EMU_BLK);
+static void jrnl_copy(struct emu_dev *d, uint32_t slot, struct jblk *c)
+{
+	c->blk = slot / (uint32_t)JREC_PER_BLK;
+	memcpy(c->data, (uint8_t *)d->jrnl + (uint64_t)c->blk * EMU_BLK, EMU_BLK);
+	c->ticket = ++d->jticket;
 }
 
-/* One record, one block write: a killed process leaves the record either whole or absent. */
-static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
+/* Write copy C once every earlier copy is written. Callable with or without lock: the turn
+ * waits only on writers that hold no lock but jlock. A failed write fails the device for
+ * good, since the records behind it can no longer reach the image in order. */
+static int jrnl_write_copy(struct emu_dev *d, const struct jblk *c)
+{
+	int ret = -EIO;
+
+	pthread_mutex_lock(&d->jlock);
+	while (d->jdone + 1 != c->ticket)
+		pthread_cond_wait(&d->jturn, &d->jlock);
+	if (!__atomic_load_n(&d->jfailed, __ATOMIC_ACQUIRE))
+		ret = emu_full_pwrite(d->fd, c->data, EMU_BLK,
+				      d->hdr->jrnl_off + (uint64_t)c->blk * EMU_BLK);
+	if (ret)
+		__atomic_store_n(&d->jfailed, 1, __ATOMIC_RELEASE);
+	d->jdone = c->ticket;
+	pthread_cond_broadcast(&d->jturn);
+	pthread_mutex_unlock(&d->jlock);
+	return ret;
+}
+
+int emu_jrnl_failed(struct emu_dev *d)
+{
+	return __atomic_load_n(&d->jfailed, __ATOMIC_ACQUIRE) ? -EIO : 0;
+}
+
+/* The record of a write at the next slot, in memory only (under lock). */
+static void jrec_fill(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
 {
 	struct emu_jrec *r = &d->jrnl[d->jcount];
-	int ret;
 
 	memset(r, 0, sizeof(*r));
 	r->gen = d->hdr->generation;
@@ -49,9 +80,20 @@ static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len
 	r->zone = z;
 	r->epoch = d->zones[z].epoch;
 	r->crc = jrec_crc(r);
-	ret = jrnl_write_block(d, d->jcount);
+}
+
+/* One record, one block write, under lock: a killed process leaves the record either whole
+ * or absent. */
+static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
+{
+	struct jblk c;
+	int ret;
+
+	jrec_fill(d, z, off, len, undo);
+	jrnl_copy(d, d->jcount, &c);
+	ret = jrnl_write_copy(d, &c);
 	if (ret) {
-		memset(r, 0, sizeof(*r));
+		memset(&d->jrnl[d->jcount], 0, sizeof(struct emu_jrec));
 		return ret;
 	}
 	d->jcount++;
@@ -180,6 +222,8 @@ int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, ui
 		ret = emu_log_append_at(d, LOG_WRITE, z, off, len, buf, &lpos);
 	if (ret)
 		return ret;
+	if (!zn->wp)
+		emu_img_prealloc(d, z);
 	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
 	if (!ret)
 		ret = jrnl_append(d, z, off, len, 0);
@@ -206,8 +250,9 @@ void emu_wait_idle(struct emu_dev *d, uint32_t z)
 int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
 			   uint64_t off)
 {
+	struct jblk c;
 	struct emu_zone *zn = &d->zones[z];
-	int ret = 0;
+	int ret = 0, first;
 
 	emu_wait_idle(d, z);
 	ret = jrnl_make_room(d, 0);
@@ -217,10 +262,13 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 		ret = emu_fault_fire(d, ZEMU_FAULT_EIO_WRITE, off, len);
 	if (ret)
 		return ret;
+	first = !zn->wp;
 	zn->busy = 1;
 	d->inflight++;
 	d->jreserved++;
 	pthread_mutex_unlock(&d->lock);
+	if (first)
+		emu_img_prealloc(d, z);
 	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
 	pthread_mutex_lock(&d->lock);
 	zn->busy = 0;
@@ -229,14 +277,19 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	pthread_cond_broadcast(&d->idle);
 	if (!ret && (zn->cond == ZDEV_COND_RDONLY || zn->cond == ZDEV_COND_OFFLINE))
 		ret = -EIO; /* the zone failed during the transfer (an injected fault) */
-	if (!ret)
-		ret = jrnl_append(d, z, off, len, 0);
 	if (ret)
 		return ret;
+	/* The write counts in memory at once (a flush from now on covers it) and completes
+	 * when its record is in the image, written with the lock dropped. */
+	jrec_fill(d, z, off, len, 0);
+	jrnl_copy(d, d->jcount++, &c);
 	zn->wp += len;
 	if (zn->wp == zcap(d, z))
 		emu_set_cond(d, z, ZDEV_COND_FULL);
-	return 0;
+	pthread_mutex_unlock(&d->lock);
+	ret = jrnl_write_copy(d, &c);
+	pthread_mutex_lock(&d->lock);
+	return ret;
 }
 
 /* Replay the journal's current-generation prefix onto the durable zone state. */

@@ -118,6 +118,17 @@ for f in writers:one:MiBps writers:four:MiBps creates:one:ops creates:four:ops \
 		fail=1
 	fi
 done
+# the disk alone beside a writer held to zlfs's rate (skipped only with the workdir on tmpfs)
+if [[ $(stat -f -c %T "$WORK") != tmpfs ]]; then
+	for c in idle writer; do
+		v=$(awk -F, -v c="$c" '$1 == "disk" && $3 == "read-writer" && $4 == c && $5 == "p99_us" { print $6 }' "$CSV")
+		[[ $v =~ $num ]] || { echo "FAIL: parallel.csv: no disk read-writer $c p99 ('$v')"; fail=1; }
+	done
+	dw=$(awk -F, '$1 == "disk" && $3 == "read-writer" && $5 == "writer_MiBps" { print $6 }' "$CSV")
+	zw=$(figure read-writer writer writer_MiBps)
+	awk -v d="$dw" -v z="$zw" 'BEGIN { exit !(d > 0 && d <= 1.2 * z) }' ||
+		{ echo "FAIL: the disk's writer ran at '$dw' MiB/s, not held to zlfs's '$zw'"; fail=1; }
+fi
 v=$(figure stat-cp checkpoint checkpoints)
 [[ $v == 4 ]] || { echo "FAIL: stat-cp wrote $v checkpoints, expected 2000 files / 500 = 4"; fail=1; }
 # every ratio: loaded / base of the same round (one round: the ratio itself)
