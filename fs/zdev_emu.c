@@ -104,8 +104,6 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 	ret = emu_jrnl_failed(d);
 	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
 		ret = emu_write_seq_unlocked(d, z, buf, len, off);
-		if (!ret)
-			emu_tm_write(d, z, buf, len, off - zstart(d, z));
 	} else if (!ret) {
 		ret = emu_write_locked(d, buf, len, off);
 	}
@@ -191,6 +189,11 @@ static int emu_flush(struct zdev *zd)
 
 void emu_free(struct emu_dev *d)
 {
+	/* a caller closes with no write in flight, but a journal block may still be on its way */
+	pthread_mutex_lock(&d->jlock);
+	while (d->jdone != d->jticket)
+		pthread_cond_wait(&d->jturn, &d->jlock);
+	pthread_mutex_unlock(&d->jlock);
 	emu_ftl_close(d); /* saves its state first, while the image is open */
 	if (d->fd >= 0)
 		close(d->fd); /* also drops the flock */

@@ -255,7 +255,9 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	int ret = 0, first;
 
 	emu_wait_idle(d, z);
-	ret = jrnl_make_room(d, 0);
+	ret = emu_jrnl_failed(d); /* it may have failed while this write waited */
+	if (!ret)
+		ret = jrnl_make_room(d, 0);
 	if (!ret)
 		ret = emu_seq_write_check(d, z, off, len);
 	if (!ret)
@@ -286,6 +288,7 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	zn->wp += len;
 	if (zn->wp == zcap(d, z))
 		emu_set_cond(d, z, ZDEV_COND_FULL);
+	emu_tm_write(d, z, buf, len, off - zstart(d, z)); /* in step with the wp */
 	pthread_mutex_unlock(&d->lock);
 	ret = jrnl_write_copy(d, &c);
 	pthread_mutex_lock(&d->lock);
