@@ -175,7 +175,7 @@ static int emu_flush(struct zdev *zd)
 	d->tm.c.host_flushes++;
 	ret = emu_jrnl_failed(d);
 	if (!ret)
-		ret = emu_flush_locked(d);
+		ret = emu_flush_host(d);
 	if (!ret)
 		emu_tm_flush(d); /* the host's flush; the journal's own destaging is not one */
 	if (!ret)

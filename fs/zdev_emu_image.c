@@ -219,6 +219,20 @@ int emu_table_update(struct emu_dev *d, uint32_t z)
 	return 1;
 }
 
+/* Store zone Z as durable up to WP, short of its wp: a flush whose data sync may have missed
+ * the writes past WP. Returns 1 if the table changed; the table never moves back. */
+int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp)
+{
+	struct emu_zent *e = &d->table[z];
+	const struct emu_zone *zn = &d->zones[z];
+
+	if (e->epoch == zn->epoch && (e->cond == ZDEV_COND_FULL || e->cond == ZDEV_COND_RDONLY ||
+				      e->cond == ZDEV_COND_OFFLINE || e->wp >= wp))
+		return 0;
+	zent_set(e, wp, zn->epoch, wp ? ZDEV_COND_CLOSED : ZDEV_COND_EMPTY);
+	return 1;
+}
+
 /* Make zone Z's current state durable at once (reset, finish, fault injection): its data
  * first, then its table block. */
 int emu_zone_persist(struct emu_dev *d, uint32_t z)

@@ -267,6 +267,8 @@ struct emu_dev {
 	uint64_t jdone;             /* the last ticket whose block was written (under jlock) */
 	int jfailed;                /* a journal block write failed: later writes and flushes
 				     * fail with EIO (atomic) */
+	uint64_t jclears;           /* times the journal was voided (a new generation) */
+	int flushing;               /* a host flush runs with the lock dropped (emu_flush_host) */
 	uint64_t undo_used;
 	uint32_t nr_imp, nr_exp, nr_closed;
 	uint32_t imp_cursor;        /* round-robin start for implicit closes */
@@ -315,6 +317,7 @@ int emu_jrnl_failed(struct emu_dev *d);
 uint64_t emu_table_bytes(uint32_t nr_zones);
 int emu_hdr_write(struct emu_dev *d);
 int emu_table_write_block(struct emu_dev *d, uint32_t blk);
+int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp);
 int emu_table_update(struct emu_dev *d, uint32_t z);
 int emu_zone_persist(struct emu_dev *d, uint32_t z);
 int emu_bad_image(const char *path, int err, const char *why);
@@ -338,6 +341,7 @@ void emu_derive_conds(struct emu_dev *d);
 
 /* zdev_emu_journal.c: the volatile cache, flush and power cut */
 int emu_flush_locked(struct emu_dev *d);
+int emu_flush_host(struct emu_dev *d);
 int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
 int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off);
 int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,

@@ -105,23 +105,46 @@ static void jrnl_clear(struct emu_dev *d)
 	memset(d->jrnl, 0, (size_t)d->jcount * sizeof(struct emu_jrec));
 	d->jcount = 0;
 	d->undo_used = 0;
+	d->jclears++;
 }
 
-/* Everything in the cache becomes durable: data synced, zone table written, then the
- * generation bump (one block) voids the journal, then synced again. */
-int emu_flush_locked(struct emu_dev *d)
+/* Per zone, where the records from slot FROM on start (UINT64_MAX: none of the zone's current
+ * epoch): what a data sync taken before they were made cannot have covered. */
+static uint64_t *late_starts(struct emu_dev *d, uint32_t from)
 {
-	uint8_t *dirty;
-	int ret, changed = 0;
+	uint64_t *at = malloc((size_t)d->hdr->nr_zones * sizeof(*at));
 
-	ret = emu_sync(d);
-	if (ret)
-		return ret;
-	dirty = calloc(d->table_blocks, 1);
-	if (!dirty)
+	if (!at)
+		return NULL;
+	memset(at, 0xff, (size_t)d->hdr->nr_zones * sizeof(*at));
+	for (uint32_t i = from; i < d->jcount; i++) {
+		const struct emu_jrec *r = &d->jrnl[i];
+		uint64_t rel = r->off - zstart(d, r->zone);
+
+		if (!is_conv(d, r->zone) && r->epoch == d->zones[r->zone].epoch && rel < at[r->zone])
+			at[r->zone] = rel;
+	}
+	return at;
+}
+
+/* After a data sync that covered the journal's records before slot FROM (all of them: FROM ==
+ * jcount): the zone table written as far as it covered, then, if it covered the whole
+ * journal, the generation bump (one block) that voids it. Records from FROM on stay, and the
+ * table entries before them say the rest is durable. */
+static int flush_commit(struct emu_dev *d, uint32_t from)
+{
+	uint64_t *late = from < d->jcount ? late_starts(d, from) : NULL;
+	uint8_t *dirty = calloc(d->table_blocks, 1);
+	int ret = 0, changed = 0;
+
+	if (!dirty || (from < d->jcount && !late)) {
+		free(dirty);
+		free(late);
 		return -ENOMEM;
+	}
 	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
-		if (emu_table_update(d, z)) {
+		if (late && late[z] != UINT64_MAX ? emu_table_cover(d, z, late[z]) :
+						    emu_table_update(d, z)) {
 			dirty[z / ZENT_PER_BLK] = 1;
 			changed = 1;
 		}
@@ -130,7 +153,8 @@ int emu_flush_locked(struct emu_dev *d)
 		if (dirty[b])
 			ret = emu_table_write_block(d, b);
 	free(dirty);
-	if (ret || (!changed && !d->jcount))
+	free(late);
+	if (ret || from < d->jcount || (!changed && !d->jcount))
 		return ret;
 	d->hdr->generation++;
 	ret = emu_hdr_write(d);
@@ -139,7 +163,68 @@ int emu_flush_locked(struct emu_dev *d)
 		return ret;
 	}
 	jrnl_clear(d);
-	return emu_sync(d);
+	return 0;
+}
+
+/* Everything in the cache becomes durable: data synced, zone table written, then the
+ * generation bump voids the journal, then synced again. */
+int emu_flush_locked(struct emu_dev *d)
+{
+	int ret = emu_sync(d);
+
+	if (!ret)
+		ret = flush_commit(d, d->jcount);
+	if (!ret)
+		ret = emu_sync(d);
+	return ret;
+}
+
+static int conv_records_before(const struct emu_dev *d, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (is_conv(d, d->jrnl[i].zone))
+			return 1;
+	return 0;
+}
+
+/* The host's flush, with the lock dropped across both fdatasyncs, so that reads and writes
+ * go on while the host file system syncs. The records made during the first sync may have
+ * missed it: the table stops short of them and they stay in the journal, still unflushed,
+ * for a later flush (or the journal's own when it fills). A journal voided meanwhile (a
+ * flush or power cut of another path) leaves no record the sync surely covered. Covered
+ * conventional-zone records cannot stay behind (a power cut would undo them), so then the
+ * whole flush runs under the lock. With a write log it always does: the log lists
+ * operations in the order they reach the image. One host flush at a time. */
+int emu_flush_host(struct emu_dev *d)
+{
+	uint64_t clears;
+	uint32_t from;
+	int ret;
+
+	if (d->log_fd >= 0 || d->ftl)
+		return emu_flush_locked(d);
+	while (d->flushing)
+		pthread_cond_wait(&d->idle, &d->lock);
+	d->flushing = 1;
+	from = d->jcount;
+	clears = d->jclears;
+	pthread_mutex_unlock(&d->lock);
+	ret = emu_sync(d);
+	pthread_mutex_lock(&d->lock);
+	if (d->jclears != clears)
+		from = 0;
+	if (!ret && from < d->jcount && conv_records_before(d, from))
+		ret = emu_flush_locked(d);
+	else if (!ret)
+		ret = flush_commit(d, from);
+	if (!ret) {
+		pthread_mutex_unlock(&d->lock);
+		ret = emu_sync(d);
+		pthread_mutex_lock(&d->lock);
+	}
+	d->flushing = 0;
+	pthread_cond_broadcast(&d->idle);
+	return ret;
 }
 
 /* Room for one more journal record (and UNDO_LEN of old data), counting the slots that

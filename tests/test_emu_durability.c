@@ -452,7 +452,8 @@ END_TEST
  * Their journal blocks reach the image with the device lock dropped, in the order their
  * records were made (emu_write_seq_unlocked). A write that completed has its record in the
  * image, flushed or not, so a kill at any instant keeps every completed write. The child's
- * writers report each completed write through a pipe and never flush. */
+ * writers report each completed write through a pipe; one of them flushes now and then, and
+ * the writes the other threads complete during its data sync stay in the journal. */
 
 struct kw_writer {
 	struct zdev *d;
@@ -473,6 +474,8 @@ static void *kw_main(void *arg)
 			_exit(4);
 		if (write(w->fd, &msg, sizeof(msg)) != sizeof(msg)) /* atomic: under PIPE_BUF */
 			_exit(5);
+		if (w->zone == 1 && i % 8 == 7 && zdev_flush(w->d)) /* flushes beside the others */
+			_exit(7);
 	}
 	pause();
 	return NULL;
