@@ -213,14 +213,17 @@ int emu_flush_host(struct emu_dev *d)
 	pthread_mutex_lock(&d->lock);
 	if (d->jclears != clears)
 		from = 0;
-	if (!ret && from < d->jcount && conv_records_before(d, from))
+	if (!ret)
+		ret = emu_jrnl_failed(d); /* it may have failed during the sync */
+	if (!ret && from < d->jcount && conv_records_before(d, from)) {
 		ret = emu_flush_locked(d);
-	else if (!ret)
+	} else if (!ret) {
 		ret = flush_commit(d, from);
-	if (!ret) {
-		pthread_mutex_unlock(&d->lock);
-		ret = emu_sync(d);
-		pthread_mutex_lock(&d->lock);
+		if (!ret) {
+			pthread_mutex_unlock(&d->lock);
+			ret = emu_sync(d);
+			pthread_mutex_lock(&d->lock);
+		}
 	}
 	d->flushing = 0;
 	pthread_cond_broadcast(&d->idle);
@@ -228,15 +231,19 @@ int emu_flush_host(struct emu_dev *d)
 }
 
 /* Room for one more journal record (and UNDO_LEN of old data), counting the slots that
- * transfers under way have reserved (emu_write_seq_unlocked), whichever path writes. */
+ * transfers under way have reserved (emu_write_seq_unlocked), whichever path writes. May drop
+ * the lock. A flush that leaves records made during its sync frees nothing, but no new write
+ * starts meanwhile, so once the transfers under way have ended one clears the journal. */
 static int jrnl_make_room(struct emu_dev *d, uint64_t undo_len)
 {
 	int ret = 0;
 
 	while (!ret && (d->jcount + d->jreserved >= d->hdr->jslots ||
 			d->undo_used + undo_len > d->hdr->undo_len)) {
-		if (d->jcount) /* a full cache destages: the device flushes on its own */
-			ret = emu_flush_locked(d);
+		if (d->jcount) /* a full cache destages: the device flushes on its own, with the
+				* lock dropped across its syncs as a host flush (the caller has
+				* started nothing yet, and checks its zone again) */
+			ret = emu_flush_host(d);
 		else if (d->jreserved) /* only reserved slots are left: those transfers end first */
 			pthread_cond_wait(&d->idle, &d->lock);
 		else
@@ -339,10 +346,12 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	struct emu_zone *zn = &d->zones[z];
 	int ret = 0, first;
 
-	emu_wait_idle(d, z);
-	ret = emu_jrnl_failed(d); /* it may have failed while this write waited */
-	if (!ret)
-		ret = jrnl_make_room(d, 0);
+	do { /* making room may wait with the lock dropped, and the zone be held meanwhile */
+		emu_wait_idle(d, z);
+		ret = emu_jrnl_failed(d); /* it may have failed while this write waited */
+		if (!ret)
+			ret = jrnl_make_room(d, 0);
+	} while (!ret && zn->busy);
 	if (!ret)
 		ret = emu_seq_write_check(d, z, off, len);
 	if (!ret)
