@@ -281,6 +281,10 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 		else
 			local img=$WORK/zlfs.img
 			rm -f "$img"
+			# the host frees the old image's blocks now, not under the next measurement:
+			# with online discard (-o discard) a journal commit sends gigabytes of discards
+			# and the disk serves them first
+			sync -f "$WORK" 2>/dev/null || sync
 			log "$BIN/zlfs-emu create $img --size $IMG_SIZE --zone-size $ZONE_SIZE --max-open 14 --max-active 14${MODEL:+ --timing $MODEL}"
 			"$BIN/zlfs-emu" create "$img" --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
 				--max-open 14 --max-active 14 ${MODEL:+--timing "$MODEL"} >/dev/null ||
