@@ -263,6 +263,12 @@ ext4_detach() { # unmount WORK/ext4 and detach its loop device or stop fuse2fs; 
 	return 0
 }
 
+wl_settle() { # after deleting files under WORK: the host frees their blocks now, not under the
+	# next measurement (with online discard, -o discard, a journal commit sends gigabytes of
+	# discards and the disk serves them first)
+	sync -f "$WORK" 2>/dev/null || sync
+}
+
 wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 	local fs=$1 tag=$2
 	MNT=$WORK/mnt-$tag DIR='' CTL='' BLKDEV=''
@@ -281,10 +287,7 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 		else
 			local img=$WORK/zlfs.img
 			rm -f "$img"
-			# the host frees the old image's blocks now, not under the next measurement:
-			# with online discard (-o discard) a journal commit sends gigabytes of discards
-			# and the disk serves them first
-			sync -f "$WORK" 2>/dev/null || sync
+			wl_settle
 			log "$BIN/zlfs-emu create $img --size $IMG_SIZE --zone-size $ZONE_SIZE --max-open 14 --max-active 14${MODEL:+ --timing $MODEL}"
 			"$BIN/zlfs-emu" create "$img" --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
 				--max-open 14 --max-active 14 ${MODEL:+--timing "$MODEL"} >/dev/null ||
