@@ -101,11 +101,10 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	if (!is_conv(d, z) && !d->ftl && d->log_fd < 0) {
+	ret = emu_jrnl_failed(d);
+	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
 		ret = emu_write_seq_unlocked(d, z, buf, len, off);
-		if (!ret)
-			emu_tm_write(d, z, buf, len, off - zstart(d, z));
-	} else {
+	} else if (!ret) {
 		ret = emu_write_locked(d, buf, len, off);
 	}
 	if (!ret) {
@@ -174,7 +173,9 @@ static int emu_flush(struct zdev *zd)
 
 	pthread_mutex_lock(&d->lock);
 	d->tm.c.host_flushes++;
-	ret = emu_flush_locked(d);
+	ret = emu_jrnl_failed(d);
+	if (!ret)
+		ret = emu_flush_host(d);
 	if (!ret)
 		emu_tm_flush(d); /* the host's flush; the journal's own destaging is not one */
 	if (!ret)
@@ -188,6 +189,11 @@ static int emu_flush(struct zdev *zd)
 
 void emu_free(struct emu_dev *d)
 {
+	/* a caller closes with no write in flight, but a journal block may still be on its way */
+	pthread_mutex_lock(&d->jlock);
+	while (d->jdone != d->jticket)
+		pthread_cond_wait(&d->jturn, &d->jlock);
+	pthread_mutex_unlock(&d->jlock);
 	emu_ftl_close(d); /* saves its state first, while the image is open */
 	if (d->fd >= 0)
 		close(d->fd); /* also drops the flock */
@@ -198,6 +204,8 @@ void emu_free(struct emu_dev *d)
 	free(d->zones);
 	free(d->jrnl);
 	free(d->tm.partial);
+	pthread_cond_destroy(&d->jturn);
+	pthread_mutex_destroy(&d->jlock);
 	pthread_cond_destroy(&d->idle);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -296,6 +304,8 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 	d->log_fd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->idle, NULL);
+	pthread_mutex_init(&d->jlock, NULL);
+	pthread_cond_init(&d->jturn, NULL);
 	d->hdr = emu_blk_alloc(EMU_BLK);
 	if (!d->hdr) {
 		emu_free(d);

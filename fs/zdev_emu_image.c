@@ -99,6 +99,19 @@ int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff)
 	return img_bounce(d, NULL, buf, len, foff);
 }
 
+/* Allocate a zone's blocks in the image before its first write, with O_DIRECT only. A direct
+ * write into blocks the host file system has not allocated makes ext4 take the image's inode
+ * lock exclusively for the whole transfer, so reads of every zone wait behind it; into
+ * allocated (unwritten) blocks it takes the lock shared, as for an overwrite. Best effort: a
+ * file system without fallocate, or one out of space, only loses the concurrency, and the
+ * write itself reports any error. A reset gives the space back. */
+void emu_img_prealloc(struct emu_dev *d, uint32_t z)
+{
+	if (d->direct)
+		(void)fallocate(d->fd, 0, (off_t)(d->hdr->data_off + zstart(d, z)),
+				(off_t)zcap(d, z));
+}
+
 int emu_sync(struct emu_dev *d)
 {
 	if (d->nosync)
@@ -203,6 +216,20 @@ int emu_table_update(struct emu_dev *d, uint32_t z)
 	if (e->wp == zn->wp && e->epoch == zn->epoch && e->cond == cond)
 		return 0;
 	zent_set(e, zn->wp, zn->epoch, cond);
+	return 1;
+}
+
+/* Store zone Z as durable up to WP, short of its wp: a flush whose data sync may have missed
+ * the writes past WP. Returns 1 if the table changed; the table never moves back. */
+int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp)
+{
+	struct emu_zent *e = &d->table[z];
+	const struct emu_zone *zn = &d->zones[z];
+
+	if (e->epoch == zn->epoch && (e->cond == ZDEV_COND_FULL || e->cond == ZDEV_COND_RDONLY ||
+				      e->cond == ZDEV_COND_OFFLINE || e->wp >= wp))
+		return 0;
+	zent_set(e, wp, zn->epoch, wp ? ZDEV_COND_CLOSED : ZDEV_COND_EMPTY);
 	return 1;
 }
 

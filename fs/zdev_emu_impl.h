@@ -257,6 +257,18 @@ struct emu_dev {
 	struct emu_zone *zones;     /* current state */
 	struct emu_jrec *jrnl;      /* mirrors the journal region */
 	uint32_t jcount;            /* records of the current generation */
+	/* Journal blocks reach the image in the order their copies were taken, one ticket per
+	 * copy, so the image holds a prefix of the journal's history however many writers there
+	 * are, while the block writes of the sequential path run without lock. Order: lock,
+	 * then jlock (a leaf). */
+	pthread_mutex_t jlock;
+	pthread_cond_t jturn;       /* jdone moved */
+	uint64_t jticket;           /* the last ticket handed out (under lock) */
+	uint64_t jdone;             /* the last ticket whose block was written (under jlock) */
+	int jfailed;                /* a journal block write failed: later writes and flushes
+				     * fail with EIO (atomic) */
+	uint64_t jclears;           /* times the journal was voided (a new generation) */
+	int flushing;               /* a host flush runs with the lock dropped (emu_flush_host) */
 	uint64_t undo_used;
 	uint32_t nr_imp, nr_exp, nr_closed;
 	uint32_t imp_cursor;        /* round-robin start for implicit closes */
@@ -299,10 +311,13 @@ static inline int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t 
 }
 int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff);
 int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff);
+void emu_img_prealloc(struct emu_dev *d, uint32_t z);
 int emu_sync(struct emu_dev *d);
+int emu_jrnl_failed(struct emu_dev *d);
 uint64_t emu_table_bytes(uint32_t nr_zones);
 int emu_hdr_write(struct emu_dev *d);
 int emu_table_write_block(struct emu_dev *d, uint32_t blk);
+int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp);
 int emu_table_update(struct emu_dev *d, uint32_t z);
 int emu_zone_persist(struct emu_dev *d, uint32_t z);
 int emu_bad_image(const char *path, int err, const char *why);
@@ -326,6 +341,7 @@ void emu_derive_conds(struct emu_dev *d);
 
 /* zdev_emu_journal.c: the volatile cache, flush and power cut */
 int emu_flush_locked(struct emu_dev *d);
+int emu_flush_host(struct emu_dev *d);
 int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
 int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off);
 int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,

@@ -27,19 +27,50 @@ static uint32_t jrec_crc(struct emu_jrec *r)
 	return crc;
 }
 
-static int jrnl_write_block(struct emu_dev *d, uint32_t slot)
-{
-	uint32_t blk = slot / (uint32_t)JREC_PER_BLK;
+/* A copy of the journal block holding SLOT, taken under lock with its ticket. */
+struct jblk {
+	uint8_t data[EMU_BLK] __attribute__((aligned(EMU_BLK)));
+	uint32_t blk;
+	uint64_t ticket;
+};
 
-	return emu_full_pwrite(d->fd, (uint8_t *)d->jrnl + (uint64_t)blk * EMU_BLK, EMU_BLK,
-			   d->hdr->jrnl_off + (uint64_t)blk * EMU_BLK);
+static void jrnl_copy(struct emu_dev *d, uint32_t slot, struct jblk *c)
+{
+	c->blk = slot / (uint32_t)JREC_PER_BLK;
+	memcpy(c->data, (uint8_t *)d->jrnl + (uint64_t)c->blk * EMU_BLK, EMU_BLK);
+	c->ticket = ++d->jticket;
 }
 
-/* One record, one block write: a killed process leaves the record either whole or absent. */
-static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
+/* Write copy C once every earlier copy is written. Callable with or without lock: the turn
+ * waits only on writers that hold no lock but jlock. A failed write fails the device for
+ * good, since the records behind it can no longer reach the image in order. */
+static int jrnl_write_copy(struct emu_dev *d, const struct jblk *c)
+{
+	int ret = -EIO;
+
+	pthread_mutex_lock(&d->jlock);
+	while (d->jdone + 1 != c->ticket)
+		pthread_cond_wait(&d->jturn, &d->jlock);
+	if (!__atomic_load_n(&d->jfailed, __ATOMIC_ACQUIRE))
+		ret = emu_full_pwrite(d->fd, c->data, EMU_BLK,
+				      d->hdr->jrnl_off + (uint64_t)c->blk * EMU_BLK);
+	if (ret)
+		__atomic_store_n(&d->jfailed, 1, __ATOMIC_RELEASE);
+	d->jdone = c->ticket;
+	pthread_cond_broadcast(&d->jturn);
+	pthread_mutex_unlock(&d->jlock);
+	return ret;
+}
+
+int emu_jrnl_failed(struct emu_dev *d)
+{
+	return __atomic_load_n(&d->jfailed, __ATOMIC_ACQUIRE) ? -EIO : 0;
+}
+
+/* The record of a write at the next slot, in memory only (under lock). */
+static void jrec_fill(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
 {
 	struct emu_jrec *r = &d->jrnl[d->jcount];
-	int ret;
 
 	memset(r, 0, sizeof(*r));
 	r->gen = d->hdr->generation;
@@ -49,9 +80,20 @@ static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len
 	r->zone = z;
 	r->epoch = d->zones[z].epoch;
 	r->crc = jrec_crc(r);
-	ret = jrnl_write_block(d, d->jcount);
+}
+
+/* One record, one block write, under lock: a killed process leaves the record either whole
+ * or absent. */
+static int jrnl_append(struct emu_dev *d, uint32_t z, uint64_t off, uint64_t len, uint64_t undo)
+{
+	struct jblk c;
+	int ret;
+
+	jrec_fill(d, z, off, len, undo);
+	jrnl_copy(d, d->jcount, &c);
+	ret = jrnl_write_copy(d, &c);
 	if (ret) {
-		memset(r, 0, sizeof(*r));
+		memset(&d->jrnl[d->jcount], 0, sizeof(struct emu_jrec));
 		return ret;
 	}
 	d->jcount++;
@@ -63,23 +105,46 @@ static void jrnl_clear(struct emu_dev *d)
 	memset(d->jrnl, 0, (size_t)d->jcount * sizeof(struct emu_jrec));
 	d->jcount = 0;
 	d->undo_used = 0;
+	d->jclears++;
 }
 
-/* Everything in the cache becomes durable: data synced, zone table written, then the
- * generation bump (one block) voids the journal, then synced again. */
-int emu_flush_locked(struct emu_dev *d)
+/* Per zone, where the records from slot FROM on start (UINT64_MAX: none of the zone's current
+ * epoch): what a data sync taken before they were made cannot have covered. */
+static uint64_t *late_starts(struct emu_dev *d, uint32_t from)
 {
-	uint8_t *dirty;
-	int ret, changed = 0;
+	uint64_t *at = malloc((size_t)d->hdr->nr_zones * sizeof(*at));
 
-	ret = emu_sync(d);
-	if (ret)
-		return ret;
-	dirty = calloc(d->table_blocks, 1);
-	if (!dirty)
+	if (!at)
+		return NULL;
+	memset(at, 0xff, (size_t)d->hdr->nr_zones * sizeof(*at));
+	for (uint32_t i = from; i < d->jcount; i++) {
+		const struct emu_jrec *r = &d->jrnl[i];
+		uint64_t rel = r->off - zstart(d, r->zone);
+
+		if (!is_conv(d, r->zone) && r->epoch == d->zones[r->zone].epoch && rel < at[r->zone])
+			at[r->zone] = rel;
+	}
+	return at;
+}
+
+/* After a data sync that covered the journal's records before slot FROM (all of them: FROM ==
+ * jcount): the zone table written as far as it covered, then, if it covered the whole
+ * journal, the generation bump (one block) that voids it. Records from FROM on stay, and the
+ * table entries before them say the rest is durable. */
+static int flush_commit(struct emu_dev *d, uint32_t from)
+{
+	uint64_t *late = from < d->jcount ? late_starts(d, from) : NULL;
+	uint8_t *dirty = calloc(d->table_blocks, 1);
+	int ret = 0, changed = 0;
+
+	if (!dirty || (from < d->jcount && !late)) {
+		free(dirty);
+		free(late);
 		return -ENOMEM;
+	}
 	for (uint32_t z = d->hdr->nr_conv; z < d->hdr->nr_zones; z++) {
-		if (emu_table_update(d, z)) {
+		if (late && late[z] != UINT64_MAX ? emu_table_cover(d, z, late[z]) :
+						    emu_table_update(d, z)) {
 			dirty[z / ZENT_PER_BLK] = 1;
 			changed = 1;
 		}
@@ -88,7 +153,8 @@ int emu_flush_locked(struct emu_dev *d)
 		if (dirty[b])
 			ret = emu_table_write_block(d, b);
 	free(dirty);
-	if (ret || (!changed && !d->jcount))
+	free(late);
+	if (ret || from < d->jcount || (!changed && !d->jcount))
 		return ret;
 	d->hdr->generation++;
 	ret = emu_hdr_write(d);
@@ -97,19 +163,87 @@ int emu_flush_locked(struct emu_dev *d)
 		return ret;
 	}
 	jrnl_clear(d);
-	return emu_sync(d);
+	return 0;
+}
+
+/* Everything in the cache becomes durable: data synced, zone table written, then the
+ * generation bump voids the journal, then synced again. */
+int emu_flush_locked(struct emu_dev *d)
+{
+	int ret = emu_sync(d);
+
+	if (!ret)
+		ret = flush_commit(d, d->jcount);
+	if (!ret)
+		ret = emu_sync(d);
+	return ret;
+}
+
+static int conv_records_before(const struct emu_dev *d, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (is_conv(d, d->jrnl[i].zone))
+			return 1;
+	return 0;
+}
+
+/* The host's flush, with the lock dropped across both fdatasyncs, so that reads and writes
+ * go on while the host file system syncs. The records made during the first sync may have
+ * missed it: the table stops short of them and they stay in the journal, still unflushed,
+ * for a later flush (or the journal's own when it fills). A journal voided meanwhile (a
+ * flush or power cut of another path) leaves no record the sync surely covered. Covered
+ * conventional-zone records cannot stay behind (a power cut would undo them), so then the
+ * whole flush runs under the lock. With a write log it always does: the log lists
+ * operations in the order they reach the image. One host flush at a time. */
+int emu_flush_host(struct emu_dev *d)
+{
+	uint64_t clears;
+	uint32_t from;
+	int ret;
+
+	if (d->log_fd >= 0 || d->ftl)
+		return emu_flush_locked(d);
+	while (d->flushing)
+		pthread_cond_wait(&d->idle, &d->lock);
+	d->flushing = 1;
+	from = d->jcount;
+	clears = d->jclears;
+	pthread_mutex_unlock(&d->lock);
+	ret = emu_sync(d);
+	pthread_mutex_lock(&d->lock);
+	if (d->jclears != clears)
+		from = 0;
+	if (!ret)
+		ret = emu_jrnl_failed(d); /* it may have failed during the sync */
+	if (!ret && from < d->jcount && conv_records_before(d, from)) {
+		ret = emu_flush_locked(d);
+	} else if (!ret) {
+		ret = flush_commit(d, from);
+		if (!ret) {
+			pthread_mutex_unlock(&d->lock);
+			ret = emu_sync(d);
+			pthread_mutex_lock(&d->lock);
+		}
+	}
+	d->flushing = 0;
+	pthread_cond_broadcast(&d->idle);
+	return ret;
 }
 
 /* Room for one more journal record (and UNDO_LEN of old data), counting the slots that
- * transfers under way have reserved (emu_write_seq_unlocked), whichever path writes. */
+ * transfers under way have reserved (emu_write_seq_unlocked), whichever path writes. May drop
+ * the lock. A flush that leaves records made during its sync frees nothing, but no new write
+ * starts meanwhile, so once the transfers under way have ended one clears the journal. */
 static int jrnl_make_room(struct emu_dev *d, uint64_t undo_len)
 {
 	int ret = 0;
 
 	while (!ret && (d->jcount + d->jreserved >= d->hdr->jslots ||
 			d->undo_used + undo_len > d->hdr->undo_len)) {
-		if (d->jcount) /* a full cache destages: the device flushes on its own */
-			ret = emu_flush_locked(d);
+		if (d->jcount) /* a full cache destages: the device flushes on its own, with the
+				* lock dropped across its syncs as a host flush (the caller has
+				* started nothing yet, and checks its zone again) */
+			ret = emu_flush_host(d);
 		else if (d->jreserved) /* only reserved slots are left: those transfers end first */
 			pthread_cond_wait(&d->idle, &d->lock);
 		else
@@ -180,6 +314,8 @@ int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, ui
 		ret = emu_log_append_at(d, LOG_WRITE, z, off, len, buf, &lpos);
 	if (ret)
 		return ret;
+	if (!zn->wp)
+		emu_img_prealloc(d, z);
 	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
 	if (!ret)
 		ret = jrnl_append(d, z, off, len, 0);
@@ -206,21 +342,29 @@ void emu_wait_idle(struct emu_dev *d, uint32_t z)
 int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
 			   uint64_t off)
 {
+	struct jblk c;
 	struct emu_zone *zn = &d->zones[z];
-	int ret = 0;
+	int ret = 0, first;
 
-	emu_wait_idle(d, z);
-	ret = jrnl_make_room(d, 0);
+	do { /* making room may wait with the lock dropped, and the zone be held meanwhile */
+		emu_wait_idle(d, z);
+		ret = emu_jrnl_failed(d); /* it may have failed while this write waited */
+		if (!ret)
+			ret = jrnl_make_room(d, 0);
+	} while (!ret && zn->busy);
 	if (!ret)
 		ret = emu_seq_write_check(d, z, off, len);
 	if (!ret)
 		ret = emu_fault_fire(d, ZEMU_FAULT_EIO_WRITE, off, len);
 	if (ret)
 		return ret;
+	first = !zn->wp;
 	zn->busy = 1;
 	d->inflight++;
 	d->jreserved++;
 	pthread_mutex_unlock(&d->lock);
+	if (first)
+		emu_img_prealloc(d, z);
 	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
 	pthread_mutex_lock(&d->lock);
 	zn->busy = 0;
@@ -229,14 +373,20 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	pthread_cond_broadcast(&d->idle);
 	if (!ret && (zn->cond == ZDEV_COND_RDONLY || zn->cond == ZDEV_COND_OFFLINE))
 		ret = -EIO; /* the zone failed during the transfer (an injected fault) */
-	if (!ret)
-		ret = jrnl_append(d, z, off, len, 0);
 	if (ret)
 		return ret;
+	/* The write counts in memory at once (a flush from now on covers it) and completes
+	 * when its record is in the image, written with the lock dropped. */
+	jrec_fill(d, z, off, len, 0);
+	jrnl_copy(d, d->jcount++, &c);
 	zn->wp += len;
 	if (zn->wp == zcap(d, z))
 		emu_set_cond(d, z, ZDEV_COND_FULL);
-	return 0;
+	emu_tm_write(d, z, buf, len, off - zstart(d, z)); /* in step with the wp */
+	pthread_mutex_unlock(&d->lock);
+	ret = jrnl_write_copy(d, &c);
+	pthread_mutex_lock(&d->lock);
+	return ret;
 }
 
 /* Replay the journal's current-generation prefix onto the durable zone state. */

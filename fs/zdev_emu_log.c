@@ -277,11 +277,11 @@ static void log_redo(struct emu_dev *d, const char *log, const struct log_tail *
 
 	if (!log_is_op(r->type) || z >= d->hdr->nr_zones)
 		return;
+	pthread_mutex_lock(&d->lock); /* no other user yet, but a reset drops it for its sync */
 	if (r->type == LOG_WRITE && !is_conv(d, z)) {
 		uint64_t rel = r->off - zstart(d, z), wp = d->zones[z].wp;
-		if (wp >= rel + r->len)
-			return;
-		ret = wp == rel ? emu_write_locked(d, t->payload, r->len, r->off) : -ESPIPE;
+		if (wp < rel + r->len) /* else it reached the image */
+			ret = wp == rel ? emu_write_locked(d, t->payload, r->len, r->off) : -ESPIPE;
 	} else if (r->type == LOG_WRITE) {
 		ret = emu_write_locked(d, t->payload, r->len, r->off);
 	} else if (r->type == LOG_RESET) {
@@ -291,6 +291,7 @@ static void log_redo(struct emu_dev *d, const char *log, const struct log_tail *
 	} else if (r->type == LOG_TRIM) {
 		ret = emu_trim_locked(d, r->off, *(const uint64_t *)t->payload);
 	}
+	pthread_mutex_unlock(&d->lock);
 	if (ret)
 		zlog_warn("%s: the image does not match the log's last operation (%s); replays past "
 			  "it may fail", log, strerror(-ret));

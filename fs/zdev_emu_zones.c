@@ -233,6 +233,66 @@ static int mgmt_close(struct emu_dev *d, uint32_t z)
 	}
 }
 
+/* Zone Z held while the lock is dropped around a slow host call: no write to it starts, and
+ * zone management and power cuts wait (emu_wait_idle), while reads and the other zones' writes
+ * go on. Called with the lock held; returns with it held. */
+static void zone_hold(struct emu_dev *d, uint32_t z)
+{
+	d->zones[z].busy = 1;
+	d->inflight++;
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void zone_release(struct emu_dev *d, uint32_t z)
+{
+	pthread_mutex_lock(&d->lock);
+	d->zones[z].busy = 0;
+	d->inflight--;
+	pthread_cond_broadcast(&d->idle);
+}
+
+/* Zone Z's new state made durable, as emu_zone_persist (a finish's data first, then the table
+ * block, then fdatasync), but with each fdatasync outside the lock, Z held. With a write log
+ * all of it stays under the lock: the log lists operations in the order they reach the image,
+ * and a kill may leave only the last one unfinished. */
+static int zone_persist(struct emu_dev *d, uint32_t z, int data_first)
+{
+	int ret = 0;
+
+	if (d->log_fd >= 0)
+		return emu_zone_persist(d, z);
+	if (data_first) {
+		zone_hold(d, z);
+		ret = emu_sync(d);
+		zone_release(d, z);
+	}
+	if (!ret) {
+		emu_table_update(d, z);
+		ret = emu_table_write_block(d, (uint32_t)(z / ZENT_PER_BLK));
+	}
+	if (!ret) {
+		zone_hold(d, z);
+		ret = emu_sync(d);
+		zone_release(d, z);
+	}
+	return ret;
+}
+
+/* Give a reset zone's space back. Only an optimisation: reads past the write pointer return
+ * zeros whatever the file holds, so a file system without hole punching is fine. Zone Z is
+ * held meanwhile, so no write to it can land before the punch. */
+static void zone_punch(struct emu_dev *d, uint32_t z)
+{
+	int held = d->log_fd < 0;
+
+	if (held)
+		zone_hold(d, z);
+	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)(d->hdr->data_off + zstart(d, z)), (off_t)d->hdr->zone_size);
+	if (held)
+		zone_release(d, z);
+}
+
 /* Log, then change zone Z to COND durably; a reset also empties it into a new epoch. */
 static int mgmt_commit(struct emu_dev *d, uint32_t z, enum log_type type, uint8_t cond)
 {
@@ -247,7 +307,7 @@ static int mgmt_commit(struct emu_dev *d, uint32_t z, enum log_type type, uint8_
 		d->zones[z].wp = 0;
 		d->zones[z].epoch++;
 	}
-	ret = emu_zone_persist(d, z);
+	ret = zone_persist(d, z, type == LOG_FINISH);
 	return ret ? emu_log_abort(d, lpos, ret) : 0;
 }
 
@@ -288,10 +348,7 @@ int emu_mgmt_reset(struct emu_dev *d, uint32_t z)
 	if (ret)
 		return ret;
 	emu_tm_reset_zone(d, z, written);
-	/* Give the space back. Only an optimisation: reads past the write pointer return
-	 * zeros whatever the file holds, so a file system without hole punching is fine. */
-	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			(off_t)(d->hdr->data_off + zstart(d, z)), (off_t)d->hdr->zone_size);
+	zone_punch(d, z);
 	return 0;
 }
 

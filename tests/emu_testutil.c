@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 char img[512], aux[512], lg[512];
@@ -135,6 +137,27 @@ void kill_child(const char *path, int pipefd)
 	}
 	pause();
 	_exit(0);
+}
+
+int kill_after(void (*child)(const char *path, int pipefd), const char *path, useconds_t delay_us)
+{
+	int p[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		child(path, p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	usleep(delay_us);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died early: %d", st);
+	return p[0];
 }
 
 int conv_version_ok(struct zdev *d, uint32_t b, uint32_t flushed)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define KB 1024ull
 #define BLK 4096u
@@ -46,6 +47,9 @@ uint64_t kblk(uint32_t i);
 /* The child writes blocks (zones 1..7 in order, plus conventional blocks) and reports through
  * PIPEFD how many sequential blocks were flushed, after each flush returned. */
 void kill_child(const char *path, int pipefd);
+/* Run CHILD(PATH, the pipe's write end) in a forked process, SIGKILL it after DELAY_US, and
+ * return the pipe's read end, holding what the child wrote. Asserts the child was killed. */
+int kill_after(void (*child)(const char *path, int pipefd), const char *path, useconds_t delay_us);
 /* Conventional block B was last written with version i (pattern 5000 + i, i = B mod 16)
  * before FLUSHED: it must hold that version or a newer one (flushed later than reported). */
 int conv_version_ok(struct zdev *d, uint32_t b, uint32_t flushed);

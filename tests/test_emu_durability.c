@@ -1,7 +1,8 @@
 /*
  * test_emu_durability.c - Check tests of the emulator (fs/zdev_emu*.c): durability:
  * persistence across opens, exclusive opens, power cuts (all, a prefix, torn, seeded, on an
- * open device), a full journal, a process killed while writing.
+ * open device, with O_DIRECT and zones allocated at their first write), a full journal, a
+ * process killed while writing.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.
  */
 #include "emu_testutil.h"
@@ -293,6 +294,72 @@ START_TEST(t_powercut_dev)
 }
 END_TEST
 
+/* ---- O_DIRECT: a zone's space allocated at its first write ---------------------------------
+ * With O_DIRECT the emulator allocates a zone's image blocks before its first write
+ * (emu_img_prealloc) and a reset punches them out. Neither may change what a power cut keeps:
+ * flushed writes stay, unflushed ones go, and the allocated but unwritten rest reads as
+ * zeros. */
+
+static struct zdev *opn_direct(const char *path)
+{
+	struct zdev_open_opts o = {.direct = 1};
+	struct zdev *d = NULL;
+	int ret = zdev_open(path, &o, &d);
+
+	ck_assert_msg(ret == 0, "open %s with O_DIRECT: %d", path, ret);
+	return d;
+}
+
+static uint64_t img_bytes_allocated(void)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(img, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+START_TEST(t_powercut_direct)
+{
+	struct zemu_powercut_result res;
+	struct zdev *d;
+	uint64_t before;
+
+	mkdefault("pc_direct.img");
+	d = opn_direct(img);
+	before = img_bytes_allocated();
+	ck_assert_int_eq(wr(d, zs(1), BLK, 1), 0);
+	/* one block written, the zone's whole capacity allocated */
+	ck_assert_uint_ge(img_bytes_allocated(), before + ZCAP);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(wr(d, zs(1) + BLK, BLK, 2), 0);
+	ck_assert_int_eq(wr(d, zs(2), 2 * BLK, 3), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, -1, 0, 0, &res), 0);
+	ck_assert_int_eq(res.dropped, 2);
+	d = opn_direct(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + BLK);
+	expect_zone(d, 2, ZDEV_COND_EMPTY, zs(2));
+	ck_assert(holds(d, zs(1), BLK, 1));
+	ck_assert(holds(d, zs(1) + BLK, BLK, 0));
+	ck_assert(holds(d, zs(2), 2 * BLK, 0));
+	/* a reset gives the space back; the next first write allocates it again */
+	before = img_bytes_allocated();
+	ck_assert_int_eq(zdev_zone_reset(d, 1), 0);
+	ck_assert_uint_le(img_bytes_allocated() + ZCAP, before);
+	ck_assert_int_eq(wr(d, zs(1), BLK, 4), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(wr(d, zs(1) + BLK, BLK, 5), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, 0, 0, 0, &res), 0);
+	ck_assert_int_eq(res.dropped, 1);
+	d = opn_direct(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + BLK);
+	ck_assert(holds(d, zs(1), BLK, 4));
+	ck_assert(holds(d, zs(1) + BLK, ZCAP - BLK, 0));
+	zdev_close(d);
+}
+END_TEST
+
 /* ---- a power cut beside writes in flight --------------------------------------------------
  * Writes to sequential zones run their transfers with the device lock dropped, several zones
  * at once (emu_write_seq_unlocked). A power cut while they run must find each write either not
@@ -416,26 +483,14 @@ START_TEST(t_kill)
 	srand(seed);
 	for (int round = 0; round < 6; round++) {
 		uint32_t flushed = 0, v;
-		int p[2], st;
 		struct zdev *d;
-		pid_t pid;
+		int fd;
 
 		mkimg("kill.img", &o);
-		ck_assert_int_eq(pipe(p), 0);
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			close(p[0]);
-			kill_child(img, p[1]);
-		}
-		close(p[1]);
-		usleep(1000 + (useconds_t)(rand() % 100000));
-		kill(pid, SIGKILL);
-		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		ck_assert_msg(WIFSIGNALED(st), "child exited early: %d (seed %u)", st, seed);
-		while (read(p[0], &v, sizeof(v)) == sizeof(v))
+		fd = kill_after(kill_child, img, 1000 + (useconds_t)(rand() % 100000));
+		while (read(fd, &v, sizeof(v)) == sizeof(v))
 			flushed = v;
-		close(p[0]);
+		close(fd);
 		for (int pc = 0; pc < 2; pc++) {
 			/* after the kill, then again after a power cut on top */
 			int ret = zdev_open(img, NULL, &d);
@@ -460,6 +515,94 @@ START_TEST(t_kill)
 }
 END_TEST
 
+/* ---- a kill beside writes in flight --------------------------------------------------------
+ * Their journal blocks reach the image with the device lock dropped, in the order their
+ * records were made (emu_write_seq_unlocked). A write that completed has its record in the
+ * image, flushed or not, so a kill at any instant keeps every completed write. The child's
+ * writers report each completed write through a pipe; one of them flushes now and then, and
+ * the writes the other threads complete during its data sync stay in the journal. */
+
+struct kw_writer {
+	struct zdev *d;
+	uint32_t zone;
+	int fd;
+};
+
+static void *kw_main(void *arg)
+{
+	struct kw_writer *w = arg;
+	void *b = zdev_buf_alloc(PW_LEN);
+
+	for (uint32_t i = 0; b && i < PW_PER; i++) {
+		uint32_t msg = w->zone << 16 | (i + 1);
+
+		pattern(b, PW_LEN, w->zone << 16 | i);
+		if (zdev_write(w->d, b, PW_LEN, zs(0) + w->zone * KZS + i * PW_LEN))
+			_exit(4);
+		if (write(w->fd, &msg, sizeof(msg)) != sizeof(msg)) /* atomic: under PIPE_BUF */
+			_exit(5);
+		if (w->zone == 1 && i % 8 == 7 && zdev_flush(w->d)) /* flushes beside the others */
+			_exit(7);
+	}
+	pause();
+	return NULL;
+}
+
+static int kw_direct; /* odd rounds open the image with O_DIRECT, where the host has it */
+
+static void kw_child(const char *path, int fd)
+{
+	struct zdev_open_opts oo = {.direct = kw_direct};
+	struct kw_writer w[PW_THREADS];
+	pthread_t th[PW_THREADS];
+	struct zdev *d;
+	int ret = zdev_open(path, &oo, &d);
+
+	if (ret == -EINVAL && kw_direct)
+		ret = zdev_open(path, NULL, &d);
+	if (ret)
+		_exit(3);
+	for (int t = 0; t < PW_THREADS; t++) {
+		w[t] = (struct kw_writer){.d = d, .zone = 1 + (uint32_t)t, .fd = fd};
+		if (pthread_create(&th[t], NULL, kw_main, &w[t]))
+			_exit(6);
+	}
+	pause();
+	_exit(0);
+}
+
+START_TEST(t_kill_parallel)
+{
+	/* 16 journal slots: the journal fills and flushes by itself (a new generation) while
+	 * journal blocks are on their way */
+	struct zemu_create_opts o = {.size = 8 * KZS, .zone_size = KZS, .zone_capacity = KZS,
+				     .lblock_size = BLK, .nr_conv = 1, .journal_slots = 16};
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+
+	srand(seed);
+	for (int round = 0; round < 6; round++) {
+		struct pw_writer w[PW_THREADS];
+		uint32_t done[PW_THREADS] = {0}, msg;
+		struct zdev *d;
+		int fd;
+
+		tu_path(img, sizeof(img), "kill_parallel.img");
+		ck_assert_int_eq(zemu_create(img, &o), 0);
+		kw_direct = round % 2;
+		fd = kill_after(kw_child, img, 500 + (useconds_t)(rand() % 20000));
+		while (read(fd, &msg, sizeof(msg)) == sizeof(msg))
+			if ((msg >> 16) >= 1 && (msg >> 16) <= PW_THREADS)
+				done[(msg >> 16) - 1] = msg & 0xffff;
+		close(fd);
+		for (int t = 0; t < PW_THREADS; t++)
+			w[t] = (struct pw_writer){.zone = 1 + (uint32_t)t};
+		d = opn(img);
+		pw_check(d, w, done); /* every completed write, each zone's own data */
+		zdev_close(d);
+	}
+}
+END_TEST
+
 void emu_durability_tests(Suite *s)
 {
 	TCase *tc = tcase_create("durability");
@@ -471,9 +614,11 @@ void emu_durability_tests(Suite *s)
 	tcase_add_test(tc, t_powercut_torn);
 	tcase_add_test(tc, t_powercut_seeded);
 	tcase_add_test(tc, t_powercut_dev);
+	tcase_add_test(tc, t_powercut_direct);
 	tcase_add_test(tc, t_powercut_parallel);
 	tcase_add_test(tc, t_journal_full);
 	tcase_add_test(tc, t_kill);
+	tcase_add_test(tc, t_kill_parallel);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 }

@@ -280,23 +280,9 @@ START_TEST(t_kill_log)
 	o.log_path = lg;
 	for (int round = 0; round < 4; round++) {
 		struct zdev *d, *r;
-		int p[2], st;
-		pid_t pid;
 
 		mkimg("killlog.img", &o);
-		ck_assert_int_eq(pipe(p), 0);
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			close(p[0]);
-			kill_child(img, p[1]);
-		}
-		close(p[1]);
-		usleep(1000 + (useconds_t)(rand() % 60000));
-		kill(pid, SIGKILL);
-		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died early: %d", st);
-		close(p[0]);
+		close(kill_after(kill_child, img, 1000 + (useconds_t)(rand() % 60000)));
 		/* reopen (continuing the log), go on writing, then compare with the replay */
 		d = opn(img);
 		for (uint32_t z = 1; z < 8; z++) {
