@@ -3,6 +3,7 @@
  */
 #include "emu_testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,18 @@ struct zdev *opn(const char *path)
 	int ret = zdev_open(path, NULL, &d);
 
 	ck_assert_msg(ret == 0, "open %s: %d", path, ret);
+	return d;
+}
+
+struct zdev *opn_direct(const char *path)
+{
+	struct zdev_open_opts o = {.direct = 1};
+	struct zdev *d = NULL;
+	int ret = zdev_open(path, &o, &d);
+
+	if (ret == -EINVAL)
+		return NULL;
+	ck_assert_msg(ret == 0, "open %s with O_DIRECT: %d", path, ret);
 	return d;
 }
 

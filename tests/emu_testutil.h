@@ -33,6 +33,8 @@ struct zemu_create_opts geo_opts(void);
 void mkimg(const char *name, const struct zemu_create_opts *o);
 void mkdefault(const char *name);
 struct zdev *opn(const char *path);
+/* The same with O_DIRECT; NULL where the file system has no O_DIRECT (tmpfs). */
+struct zdev *opn_direct(const char *path);
 uint64_t zs(uint32_t z);
 void pattern(void *buf, size_t len, uint32_t seed);
 int wr(struct zdev *d, uint64_t off, size_t len, uint32_t seed);

@@ -123,15 +123,12 @@ START_TEST(t_direct)
 {
 	struct zemu_create_opts o = {.size = 8 * ZS, .zone_size = ZS, .lblock_size = 512,
 				     .nr_conv = 1};
-	struct zdev_open_opts oo = {.direct = 1};
 	struct zdev *d;
-	int ret;
 
 	mkimg("direct.img", &o);
-	ret = zdev_open(img, &oo, &d);
-	if (ret == -EINVAL)
+	d = opn_direct(img);
+	if (!d)
 		return; /* this file system has no O_DIRECT */
-	ck_assert_int_eq(ret, 0);
 	ck_assert_int_eq(wr(d, zs(1), 512, 1), 0);
 	ck_assert_int_eq(wr(d, zs(1) + 512, 3 * 512, 2), 0);
 	ck_assert_int_eq(wr(d, 1536, 1024, 3), 0);
@@ -150,7 +147,8 @@ START_TEST(t_direct)
 	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 2048);
 	expect_zone(d, 2, ZDEV_COND_FULL, zs(2) + ZS);
 	zdev_close(d);
-	ck_assert_int_eq(zdev_open(img, &oo, &d), 0);
+	d = opn_direct(img);
+	ck_assert_ptr_nonnull(d);
 	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 2048);
 	ck_assert(holds(d, zs(1), 512, 1));
 	zdev_close(d);
