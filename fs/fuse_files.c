@@ -531,7 +531,10 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 		st.f_bfree = st.f_blocks;
 	st.f_bavail = st.f_bfree;
 	st.f_files = s->max_nid - 1;
-	st.f_ffree = st.f_favail = (fsfilcnt_t)(s->max_nid - 1 - nodes);
+	/* Creating stops once only the GC reserve is left (seg_room_for_user), while writes to
+	 * existing files may still fill the data log's zone: say so, as a filesystem out of
+	 * inodes does, rather than promise files that would meet ENOSPC. */
+	st.f_ffree = st.f_favail = seg_room_for_user(z->fs) ? (fsfilcnt_t)(s->max_nid - 1 - nodes) : 0;
 	st.f_namemax = ZLFS_NAME_MAX;
 	op_leave(z, 0);
 	fuse_reply_statfs(req, &st);

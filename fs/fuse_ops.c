@@ -151,8 +151,9 @@ int gc_foreground(struct zlfs_fs *fs)
 	zlock_lock(&fs->gc_lock);
 	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, 1, 4);
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint, also when
-	 * nothing is left to collect (-ENOENT): wholly dead zones are no victims, they are room. */
-	if (ret > 0 || ((ret >= 0 || ret == -ENOENT) && seg_prefree_zones(fs)))
+	 * nothing is left to collect (-ENOENT) or too few zones are free to finish a victim
+	 * (-ENOSPC): wholly dead zones are no victims, they are room. */
+	if (ret > 0 || ((ret >= 0 || ret == -ENOENT || ret == -ENOSPC) && seg_prefree_zones(fs)))
 		ret = files_sync(fs);
 	zlock_unlock(&fs->gc_lock);
 	return ret == -ENOENT ? -ENOSPC : ret;
@@ -230,6 +231,11 @@ int op_retry(struct zfuse *z, int ret)
 			usleep(ENOSPC_PAUSE_US);
 		forgets_wait(z);
 		if (gc_foreground(z->fs) >= 0)
+			return 1;
+		/* Nothing left to collect, but another writer's collection or a checkpoint may
+		 * have made the room this request found missing: try it again, as the callers
+		 * bound. */
+		if (seg_room_for_user(z->fs))
 			return 1;
 	}
 	if (ret == -ENOSPC)

@@ -289,10 +289,14 @@ uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs)
 	for (mz = 0; mz < fs->sb.main_zones; mz++)
 		if (fs->zone_state[mz] == ZONE_USED && fs->zone_valid[mz] <= limit)
 			n += usable - fs->zone_valid[mz];
-	/* A log's open zone: its dead blocks count as they will once it is closed, the room
-	 * still to be written taken as valid, so closing a zone does not change the sum (logs
-	 * publish their position under seg_lock). */
-	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+	/* The open zone of a data log: its dead blocks count as they will once it is closed,
+	 * the room still to be written taken as valid, so closing a zone does not change the
+	 * sum (logs publish their position under seg_lock). Only logs that the writes which
+	 * need the room fill (user data, and GC's moves, which run because users need room):
+	 * the dead blocks of a node or directory log's zone wait until metadata fills it, and
+	 * users who were told they were free met ENOSPC with df showing a tenth of a small
+	 * device free (docs/design.md, "Free space"). */
+	for (t = ZLFS_LOG_WARM_DATA; t < ZLFS_NR_LOG_TYPES; t++) {
 		const struct zlog_state *l = &fs->logs[t];
 		uint32_t written, valid;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define NFILES 48
@@ -364,6 +365,84 @@ START_TEST(t_gc_moved_blocks)
 }
 END_TEST
 
+/* Whether statvfs, read right after an ENOSPC, still promised room for what was refused. */
+static int df_promised(const char *dir, int create)
+{
+	struct statvfs v;
+
+	ck_assert_int_eq(statvfs(dir, &v), 0);
+	return (uint64_t)v.f_bavail * v.f_frsize >= (2u << 20) && (!create || v.f_favail > 0);
+}
+
+/* Near full, what df says must hold: a small image (the geometry of long-runs powercut, where
+ * seven logs hold open zones of their own) is churned at 85% of df by one writer, which
+ * deletes an older file whenever df is above that and then creates, writes and fsyncs one of
+ * up to 768 KiB. ENOSPC is allowed only when df, read right after it, agreed there was no
+ * room: under 2 MiB available, or for a create no free inodes. Foreground GC only (nogc), so
+ * nothing makes room behind the test's back between the refusal and its look at df. Once the
+ * dead blocks of the node logs' open zones were counted as free and creates were refused
+ * with the data log's zone still open, hundreds of creates met ENOSPC under a df that said a
+ * tenth was free. */
+START_TEST(t_nearfull_df_holds)
+{
+	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 8 << 20, .max_open = 14,
+				     .max_active = 14};
+	static uint8_t buf[1 << 20];
+	unsigned rnd = 4242, k, live[1200], nlive = 0;
+	long files = 0, refused = 0, broken = 0;
+	char p[600];
+	pid_t pid;
+
+	tu_fresh_fs("nearfull.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "nogc");
+	ck_assert_int_gt(pid, 0);
+	memset(buf, 0x5a, sizeof(buf));
+	for (k = 0; k < 1200; k++) {
+		struct statvfs v;
+		size_t size, off;
+		int fd;
+
+		ck_assert_int_eq(statvfs(mnt, &v), 0);
+		if (nlive && (v.f_blocks - v.f_bfree) * 100 > 85 * v.f_blocks) {
+			unsigned j = (rnd = rnd * 1103515245 + 12345) % nlive;
+
+			snprintf(p, sizeof(p), "%s/n%04u", mnt, live[j]);
+			ck_assert_int_eq(unlink(p), 0);
+			live[j] = live[--nlive];
+		}
+		rnd = rnd * 1103515245 + 12345;
+		size = 4096 + (rnd >> 8) % (768 << 10);
+		snprintf(p, sizeof(p), "%s/n%04u", mnt, k);
+		fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd < 0) {
+			ck_assert_int_eq(errno, ENOSPC);
+			refused++;
+			broken += df_promised(mnt, 1);
+			continue;
+		}
+		for (off = 0; off < size; off += sizeof(buf)) {
+			size_t n = size - off < sizeof(buf) ? size - off : sizeof(buf);
+
+			if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
+				ck_assert_int_eq(errno, ENOSPC);
+				refused++;
+				broken += df_promised(mnt, 0);
+				break;
+			}
+		}
+		files += off >= size && !fsync(fd);
+		ck_assert_int_eq(close(fd), 0);
+		live[nlive++] = k;
+	}
+	printf("near full: %ld files written, %ld requests refused, %ld of them while df "
+	       "promised room\n", files, refused, broken);
+	ck_assert_int_gt(files, 900);
+	ck_assert_int_eq(broken, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -377,6 +456,7 @@ int main(void)
 	tcase_add_test(tc, t_churn);
 	tcase_add_test(tc, t_phases);
 	tcase_add_test(tc, t_thin_garbage_near_full);
+	tcase_add_test(tc, t_nearfull_df_holds);
 	tcase_add_test(tc, t_valid_thresh);
 	tcase_add_test(tc, t_gc_moved_blocks);
 	suite_add_tcase(s, tc);
