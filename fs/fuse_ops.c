@@ -349,6 +349,46 @@ static void ioctl_encrypt(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, size
 		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
+/* zlfs-ctl gc: a collection now, greedy, up to the zones asked for, checkpointed so the
+ * emptied zones are free when it returns. It writes a lot, so only root and the user the
+ * daemon runs as may ask. */
+static void ioctl_gc(fuse_req_t req, const void *in_buf, size_t in_size, size_t out_size)
+{
+	struct zfuse *z = zf(req);
+	struct zlfs_fs *fs = z->fs;
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct zlfs_ioc_gc g = {0};
+	int ret = in_size < sizeof(g) || out_size < sizeof(g) ? -EINVAL : 0;
+
+	if (!ret && c->uid && c->uid != getuid())
+		ret = -EPERM;
+	if (!ret)
+		ret = writable(z);
+	if (ret) {
+		reply_err(req, ret);
+		return;
+	}
+	memcpy(&g, in_buf, sizeof(g));
+	op_enter(z, 0);
+	zlock_lock(&fs->gc_lock);
+	ret = gc_reclaim(fs, UINT32_MAX, 1, g.zones);
+	if (ret == -ENOENT) /* nothing worth collecting is no error */
+		ret = 0;
+	if (ret > 0 || (!ret && seg_prefree_zones(fs))) {
+		int done = ret, s = files_sync(fs);
+
+		ret = s ? s : done;
+	}
+	zlock_unlock(&fs->gc_lock);
+	op_leave(z, 0);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	g.zones = (unsigned)ret;
+	fuse_reply_ioctl(req, 0, &g, sizeof(g));
+}
+
 /* zlfs-ctl talks to the daemon through ioctls on the mount's root (zlfs_ioctl.h), and on a
  * directory for its encryption policy. */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
@@ -373,6 +413,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	}
 	if (ino != FUSE_ROOT_ID || (flags & FUSE_IOCTL_COMPAT)) {
 		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (cmd == ZLFS_IOC_GC) {
+		ioctl_gc(req, in_buf, in_size, out_size);
 		return;
 	}
 	if (cmd == ZLFS_IOC_SYNC) {

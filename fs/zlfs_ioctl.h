@@ -44,4 +44,13 @@ struct zlfs_ioc_range {
 #define ZLFS_IOC_COLLAPSE_RANGE _IOW('Z', 5, struct zlfs_ioc_range)
 #define ZLFS_IOC_INSERT_RANGE _IOW('Z', 6, struct zlfs_ioc_range)
 
+/* On the root: collect up to ZONES zones now, the emptiest first (as foreground GC does,
+ * whatever the phase and the valid-ratio threshold; zones with less than an eighth dead are
+ * never taken), then write the checkpoint that frees them. ZONES comes back as the number
+ * emptied. Root or the mount's owner only. */
+struct zlfs_ioc_gc {
+	unsigned int zones;
+};
+#define ZLFS_IOC_GC _IOWR('Z', 7, struct zlfs_ioc_gc)
+
 #endif

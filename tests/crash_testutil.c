@@ -268,6 +268,17 @@ void fsync_path(const char *rel)
 	close(fd);
 }
 
+unsigned gc_now(unsigned zones)
+{
+	struct zlfs_ioc_gc g = {.zones = zones};
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, ZLFS_IOC_GC, &g), 0);
+	close(fd);
+	return g.zones;
+}
+
 void truncate_file(const char *rel, size_t size)
 {
 	char p[600];

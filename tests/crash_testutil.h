@@ -75,6 +75,8 @@ int write_file_room(const char *rel, uint32_t seed, size_t size);
 void fsync_path(const char *rel);
 void fdatasync_path(const char *rel);
 void truncate_file(const char *rel, size_t size);
+/* zlfs-ctl gc: collect up to ZONES zones now and checkpoint; how many were emptied. */
+unsigned gc_now(unsigned zones);
 void rename_path(const char *from, const char *to);
 void unlink_path(const char *rel);
 void mkdir_path(const char *rel);

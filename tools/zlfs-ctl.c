@@ -3,6 +3,7 @@
  *
  *   zlfs-ctl stats MOUNTPOINT     the daemon's statistics as JSON
  *   zlfs-ctl sync MOUNTPOINT      write a checkpoint now
+ *   zlfs-ctl gc MOUNTPOINT [N]    collect up to N zones now (default 1), then checkpoint
  *   zlfs-ctl genkey FILE          64 random bytes for -o keyfile=FILE, mode 0600
  *   zlfs-ctl encrypt DIR          make an empty directory encrypted
  *   zlfs-ctl encryption PATH      say whether PATH is encrypted and the key loaded
@@ -30,6 +31,8 @@ static int usage(FILE *f, int code)
 {
 	fprintf(f, "usage: zlfs-ctl stats MOUNTPOINT    statistics of a mounted zlfs, as JSON\n"
 		   "       zlfs-ctl sync MOUNTPOINT     write a checkpoint now\n"
+		   "       zlfs-ctl gc MOUNTPOINT [N]   collect up to N zones now (default 1), emptiest\n"
+		   "                                    first, and write the checkpoint that frees them\n"
 		   "       zlfs-ctl genkey FILE         write a new 64-byte key file (mode 0600)\n"
 		   "       zlfs-ctl encrypt DIR         make an empty directory encrypted: everything\n"
 		   "                                    created below it is encrypted\n"
@@ -158,6 +161,27 @@ static int cmd_shift(const char *path, const char *off, const char *len, unsigne
 	return ret < 0 ? 1 : 0;
 }
 
+static int cmd_gc(const char *mnt, const char *n)
+{
+	struct zlfs_ioc_gc g = {.zones = 1};
+	char *end;
+	int ret;
+
+	if (n) {
+		unsigned long v = strtoul(n, &end, 10);
+
+		if (*n == '-' || *end || !v || v > 1000000) {
+			fprintf(stderr, "zlfs-ctl: gc: N is a number of zones, 1 to 1000000\n");
+			return 2;
+		}
+		g.zones = (unsigned)v;
+	}
+	ret = ctl_call(mnt, ZLFS_IOC_GC, &g);
+	if (!ret)
+		printf("%u zone%s emptied\n", g.zones, g.zones == 1 ? "" : "s");
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
@@ -170,6 +194,8 @@ int main(int argc, char **argv)
 		return cmd_shift(argv[2], argv[3], argv[4], ZLFS_IOC_COLLAPSE_RANGE);
 	if (argc == 5 && !strcmp(argv[1], "insert"))
 		return cmd_shift(argv[2], argv[3], argv[4], ZLFS_IOC_INSERT_RANGE);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "gc"))
+		return cmd_gc(argv[2], argc == 4 ? argv[3] : NULL);
 	if (argc != 3)
 		return usage(stderr, 2);
 	if (!strcmp(argv[1], "stats"))
