@@ -14,7 +14,10 @@
  * Order: each zone's slots are queued in the order they were filled. Several flushers write
  * at once (WBUF_FLUSHERS), each taking the oldest queued slot of a zone that has no write in
  * flight: writes to different zones proceed together, while every zone still receives its
- * writes one at a time, strictly at its write pointer.
+ * writes one at a time, strictly at its write pointer. A flusher takes the zone's queued
+ * slots that follow on as well, up to WBUF_RUN_BYTES, and writes them as one vectored write:
+ * a zone is written at queue depth one, so each write's fixed cost (a command; on the
+ * emulator a journal record too) would otherwise be paid per 192 KiB slot.
  */
 #include "wbuf.h"
 #include "log.h"
@@ -65,21 +68,60 @@ static uint64_t zone_off(const struct wbuf *wb, uint32_t zone, uint32_t blk)
 	       (uint64_t)blk * WBUF_BLOCK;
 }
 
-static int slot_write(struct wbuf *wb, struct wslot *s)
-{
-	uint32_t n = s->nblocks - s->written;
-	int ret;
+/* Most bytes one device write takes: a megabyte, where a disk's sequential writes at queue
+ * depth one are near their best (docs/benchmarks.md), and at most ZDEV_IOV_MAX slots. */
+#define WBUF_RUN_BYTES (1u << 20)
 
-	if (!n)
+/* Write the N slots of RUN, consecutive in one zone, as one device write. */
+static int run_write(struct wbuf *wb, struct wslot *const *run, int n)
+{
+	struct iovec iov[ZDEV_IOV_MAX];
+	uint64_t bytes = 0;
+	int i, k = 0, ret;
+
+	for (i = 0; i < n; i++) {
+		uint32_t left = run[i]->nblocks - run[i]->written;
+
+		if (!left)
+			continue;
+		iov[k].iov_base = run[i]->data + (size_t)run[i]->written * WBUF_BLOCK;
+		iov[k++].iov_len = (size_t)left * WBUF_BLOCK;
+		bytes += (uint64_t)left * WBUF_BLOCK;
+	}
+	if (!k)
 		return 0;
-	ret = zdev_write(wb->dev, s->data + (size_t)s->written * WBUF_BLOCK, (size_t)n * WBUF_BLOCK,
-			 zone_off(wb, s->zone, s->start + s->written));
+	ret = zdev_writev(wb->dev, iov, k, zone_off(wb, run[0]->zone, run[0]->start +
+								  run[0]->written));
 	if (!ret) {
-		s->written = s->nblocks;
+		for (i = 0; i < n; i++)
+			run[i]->written = run[i]->nblocks;
 		/* the flusher writes without the lock; stats read it with the lock held */
-		__atomic_fetch_add(&wb->bytes_written, (uint64_t)n * WBUF_BLOCK, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&wb->bytes_written, bytes, __ATOMIC_RELAXED);
 	}
 	return ret;
+}
+
+/* Fill RUN with S and the queued slots of its zone that continue it, in zone order, up to
+ * WBUF_RUN_BYTES: how many. Called with the lock held; S's zone has no write in flight. */
+static int run_gather(struct wbuf *wb, struct wslot *s, struct wslot **run)
+{
+	uint32_t end = s->start + s->nblocks, max = WBUF_RUN_BYTES / (wb->slot_blocks * WBUF_BLOCK);
+	int n = 1;
+
+	run[0] = s;
+	if (max > ZDEV_IOV_MAX)
+		max = ZDEV_IOV_MAX;
+	if (!max) /* slots of a megabyte or more: one at a time */
+		max = 1;
+	for (struct wslot *t = s->next; t && (uint32_t)n < max; t = t->next) {
+		if (t->zone != s->zone)
+			continue;
+		if (t->written || t->start != end)
+			break; /* not the next write of the zone: stop at it */
+		run[n++] = t;
+		end = t->start + t->nblocks;
+	}
+	return n;
 }
 
 /* Released slots go to the tail of the free list and are taken from its head: the memory
@@ -135,8 +177,8 @@ static void dequeue(struct wbuf *wb, struct wslot *s)
 static void *flusher_main(void *arg)
 {
 	struct wbuf *wb = arg;
-	struct wslot *s;
-	int ret;
+	struct wslot *s, *run[ZDEV_IOV_MAX];
+	int ret, n, i;
 
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
@@ -144,19 +186,23 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&wb->cond, &wb->lock);
 		if (!s)
 			break;
-		s->inflight = 1;
+		n = run_gather(wb, s, run);
+		for (i = 0; i < n; i++)
+			run[i]->inflight = 1;
 		ret = wb->error;
 		pthread_mutex_unlock(&wb->lock);
 		if (!ret) /* after a write error nothing more is written: it is sticky */
-			ret = slot_write(wb, s);
+			ret = run_write(wb, run, n);
 		pthread_mutex_lock(&wb->lock);
 		if (ret && !wb->error) {
 			wb->error = ret;
 			wb->error_zone = s->zone;
 		}
-		dequeue(wb, s);
-		s->inflight = 0;
-		slot_release(wb, s);
+		for (i = 0; i < n; i++) {
+			dequeue(wb, run[i]);
+			run[i]->inflight = 0;
+			slot_release(wb, run[i]);
+		}
 		pthread_cond_broadcast(&wb->cond);
 	}
 	pthread_mutex_unlock(&wb->lock);

@@ -44,20 +44,34 @@ int zdev_pread_all(int fd, void *buf, size_t len, uint64_t off, int eof_zeros)
 
 int zdev_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
-	const uint8_t *p = buf;
+	struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
 
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
+	return zdev_pwritev_all(fd, &v, 1, off);
+}
 
-		if (n < 0 && errno == EINTR)
+int zdev_pwritev_all(int fd, const struct iovec *iov, int n, uint64_t off)
+{
+	struct iovec v[ZDEV_IOV_MAX], *p = v;
+
+	if (n < 0 || n > ZDEV_IOV_MAX)
+		return -EINVAL;
+	memcpy(v, iov, (size_t)n * sizeof(*v));
+	while (n) {
+		ssize_t k = pwritev(fd, p, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (k < 0)
 			return -errno;
-		if (n == 0)
+		if (k == 0)
 			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
+		off += (uint64_t)k;
+		for (; n && (size_t)k >= p->iov_len; n--) /* pieces written whole */
+			k -= (ssize_t)(p++)->iov_len;
+		if (n) { /* a short write ended inside this piece */
+			p->iov_base = (uint8_t *)p->iov_base + k;
+			p->iov_len -= (size_t)k;
+		}
 	}
 	return 0;
 }
@@ -243,6 +257,24 @@ int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
 	if (dev->readonly)
 		return -EROFS;
 	return dev->ops->write(dev, buf, len, off);
+}
+
+int zdev_writev(struct zdev *dev, const struct iovec *iov, int n, uint64_t off)
+{
+	uint64_t at = off;
+	int ret = n < 0 || n > ZDEV_IOV_MAX ? -EINVAL : 0;
+
+	for (int i = 0; !ret && i < n; at += iov[i++].iov_len)
+		ret = zdev_check_io(dev, iov[i].iov_base, iov[i].iov_len, at);
+	if (ret || at == off)
+		return ret;
+	if (dev->readonly)
+		return -EROFS;
+	if (n > 1 && dev->ops->writev)
+		return dev->ops->writev(dev, iov, n, off);
+	for (int i = 0; !ret && i < n; off += iov[i++].iov_len)
+		ret = iov[i].iov_len ? dev->ops->write(dev, iov[i].iov_base, iov[i].iov_len, off) : 0;
+	return ret;
 }
 
 static int zdev_mgmt(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone)

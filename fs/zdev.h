@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define ZDEV_BUF_ALIGN 4096u
 
@@ -111,6 +112,12 @@ int zdev_report_one(struct zdev *dev, uint32_t zone, struct zdev_zone *out);
  * at its write pointer and stay within its capacity. */
 int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off);
 int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off);
+/* The N pieces (at most ZDEV_IOV_MAX) of IOV written one after the other from OFF, each
+ * under zdev_write's rules: one device write where the backend has it (one command, one
+ * record of the write pointer), else piece by piece. On failure any prefix may have been
+ * written, as for zdev_write. */
+#define ZDEV_IOV_MAX 16
+int zdev_writev(struct zdev *dev, const struct iovec *iov, int n, uint64_t off);
 
 int zdev_zone_reset(struct zdev *dev, uint32_t zone);
 int zdev_zone_finish(struct zdev *dev, uint32_t zone);

@@ -103,7 +103,9 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&d->lock);
 	ret = emu_jrnl_failed(d);
 	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
-		ret = emu_write_seq_unlocked(d, z, buf, len, off);
+		struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
+
+		ret = emu_write_seq_unlocked(d, z, &v, 1, len, off);
 	} else if (!ret) {
 		ret = emu_write_locked(d, buf, len, off);
 	}
@@ -114,6 +116,36 @@ static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
 			d->tm.c.map_lookups += pages_of(len);
 	}
 	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+/* Pieces for a sequential zone are one write (one transfer, one journal record), as a device
+ * takes one command; elsewhere, and with a write log (which lists writes as test_crash
+ * replays them), they are written one by one. */
+static int emu_writev(struct zdev *zd, const struct iovec *iov, int n, uint64_t off)
+{
+	struct emu_dev *d = to_emu(zd);
+	uint32_t z = (uint32_t)(off / d->hdr->zone_size);
+	size_t len = 0;
+	int ret, i;
+
+	for (i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	pthread_mutex_lock(&d->lock);
+	ret = emu_jrnl_failed(d);
+	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
+		ret = emu_write_seq_unlocked(d, z, iov, n, len, off);
+		if (!ret) {
+			d->tm.c.host_writes++;
+			d->tm.c.host_write_bytes += len;
+			d->tm.c.map_lookups += pages_of(len);
+		}
+		pthread_mutex_unlock(&d->lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&d->lock);
+	for (i = 0; !ret && i < n; off += iov[i++].iov_len)
+		ret = emu_write(zd, iov[i].iov_base, iov[i].iov_len, off);
 	return ret;
 }
 
@@ -222,6 +254,7 @@ static const struct zdev_ops emu_ops = {
 	.report = emu_report,
 	.read = emu_read,
 	.write = emu_write,
+	.writev = emu_writev,
 	.mgmt = emu_mgmt,
 	.flush = emu_flush,
 	.close = emu_close,

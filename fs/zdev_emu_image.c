@@ -99,6 +99,22 @@ int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff)
 	return img_bounce(d, NULL, buf, len, foff);
 }
 
+/* The pieces one after the other from FOFF: one pwritev when the image takes them as they are
+ * (buffered, or every piece aligned for O_DIRECT), else piece by piece. */
+int emu_img_writev(struct emu_dev *d, const struct iovec *iov, int n, uint64_t foff)
+{
+	int i, ret = 0, aligned = 1;
+	uint64_t at = foff;
+
+	for (i = 0; d->direct && i < n; at += iov[i++].iov_len)
+		aligned = aligned && is_blk_aligned(iov[i].iov_base, iov[i].iov_len, at);
+	if (aligned && n <= ZDEV_IOV_MAX)
+		return zdev_pwritev_all(d->fd, iov, n, foff);
+	for (i = 0; !ret && i < n; foff += iov[i++].iov_len)
+		ret = emu_img_write(d, iov[i].iov_base, iov[i].iov_len, foff);
+	return ret;
+}
+
 /* Allocate a zone's blocks in the image before its first write, with O_DIRECT only. A direct
  * write into blocks the host file system has not allocated makes ext4 take the image's inode
  * lock exclusively for the whole transfer, so reads of every zone wait behind it; into

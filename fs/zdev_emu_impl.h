@@ -311,6 +311,7 @@ static inline int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t 
 }
 int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff);
 int emu_img_write(struct emu_dev *d, const void *buf, size_t len, uint64_t foff);
+int emu_img_writev(struct emu_dev *d, const struct iovec *iov, int n, uint64_t foff);
 void emu_img_prealloc(struct emu_dev *d, uint32_t z);
 int emu_sync(struct emu_dev *d);
 int emu_jrnl_failed(struct emu_dev *d);
@@ -344,8 +345,8 @@ int emu_flush_locked(struct emu_dev *d);
 int emu_flush_host(struct emu_dev *d);
 int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
 int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off);
-int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
-			   uint64_t off);
+int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const struct iovec *iov, int n,
+			   size_t len, uint64_t off);
 void emu_wait_idle(struct emu_dev *d, uint32_t z);
 int emu_jrnl_load(struct emu_dev *d, const char *path);
 int emu_jrec_unflushed(const struct emu_dev *d, const struct emu_jrec *r);

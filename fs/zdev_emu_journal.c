@@ -338,9 +338,10 @@ void emu_wait_idle(struct emu_dev *d, uint32_t z)
 /* As emu_write_seq, but the data transfer runs with the lock dropped, so that writes to other
  * zones and reads go on beside it, as a device serves several queues. One transfer per zone at
  * a time keeps each zone's journal records in write-pointer order; a journal slot is reserved
- * before the transfer. Called with the lock held; returns with it held. */
-int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_t len,
-			   uint64_t off)
+ * before the transfer. The N pieces of IOV (LEN bytes in all) are one write: one transfer,
+ * one record. Called with the lock held; returns with it held. */
+int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const struct iovec *iov, int n,
+			   size_t len, uint64_t off)
 {
 	struct jblk c;
 	struct emu_zone *zn = &d->zones[z];
@@ -365,7 +366,7 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	pthread_mutex_unlock(&d->lock);
 	if (first)
 		emu_img_prealloc(d, z);
-	ret = emu_img_write(d, buf, len, d->hdr->data_off + off);
+	ret = emu_img_writev(d, iov, n, d->hdr->data_off + off);
 	pthread_mutex_lock(&d->lock);
 	zn->busy = 0;
 	d->inflight--;
@@ -382,7 +383,8 @@ int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const void *buf, size_
 	zn->wp += len;
 	if (zn->wp == zcap(d, z))
 		emu_set_cond(d, z, ZDEV_COND_FULL);
-	emu_tm_write(d, z, buf, len, off - zstart(d, z)); /* in step with the wp */
+	for (uint64_t rel = off - zstart(d, z); n; rel += iov->iov_len, iov++, n--)
+		emu_tm_write(d, z, iov->iov_base, iov->iov_len, rel); /* in step with the wp */
 	pthread_mutex_unlock(&d->lock);
 	ret = jrnl_write_copy(d, &c);
 	pthread_mutex_lock(&d->lock);

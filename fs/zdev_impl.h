@@ -12,6 +12,8 @@ struct zdev_ops {
 	int (*report)(struct zdev *dev, uint32_t first, uint32_t count, struct zdev_zone *zones);
 	int (*read)(struct zdev *dev, void *buf, size_t len, uint64_t off);
 	int (*write)(struct zdev *dev, const void *buf, size_t len, uint64_t off);
+	/* Optional: N >= 2 pieces, checked, as one write of their total length. */
+	int (*writev)(struct zdev *dev, const struct iovec *iov, int n, uint64_t off);
 	int (*mgmt)(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone);
 	int (*flush)(struct zdev *dev);
 	void (*close)(struct zdev *dev);
@@ -21,6 +23,8 @@ struct zdev_ops {
  * with EOF_ZEROS (a sparse image), else -EIO. */
 int zdev_pread_all(int fd, void *buf, size_t len, uint64_t off, int eof_zeros);
 int zdev_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* pwritev of all N pieces (at most ZDEV_IOV_MAX), or -errno. */
+int zdev_pwritev_all(int fd, const struct iovec *iov, int n, uint64_t off);
 
 /* Each backend embeds this as the first member of its own device structure. */
 struct zdev {

@@ -232,6 +232,12 @@ static int zbd_write(struct zdev *dev, const void *buf, size_t len, uint64_t off
 	return zdev_pwrite_all(to_zbd(dev)->fd, buf, len, off);
 }
 
+/* One command for the pieces: the kernel builds one request of them where it can. */
+static int zbd_writev(struct zdev *dev, const struct iovec *iov, int n, uint64_t off)
+{
+	return zdev_pwritev_all(to_zbd(dev)->fd, iov, n, off);
+}
+
 static int zbd_mgmt(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone)
 {
 	int fd = to_zbd(dev)->fd;
@@ -270,6 +276,7 @@ static const struct zdev_ops zbd_ops = {
 	.report = zbd_report,
 	.read = zbd_read,
 	.write = zbd_write,
+	.writev = zbd_writev,
 	.mgmt = zbd_mgmt,
 	.flush = zbd_flush,
 	.close = zbd_dev_close,

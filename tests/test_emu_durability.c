@@ -595,6 +595,41 @@ START_TEST(t_kill_parallel)
 }
 END_TEST
 
+/* A vectored write is one write to the volatile cache: a power cut drops it whole (or keeps
+ * it whole), never one of its pieces alone. */
+START_TEST(t_powercut_writev)
+{
+	struct zemu_powercut_result res;
+	uint8_t *b = zdev_buf_alloc(4 * BLK);
+	struct iovec iov[3] = {{b, BLK}, {b + BLK, 2 * BLK}, {b + 3 * BLK, BLK}};
+	struct zdev *d;
+
+	ck_assert_ptr_nonnull(b);
+	pattern(b, 4 * BLK, 8);
+	mkdefault("pc_writev.img");
+	d = opn(img);
+	ck_assert_int_eq(wr(d, zs(1), BLK, 7), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(zdev_writev(d, iov, 3, zs(1) + BLK), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, -1, 0, 0, &res), 0);
+	ck_assert_int_eq(res.unflushed, 1);
+	ck_assert_int_eq(res.dropped, 1);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + BLK);
+	ck_assert(holds(d, zs(1), BLK, 7));
+	ck_assert_int_eq(zdev_writev(d, iov, 3, zs(1) + BLK), 0);
+	zdev_close(d);
+	ck_assert_int_eq(zemu_powercut_ex(img, 1, 0, 0, &res), 0); /* keep the first: all of it */
+	ck_assert_int_eq(res.kept, 1);
+	d = opn(img);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 5 * BLK);
+	ck_assert(holds(d, zs(1) + BLK, 4 * BLK, 8));
+	zdev_close(d);
+	zdev_buf_free(b);
+}
+END_TEST
+
 void emu_durability_tests(Suite *s)
 {
 	TCase *tc = tcase_create("durability");
@@ -607,6 +642,7 @@ void emu_durability_tests(Suite *s)
 	tcase_add_test(tc, t_powercut_seeded);
 	tcase_add_test(tc, t_powercut_dev);
 	tcase_add_test(tc, t_powercut_direct);
+	tcase_add_test(tc, t_powercut_writev);
 	tcase_add_test(tc, t_powercut_parallel);
 	tcase_add_test(tc, t_journal_full);
 	tcase_add_test(tc, t_kill);

@@ -3,7 +3,8 @@
  *
  * Owns: the behaviour every backend must show: geometry, zone reports, sequential writes at
  * the write pointer, reads, zone state transitions, open/active limits, flush.
- * May call: zdev.h, and zdev_emu.h only to create the default image.
+ * May call: zdev.h, wbuf.h (the write buffer's runs), and zdev_emu.h only to create the
+ * default image and count the emulator's writes.
  *
  * By default each test gets a fresh emulator image (64 MiB, 4 MiB zones of 3 MiB capacity,
  * 2 conventional zones, max_open 4, max_active 6). With ZLFS_TEST_DEV=PATH the same tests
@@ -13,6 +14,7 @@
 #include "testutil.h"
 #include "zdev.h"
 #include "zdev_emu.h"
+#include "wbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -599,6 +601,72 @@ START_TEST(t_exclusive)
 }
 END_TEST
 
+/* --- vectored writes and the write buffer's runs ----------------------------------------- */
+
+/* Three pieces of one patterned buffer written with zdev_writev land one after the other at
+ * the write pointer, as one write of their total would; a vectored write not at the write
+ * pointer, or with a misaligned piece, moves nothing. */
+START_TEST(t_writev)
+{
+	uint32_t z = need_seq_zone(3), lbs = geo->lblock_size;
+	uint64_t start = zone_info(z).start;
+	uint8_t *buf = pattern(6 * lbs, start, 21);
+	struct iovec iov[3] = {{buf, 2 * lbs}, {buf + 2 * lbs, lbs}, {buf + 3 * lbs, 3 * lbs}};
+	struct iovec bad[2] = {{buf, lbs}, {buf + lbs, 100}};
+
+	reset_zone(z);
+	ck_assert_int_eq(zdev_writev(dev, iov, 3, start), 0);
+	ck_assert_uint_eq(zone_info(z).wp, start + 6 * lbs);
+	check_pattern(start, 6 * lbs, 21);
+	ck_assert_int_eq(zdev_writev(dev, iov, 3, start), -EIO);        /* before the wp */
+	ck_assert_int_eq(zdev_writev(dev, iov, 3, start + 7 * lbs), -EIO); /* past it */
+	ck_assert_int_eq(zdev_writev(dev, bad, 2, start + 6 * lbs), -EINVAL);
+	ck_assert_uint_eq(zone_info(z).wp, start + 6 * lbs);
+	check_pattern(start, 6 * lbs, 21);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+END_TEST
+
+/* The write buffer writes the slots of a zone that follow on as one device write, at most a
+ * megabyte: ten 64 KiB slots staged in one call (the flushers cannot take the buffer's lock
+ * meanwhile) reach the emulator as 10 / 16 rounded up = 1 write, twenty as 2, and the zone
+ * holds every block in order. */
+START_TEST(t_wbuf_runs)
+{
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024, .slot_size = 64 * 1024};
+	uint32_t z = need_seq_zone(4), lbs = geo->lblock_size, per = 64 * 1024 / WBUF_BLOCK;
+	uint64_t start = zone_info(z).start;
+	struct zemu_stats st0, st1;
+	uint8_t *buf;
+	struct wbuf *wb;
+	int n;
+
+	if (lbs != WBUF_BLOCK)
+		return; /* the write buffer stages 4 KiB blocks */
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	buf = pattern(30 * (size_t)per * WBUF_BLOCK, start, 31);
+	for (n = 0; n < 2; n++) {
+		uint32_t first = n ? 10 * per : 0, count = n ? 20 * per : 10 * per;
+
+		if (zdev_is_emu(dev))
+			ck_assert_int_eq(zemu_dev_stats(dev, &st0), 0);
+		ck_assert_int_eq(wbuf_add_n(wb, 0, z, first, buf + (size_t)first * WBUF_BLOCK, count), 0);
+		ck_assert_int_eq(wbuf_flush_zone(wb, z), 0);
+		if (zdev_is_emu(dev)) {
+			ck_assert_int_eq(zemu_dev_stats(dev, &st1), 0);
+			ck_assert_uint_eq(st1.host_writes - st0.host_writes, n ? 2 : 1);
+		}
+	}
+	wbuf_destroy(wb);
+	zdev_buf_free(buf);
+	ck_assert_uint_eq(zone_info(z).wp, start + 30ull * per * WBUF_BLOCK);
+	check_pattern(start, 30 * (size_t)per * WBUF_BLOCK, 31);
+	reset_zone(z);
+}
+END_TEST
+
 START_TEST(t_not_a_device)
 {
 	char path[512];
@@ -634,6 +702,8 @@ int main(void)
 	tcase_add_test(tc, t_readonly);
 	tcase_add_test(tc, t_exclusive);
 	tcase_add_test(tc, t_not_a_device);
+	tcase_add_test(tc, t_writev);
+	tcase_add_test(tc, t_wbuf_runs);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
