@@ -364,11 +364,14 @@ static void writer(const struct pcut *c, int w, uint64_t seed)
 			snprintf(mine, sizeof(mine), "w%d-", w);
 			while (d && (e = readdir(d)))
 				if (!strncmp(e->d_name, mine, strlen(mine)) && !rnd(3)) {
+					/* Noted before the unlink: the daemon may do it, see it made
+					 * durable by another writer's checkpoint, and be killed before
+					 * it replies (a request replies after its GC installment and
+					 * checkpoint). A noted file may be found or not; whole if found. */
 					snprintf(p, sizeof(p), "%s/%s", c->mnt, e->d_name);
-					if (unlink(p))
-						break;
 					fprintf(j, "D %s\n", e->d_name);
 					fflush(j);
+					unlink(p);
 					break;
 				}
 			if (d)
