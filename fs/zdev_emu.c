@@ -90,38 +90,11 @@ int emu_write_locked(struct emu_dev *d, const void *buf, size_t len, uint64_t of
 	return 0;
 }
 
-/* A write to a sequential zone drops the lock for its transfer. The others hold it across:
- * a conventional write saves old data first, the FTL model maps pages as it goes, and with a
- * write log the log must list writes in the order they reach the image (test_crash rebuilds
- * devices from it). */
-static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
-{
-	struct emu_dev *d = to_emu(zd);
-	uint32_t z = (uint32_t)(off / d->hdr->zone_size);
-	int ret;
-
-	pthread_mutex_lock(&d->lock);
-	ret = emu_jrnl_failed(d);
-	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
-		struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
-
-		ret = emu_write_seq_unlocked(d, z, &v, 1, len, off);
-	} else if (!ret) {
-		ret = emu_write_locked(d, buf, len, off);
-	}
-	if (!ret) {
-		d->tm.c.host_writes++;
-		d->tm.c.host_write_bytes += len;
-		if (!d->ftl)
-			d->tm.c.map_lookups += pages_of(len);
-	}
-	pthread_mutex_unlock(&d->lock);
-	return ret;
-}
-
-/* Pieces for a sequential zone are one write (one transfer, one journal record), as a device
- * takes one command; elsewhere, and with a write log (which lists writes as test_crash
- * replays them), they are written one by one. */
+/* A write to a sequential zone drops the lock for its transfer, and its N pieces are one
+ * write (one transfer, one journal record), as a device takes one command. The others hold
+ * the lock across: a conventional write saves old data first, the FTL model maps pages as it
+ * goes, and with a write log the log must list writes in the order they reach the image
+ * (test_crash rebuilds devices from it); there pieces are written one by one. */
 static int emu_writev(struct zdev *zd, const struct iovec *iov, int n, uint64_t off)
 {
 	struct emu_dev *d = to_emu(zd);
@@ -135,18 +108,29 @@ static int emu_writev(struct zdev *zd, const struct iovec *iov, int n, uint64_t 
 	ret = emu_jrnl_failed(d);
 	if (!ret && !is_conv(d, z) && !d->ftl && d->log_fd < 0) {
 		ret = emu_write_seq_unlocked(d, z, iov, n, len, off);
-		if (!ret) {
-			d->tm.c.host_writes++;
-			d->tm.c.host_write_bytes += len;
-			d->tm.c.map_lookups += pages_of(len);
-		}
+	} else if (!ret && n > 1) {
 		pthread_mutex_unlock(&d->lock);
+		for (i = 0; !ret && i < n; off += iov[i++].iov_len)
+			ret = emu_writev(zd, &iov[i], 1, off);
 		return ret;
+	} else if (!ret) {
+		ret = emu_write_locked(d, iov->iov_base, len, off);
+	}
+	if (!ret) {
+		d->tm.c.host_writes++;
+		d->tm.c.host_write_bytes += len;
+		if (!d->ftl)
+			d->tm.c.map_lookups += pages_of(len);
 	}
 	pthread_mutex_unlock(&d->lock);
-	for (i = 0; !ret && i < n; off += iov[i++].iov_len)
-		ret = emu_write(zd, iov[i].iov_base, iov[i].iov_len, off);
 	return ret;
+}
+
+static int emu_write(struct zdev *zd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
+
+	return emu_writev(zd, &v, 1, off);
 }
 
 /* The range's data goes (a hole where the file system can punch one, zeros elsewhere) and
