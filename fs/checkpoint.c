@@ -343,12 +343,12 @@ static void ckpt_log_map(struct zlfs_fs *fs)
 {
 	uint32_t t, n = fs->sb.nr_logs;
 
-	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+	for (t = 0; t < ZLFS_NR_LOG_TYPES_R2; t++) {
 		int node = t <= ZLFS_LOG_COLD_NODE;
 		uint32_t warm = node ? ZLFS_LOG_WARM_NODE : ZLFS_LOG_WARM_DATA;
 		int cold = t == ZLFS_LOG_COLD_NODE || t == ZLFS_LOG_COLD_DATA || t == ZLFS_LOG_FROZEN_DATA;
 
-		if (n >= ZLFS_NR_LOG_TYPES)
+		if (n >= ZLFS_NR_LOG_TYPES_R2)
 			fs->log_of[t] = (uint8_t)t;
 		else if (n == 6)
 			fs->log_of[t] = (uint8_t)(t == ZLFS_LOG_FROZEN_DATA ? ZLFS_LOG_COLD_DATA : t);
@@ -357,7 +357,10 @@ static void ckpt_log_map(struct zlfs_fs *fs)
 		else
 			fs->log_of[t] = (uint8_t)warm;
 	}
+	for (; t < ZLFS_NR_LOG_TYPES; t++) /* the warm data lanes */
+		fs->log_of[t] = (uint8_t)(n >= ZLFS_NR_LOG_TYPES ? t : fs->log_of[ZLFS_LOG_WARM_DATA]);
 	fs->log_of[SEG_LOG_HOT_USER] = fs->log_of[ZLFS_LOG_HOT_DATA];
+	fs->nr_lanes = n >= ZLFS_NR_LOG_TYPES ? ZLFS_DATA_LANES : 1;
 }
 
 int ckpt_load(struct zlfs_fs *fs, size_t budget)

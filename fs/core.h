@@ -224,6 +224,11 @@ struct zlfs_fs {
 	/* logs: each its own lock */
 	struct zlog_state logs[ZLFS_NR_LOG_TYPES];
 	uint8_t log_of[SEG_NR_REQ_TYPES]; /* requested type -> active type */
+	uint32_t nr_lanes;          /* warm data logs user data is spread over: 1, or 4 */
+	struct {                    /* atomic: who writes to each lane (data.c) */
+		uint32_t owner;     /* an inode's nid, 0: free */
+		uint64_t last_ns;   /* its last write request (CLOCK_MONOTONIC_COARSE) */
+	} lanes[ZLFS_DATA_LANES];
 
 	/* node cache: ncache_lock */
 	struct node_page **ncache;
@@ -343,6 +348,11 @@ void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log)
 uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone);
 /* Blocks left in the open zone of the log TYPE appends to (0 without one); seg_lock held. */
 uint64_t seg_log_room_locked(const struct zlfs_fs *fs, enum zlfs_log_type type);
+/* Lane I (0 .. nr_lanes - 1) of the warm data log: WARM_DATA, then WARM_DATA_1..3. */
+static inline enum zlfs_log_type seg_lane_type(uint32_t i)
+{
+	return i ? (enum zlfs_log_type)(ZLFS_LOG_WARM_DATA_1 + i - 1) : ZLFS_LOG_WARM_DATA;
+}
 /* At least the zones the logs owe to changed metadata beyond their open zones' room: each
  * log's owed blocks in whole zones, as if it had no room (no lock). */
 uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs);
@@ -417,6 +427,8 @@ struct node_page {
 				     * current write episode began (0: none seen; data.c) */
 	uint8_t heat_hot;           /* that episode's data goes to the hot data log */
 	uint8_t heat_rewrite;       /* blocks were dropped: the next write replaces data */
+	uint8_t lane;               /* an inode's, under its lock: 1 + the warm data lane it
+				     * last wrote to (0: none since it was read in; data.c) */
 	void *buf;                  /* 4 KiB, aligned */
 };
 

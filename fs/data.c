@@ -175,6 +175,67 @@ static void data_changed(struct zlfs_fs *fs, struct node_page *inode)
 	inode->data_gen = ATOMIC_ADD(&fs->data_gen_seq, 1);
 }
 
+/* ---- warm data lanes ----------------------------------------------------------------------
+ * With 10 logs the warm data log has four lanes, each its own open zone (docs/design.md,
+ * "Warm data lanes"). A lane belongs to the file that last wrote to it until that file is
+ * released (closed) or has not written for LANE_IDLE_NS. A write request keeps to its file's
+ * lane while that is free or the file's own, and otherwise takes a free lane, sharing its
+ * current one only when none is free. So one writer keeps to WARM_DATA as it would without
+ * lanes, files written at the same time go to zones the device writes in parallel, and each
+ * file's data stays together. */
+#define LANE_IDLE_NS 1000000000ull
+
+static uint64_t lane_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Take lane I for NID if it is free, stale or NID's already. */
+static int lane_take(struct zlfs_fs *fs, uint32_t i, uint32_t nid, uint64_t now)
+{
+	uint32_t owner = ATOMIC_GET(&fs->lanes[i].owner);
+
+	if (owner && owner != nid && now - ATOMIC_GET(&fs->lanes[i].last_ns) < LANE_IDLE_NS)
+		return 0;
+	if (owner != nid && !__atomic_compare_exchange_n(&fs->lanes[i].owner, &owner, nid, 0,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&fs->lanes[i].last_ns, now, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void lane_enter(struct zlfs_fs *fs, struct node_page *inode)
+{
+	uint32_t n = fs->nr_lanes, cur = inode->lane ? inode->lane - 1u : 0, i;
+	uint64_t now;
+
+	if (n < 2)
+		return;
+	now = lane_clock();
+	for (i = 0; i < n && !lane_take(fs, (cur + i) % n, inode->nid, now); i++)
+		;
+	inode->lane = (uint8_t)(1 + (i < n ? (cur + i) % n : cur));
+}
+
+void data_lane_release(struct zlfs_fs *fs, uint32_t ino)
+{
+	for (uint32_t i = 0; i < fs->nr_lanes; i++) {
+		uint32_t owner = ino;
+
+		__atomic_compare_exchange_n(&fs->lanes[i].owner, &owner, 0, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+	}
+}
+
+static enum zlfs_log_type data_lane(const struct zlfs_fs *fs, const struct node_page *inode)
+{
+	return fs->nr_lanes >= 2 && inode->lane ? seg_lane_type(inode->lane - 1u)
+						 : ZLFS_LOG_WARM_DATA;
+}
+
 /* ---- hot files ------------------------------------------------------------------------------
  * User data of a file rewritten often goes to a log of its own (docs/design.md, "Hot and warm
  * user data"): zones that fill with such data die whole before GC reaches them, where mixed
@@ -208,19 +269,20 @@ static enum zlfs_log_type data_user_log(struct zlfs_fs *fs, struct node_page *in
 		inode->heat_at = now;
 		inode->heat_rewrite = 0;
 	}
-	return inode->heat_hot ? SEG_LOG_HOT_USER : ZLFS_LOG_WARM_DATA;
+	return inode->heat_hot ? SEG_LOG_HOT_USER : data_lane(fs, inode);
 }
 
-/* Append user data to log TYPE; hot data that finds no room there tries the warm log, whose
- * open zone may still have some: a full hot zone must not make a device with room say
- * ENOSPC. */
+/* Append user data to log TYPE. Data that finds no room there tries the warm data log and
+ * its lanes, whose open zones may still have some: a full hot zone, or one lane's full zone,
+ * must not make a device with room say ENOSPC (statfs counts the room of every lane). */
 static int data_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf,
 			 uint32_t n, uint32_t nid, uint16_t ofs, uint32_t *addr)
 {
 	int ret = seg_append_n(fs, type, buf, n, nid, ofs, addr);
 
-	if (ret == -ENOSPC && type == SEG_LOG_HOT_USER)
-		ret = seg_append_n(fs, ZLFS_LOG_WARM_DATA, buf, n, nid, ofs, addr);
+	for (uint32_t i = 0; ret == -ENOSPC && i < fs->nr_lanes; i++)
+		if (seg_lane_type(i) != type)
+			ret = seg_append_n(fs, seg_lane_type(i), buf, n, nid, ofs, addr);
 	return ret;
 }
 
@@ -522,6 +584,7 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	if (!ret && size >= 2 * ZLFS_BLOCK_SIZE && dk.on &&
 	    !(scratch = zdev_buf_alloc((size_t)WRITE_RUN * ZLFS_BLOCK_SIZE)))
 		ret = -ENOMEM;
+	lane_enter(fs, inode);
 	while (!ret && pos < end) {
 		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
 		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;

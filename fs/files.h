@@ -84,6 +84,8 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p);
 void data_read_free(struct data_rplan *p);
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off);
+/* Inode INO was closed: the warm data lane it wrote to is free for other files. */
+void data_lane_release(struct zlfs_fs *fs, uint32_t ino);
 /* Drop file blocks [FROM, TO) (and the nodes that only mapped those). */
 int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to);
 /* The most blocks a file's tree addresses. */

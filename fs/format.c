@@ -247,10 +247,14 @@ int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision)
 {
 	return nr_logs == 2 || nr_logs == 4 || nr_logs == 6 ||
-	       (nr_logs == ZLFS_NR_LOG_TYPES && revision >= 2);
+	       (nr_logs == ZLFS_NR_LOG_TYPES_R2 && revision >= 2) ||
+	       (nr_logs == ZLFS_NR_LOG_TYPES && revision >= 3);
 }
 
-unsigned zlfs_logs_min_revision(uint32_t nr_logs) { return nr_logs > ZLFS_NR_LOG_TYPES_R1 ? 2 : 1; }
+unsigned zlfs_logs_min_revision(uint32_t nr_logs)
+{
+	return nr_logs > ZLFS_NR_LOG_TYPES_R2 ? 3 : nr_logs > ZLFS_NR_LOG_TYPES_R1 ? 2 : 1;
+}
 
 unsigned zlfs_reader_revision(void)
 {

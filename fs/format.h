@@ -41,7 +41,7 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* ---- constants ------------------------------------------------------------------------- */
 
 #define ZLFS_MAGIC 0x53464c5aU /* "ZLFS" as bytes on disk */
-#define ZLFS_REVISION 2        /* format revision written by this code */
+#define ZLFS_REVISION 3        /* format revision written by this code */
 #define ZLFS_MIN_REVISION 1    /* oldest revision this code reads */
 
 #define ZLFS_BLOCK_SHIFT 12
@@ -102,9 +102,13 @@ int zlfs_sb_compat(const struct zlfs_sb_info *sbi, unsigned reader, char *why, s
 /* ---- log types ----------------------------------------------------------------------------
  * Each active log appends to its own open zone. With 2 logs only WARM_NODE and WARM_DATA are
  * active (everything maps to them); with 4, HOT/WARM of each kind (COLD and FROZEN fold into
- * WARM); with 6, all but FROZEN (it folds into COLD); with 7 (revision 2), all of them.
+ * WARM); with 6, all but FROZEN (it folds into COLD); with 7 (revision 2), the first seven;
+ * with 10 (revision 3), all of them.
  * Garbage collection moves data it moves for the first time to COLD and data it moved before
- * to FROZEN, so data that keeps surviving collects in zones of its own. */
+ * to FROZEN, so data that keeps surviving collects in zones of its own. WARM_DATA_1..3 are
+ * lanes of the warm data log: user data of files written at the same time goes to different
+ * zones, which a zoned device writes in parallel while each zone takes one write at a time.
+ * With fewer logs they fold into WARM_DATA. */
 enum zlfs_log_type {
 	ZLFS_LOG_HOT_NODE = 0,
 	ZLFS_LOG_WARM_NODE,
@@ -113,12 +117,18 @@ enum zlfs_log_type {
 	ZLFS_LOG_WARM_DATA,
 	ZLFS_LOG_COLD_DATA,   /* data moved by GC from a user log: moved once */
 	ZLFS_LOG_FROZEN_DATA, /* revision 2: data moved by GC from a GC log: moved more often */
+	ZLFS_LOG_WARM_DATA_1, /* revision 3: lanes of the warm data log */
+	ZLFS_LOG_WARM_DATA_2,
+	ZLFS_LOG_WARM_DATA_3,
 	ZLFS_NR_LOG_TYPES
 };
 #define ZLFS_NR_LOG_TYPES_R1 6u /* log types revision 1 knows: the checkpoint head's first table */
+#define ZLFS_NR_LOG_TYPES_R2 7u /* log types revision 2 knows */
+#define ZLFS_DATA_LANES 4u      /* WARM_DATA and its lanes */
 #define ZLFS_LOG_NONE 0xffu
 
-/* Log counts a layout may have: 2, 4 and 6 since revision 1, 7 since revision 2. */
+/* Log counts a layout may have: 2, 4 and 6 since revision 1, 7 since revision 2, 10 since
+ * revision 3. */
 int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision);
 /* The oldest reader revision that understands a layout of NR_LOGS logs. */
 unsigned zlfs_logs_min_revision(uint32_t nr_logs);
@@ -260,10 +270,10 @@ struct zlfs_cp_head {
 	le64 gc_bytes;
 	le64 seq;             /* last block sequence number used */
 	le64 prealloc_blocks; /* data pointers holding ZLFS_ADDR_PREALLOC, all files together */
-	/* revision 2: the open logs of types ZLFS_NR_LOG_TYPES_R1 and up; written only when the
-	 * superblock has more than ZLFS_NR_LOG_TYPES_R1 logs (zero in every other pack) */
+	/* revisions 2 and 3: the open logs of types ZLFS_NR_LOG_TYPES_R1 and up, entry i for type
+	 * ZLFS_NR_LOG_TYPES_R1 + i; written only for the logs the superblock has (zero in every
+	 * other entry). Revision 2 used the first entry and kept the other three reserved. */
 	struct zlfs_cp_log logs_r2[ZLFS_NR_LOG_TYPES - ZLFS_NR_LOG_TYPES_R1];
-	le64 reserved[8 - 2 * (ZLFS_NR_LOG_TYPES - ZLFS_NR_LOG_TYPES_R1)];
 	le32 map_addr[ZLFS_CP_MAP_MAX];
 	le32 nr_remap_blocks; /* CP_REMAP blocks, after the orphan blocks */
 	le32 nr_remaps;

@@ -315,8 +315,8 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)fi;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		data_lane_release(zf(req)->fs, fino(ino));
 	fuse_reply_err(req, 0);
 }
 

@@ -49,6 +49,9 @@ static uint32_t pow2_floor(uint64_t v)
 	return p;
 }
 
+/* Main zones below which the default layout has no warm data lanes (7 logs, not 10). */
+#define LANES_MIN_MAIN_ZONES 64u
+
 /* Zones needed beside the logs: the GC reserve, from the overprovision percentage. */
 static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
 {
@@ -57,12 +60,12 @@ static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_lo
 	return r < zlfs_gc_zones_needed(nr_logs) ? zlfs_gc_zones_needed(nr_logs) : r;
 }
 
-/* Logs the device's open/active limits allow, beside the checkpoint and metadata logs. */
 /* The largest layout whose logs, with the checkpoint and meta logs, fit the zone limits:
- * 7, then 6, 4, 2 (the new logs fold into the old ones as the 4- and 2-log layouts fold). */
+ * 10, then 7, 6, 4, 2 (the new logs fold into the old ones as the 4- and 2-log layouts
+ * fold). */
 static unsigned layout_logs_fit(const struct zdev_geometry *g)
 {
-	static const unsigned counts[] = {ZLFS_NR_LOG_TYPES, 6, 4, 2};
+	static const unsigned counts[] = {ZLFS_NR_LOG_TYPES, ZLFS_NR_LOG_TYPES_R2, 6, 4, 2};
 	unsigned i, n;
 
 	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
@@ -80,8 +83,8 @@ static int layout_logs(const struct zdev_geometry *g, const struct zlfs_mkfs_opt
 	unsigned fit = layout_logs_fit(g);
 
 	if (o->nr_logs && !zlfs_nr_logs_valid(o->nr_logs, ZLFS_REVISION))
-		return why_fail(why, wl, "--logs must be 2, 4, 6 or %u, not %u", ZLFS_NR_LOG_TYPES,
-				o->nr_logs);
+		return why_fail(why, wl, "--logs must be 2, 4, 6, %u or %u, not %u",
+				ZLFS_NR_LOG_TYPES_R2, ZLFS_NR_LOG_TYPES, o->nr_logs);
 	if (!fit)
 		return why_fail(why, wl,
 				"the device allows %u open and %u active zones; zlfs needs at "
@@ -218,9 +221,17 @@ int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
 		return why_fail(why, wl, "overprovision %u%% is too large (at most 49%%)",
 				s->ovp_percent);
 	ret = layout_size(g, s, first, cap_blocks, why, wl);
+	/* The warm data lanes keep three more zones open, whose dead blocks no collection can
+	 * reach until they fill: on a small device that is a share of the room GC works in, and
+	 * it gets the 7-log layout of revision 2, unless the user asked for 10. */
+	if (!o->nr_logs && s->nr_logs == ZLFS_NR_LOG_TYPES &&
+	    (ret || s->main_zones < LANES_MIN_MAIN_ZONES)) {
+		s->nr_logs = ZLFS_NR_LOG_TYPES_R2;
+		ret = layout_size(g, s, first, cap_blocks, why, wl);
+	}
 	/* The frozen log costs a zone: a device too small for it gets the 6-log layout it got
 	 * before revision 2, unless the user asked for 7. */
-	if (ret && !o->nr_logs && s->nr_logs == ZLFS_NR_LOG_TYPES) {
+	if (ret && !o->nr_logs && s->nr_logs == ZLFS_NR_LOG_TYPES_R2) {
 		s->nr_logs = ZLFS_NR_LOG_TYPES_R1;
 		ret = layout_size(g, s, first, cap_blocks, why, wl);
 	}

@@ -294,10 +294,18 @@ static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_lo
 	return room > fs->prealloc_blocks ? room - fs->prealloc_blocks : 0;
 }
 
-/* What statfs reports: the room of the main user data log. */
+/* What statfs reports: the room of the warm data log, and the room left in the open zones of
+ * its other lanes, which a write that finds its own lane full goes on to (data.c). */
 static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 {
-	return seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA);
+	uint64_t room = seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA), lane, owed;
+
+	for (uint32_t i = 1; room && i < fs->nr_lanes; i++) {
+		lane = log_room(fs, &fs->logs[seg_lane_type(i)]);
+		owed = owed_of(fs, seg_lane_type(i));
+		room += lane > owed ? lane - owed : 0;
+	}
+	return room;
 }
 
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta)
@@ -479,7 +487,8 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
  * room, or a full device could not write the checkpoint that records what it holds. */
 static int seg_is_user_data(enum zlfs_log_type type)
 {
-	return type == ZLFS_LOG_WARM_DATA || type == SEG_LOG_HOT_USER;
+	return type == ZLFS_LOG_WARM_DATA || type == SEG_LOG_HOT_USER ||
+	       (type >= ZLFS_LOG_WARM_DATA_1 && type <= ZLFS_LOG_WARM_DATA_3);
 }
 
 static int zone_is_bad(const struct zdev_zone *z)

@@ -38,7 +38,7 @@ struct zlfs_mkfs_opts {
 	int plain_root;        /* with ENC: leave the root directory unencrypted (fscrypt's
 				* layout); by default it is encrypted and everything inherits */
 	unsigned ovp_percent;  /* 0: default */
-	unsigned nr_logs;      /* 2, 4, 6, 7; 0: the most the device's zone limits allow */
+	unsigned nr_logs;      /* 2, 4, 6, 7, 10; 0: the most the zone limits and size allow */
 	int quiet;
 	/* called while zones are reset: done of total */
 	void (*progress)(uint32_t done, uint32_t total, void *arg);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define WBUF_BLOCK 4096u
-#define WBUF_MAX_LOGS 8 /* logs that stage blocks: the seven main-area logs, with room to spare */
+#define WBUF_MAX_LOGS 12 /* logs that stage blocks: the ten main-area logs, with room to spare */
 #define WBUF_FLUSHERS 4 /* device writes in flight at once, to different zones */
 
 enum wbuf_policy {

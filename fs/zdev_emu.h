@@ -33,7 +33,7 @@ struct zemu_timing {
 	uint32_t read_ns;   /* time one die is busy reading (part of) one unit; 0 = free */
 	uint32_t erase_ns;  /* time one die is busy erasing one block; 0 = free */
 	uint32_t block;     /* erase block of one die, bytes, a multiple of 4096; 0 = 16 MiB */
-	uint32_t rsvd;
+	uint32_t zone_dies; /* dies one zone's units go to in turn, 1 .. dies; 0 = all of them */
 };
 #define ZEMU_TIMING_MAX_DIES 64u
 
@@ -42,8 +42,8 @@ struct zemu_timing {
  * in docs/emulator.md). */
 void zemu_timing_default(struct zemu_timing *t);
 /* "off", "ufs40" (the default), or comma-separated overrides of the default such as
- * "dies=8,unit=96K,prog=560us,link=2300,read=60us,erase=5ms,block=8M" (times take
- * ns/us/ms, link MB/s). -EINVAL if bad. */
+ * "dies=8,unit=96K,prog=560us,link=2300,read=60us,erase=5ms,block=8M,zone_dies=1" (times
+ * take ns/us/ms, link MB/s). -EINVAL if bad. */
 int zemu_timing_parse(const char *spec, struct zemu_timing *t);
 /* Set (or, with dies = 0, turn off) the timing model of an image that is not open. */
 int zemu_set_timing(const char *path, const struct zemu_timing *t);

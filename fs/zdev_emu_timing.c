@@ -50,10 +50,11 @@ int emu_timing_check(const struct zemu_timing *t, const char **why)
 	if (!t->dies)
 		return 0;
 	*why = "dies must be 1..64, the unit a nonzero multiple of 4096, program time and link "
-	       "rate nonzero, the block a multiple of 4096 and at least one unit";
+	       "rate nonzero, the block a multiple of 4096 and at least one unit, zone_dies at most "
+	       "dies";
 	if (t->dies > ZEMU_TIMING_MAX_DIES || !t->prog_unit || t->prog_unit % EMU_BLK ||
 	    !t->prog_ns || !t->link_mbs || t->block % EMU_BLK ||
-	    (t->block && t->block < t->prog_unit) || t->rsvd)
+	    (t->block && t->block < t->prog_unit) || t->zone_dies > t->dies)
 		return -EINVAL;
 	return 0;
 }
@@ -126,6 +127,10 @@ static int timing_parse_kv(const char *kv, void *ctx)
 		t->dies = (uint32_t)v;
 		return 0;
 	}
+	if (!strncmp(kv, "zone_dies=", 10) && !*end) {
+		t->zone_dies = (uint32_t)v;
+		return 0;
+	}
 	if (!strncmp(kv, "link=", 5) && !*end) {
 		t->link_mbs = (uint32_t)v;
 		return 0;
@@ -163,6 +168,24 @@ int zemu_timing_parse(const char *spec, struct zemu_timing *t)
 uint32_t emu_tm_die(const struct emu_dev *d, uint32_t base, uint64_t unit)
 {
 	return (uint32_t)((base + unit) % d->tm.t.dies); /* zones start on different dies */
+}
+
+/* Dies a zone's units go to: all of them (a zone striped over the device, as in the Zoned UFS
+ * study), or ZONE_DIES of them, as on ZNS drives whose zones are smaller than a stripe:
+ * there one zone written alone cannot use the whole device, and writes to zones on other
+ * dies proceed beside it. */
+static uint32_t tm_zone_dies(const struct emu_tm *m)
+{
+	return m->t.zone_dies ? m->t.zone_dies : m->t.dies;
+}
+
+static uint32_t tm_zone_die(const struct emu_dev *d, uint32_t z, uint64_t unit)
+{
+	uint32_t k = d->tm.t.zone_dies;
+
+	if (!k)
+		return emu_tm_die(d, z, unit);
+	return (uint32_t)(((uint64_t)z * k + unit % k) % d->tm.t.dies);
 }
 
 static uint64_t tm_xfer_ns(const struct emu_dev *d, uint64_t len)
@@ -380,11 +403,11 @@ static uint64_t tm_units(struct emu_dev *d, uint32_t z, uint64_t rel, uint64_t l
 
 	if (is_conv(d, z)) { /* random writes: every touched unit is (re)programmed */
 		for (k = rel / unit; k * unit < rel + len; k++)
-			done = max_u64(done, emu_tm_program(d, emu_tm_die(d, z, k), ready, TM_DATA));
+			done = max_u64(done, emu_tm_program(d, tm_zone_die(d, z, k), ready, TM_DATA));
 		return done;
 	}
 	for (k = rel / unit; k * unit < rel + len && min_u64((k + 1) * unit, cap) <= rel + len; k++)
-		done = max_u64(done, emu_tm_program(d, emu_tm_die(d, z, k), ready, TM_DATA));
+		done = max_u64(done, emu_tm_program(d, tm_zone_die(d, z, k), ready, TM_DATA));
 	/* a unit left incomplete stays held; a later flush backs it up */
 	d->tm.partial[z] = (rel + len) % unit && rel + len < cap;
 	return done;
@@ -410,7 +433,7 @@ void emu_tm_read_zone(struct emu_dev *d, struct tm_read *r, uint32_t z, uint64_t
 
 	for (uint64_t k = rel / unit; len && k * unit < rel + len; k++)
 		if (is_conv(d, z) || min_u64((k + 1) * unit, cap) <= wp)
-			emu_tm_read_unit(d, r, emu_tm_die(d, z, k));
+			emu_tm_read_unit(d, r, tm_zone_die(d, z, k));
 }
 
 /* A flush makes everything durable: each held partial unit not yet backed up is programmed
@@ -428,7 +451,7 @@ void emu_tm_flush(struct emu_dev *d)
 		uint64_t wp = d->zones[z].wp;
 
 		if (m->partial[z])
-			emu_tm_pad(d, emu_tm_die(d, z, wp / unit), m->link_free, wp);
+			emu_tm_pad(d, tm_zone_die(d, z, wp / unit), m->link_free, wp);
 		m->partial[z] = 0;
 	}
 	if (d->ftl)
@@ -447,7 +470,7 @@ void emu_tm_finish(struct emu_dev *d, uint32_t z, uint64_t wp)
 	if (!tm_on(d))
 		return;
 	if (wp % unit && wp < zcap(d, z))
-		emu_tm_pad(d, emu_tm_die(d, z, wp / unit), d->tm.link_free, wp);
+		emu_tm_pad(d, tm_zone_die(d, z, wp / unit), d->tm.link_free, wp);
 	d->tm.partial[z] = 0;
 }
 
@@ -466,12 +489,12 @@ void emu_tm_reset_zone(struct emu_dev *d, uint32_t z, uint64_t written)
 	unit = m->t.prog_unit;
 	units = (written + unit - 1) / unit;
 	block = emu_tm_block(&m->t);
-	for (uint32_t i = 0; i < m->t.dies && i < units; i++) {
-		uint64_t on_die = (units - i + m->t.dies - 1) / m->t.dies; /* units i, i+dies, ... */
+	for (uint32_t i = 0, k = tm_zone_dies(m); i < k && i < units; i++) {
+		uint64_t on_die = (units - i + k - 1) / k; /* units i, i+k, ... */
 		uint64_t blocks = (on_die * unit + block - 1) / block;
 
 		while (blocks--)
-			emu_tm_erase(d, emu_tm_die(d, z, i), emu_tm_now(d));
+			emu_tm_erase(d, tm_zone_die(d, z, i), emu_tm_now(d));
 	}
 }
 

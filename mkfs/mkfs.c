@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		"  -l, -L, --label LABEL    volume label (up to %d bytes)\n"
 		"  -o, --overprovision PCT  zones held back for garbage collection, in percent\n"
 		"                           of the main area (default %d)\n"
-		"      --logs 2|4|6|7       active logs (default: the most the zone limits allow)\n"
+		"      --logs 2|4|6|7|10    active logs (default: the most the zone limits allow; 7\n"
+		"                           below 64 main-area zones)\n"
 		"      --encrypt            enable per-file encryption, with the master key from:\n"
 		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
 		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
@@ -137,7 +138,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case 'g':
 			if (parse_uint(optarg, &a->o.nr_logs) || !a->o.nr_logs) {
-				fprintf(stderr, "mkfs.zlfs: --logs takes 2, 4, 6 or 7\n");
+				fprintf(stderr, "mkfs.zlfs: --logs takes 2, 4, 6, 7 or 10\n");
 				return 1;
 			}
 			break;

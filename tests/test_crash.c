@@ -32,6 +32,7 @@ struct workload_def {
 	int every_flush;  /* also every flush boundary and the write before each (torn) */
 	int encrypt;      /* mkfs --encrypt, mounted with its key */
 	const char *opts; /* mount options besides cp_interval=0 */
+	const char *mkfs; /* mkfs.zlfs options, for a layout the image's size would not get */
 };
 
 static const struct workload_def workloads[] = {
@@ -47,6 +48,8 @@ static const struct workload_def workloads[] = {
 	{"full", 64ULL << 20, workload_full, 6, 0},
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
 	{"threads", 64ULL << 20, workload_threads, 20, 0},
+	/* the same four writers with the warm data lanes: their files in four open zones */
+	{"lanes", 64ULL << 20, workload_threads, 12, 0, 0, NULL, "--logs 10"},
 	{"falloc", 64ULL << 20, workload_falloc, 12, 0},
 	{"hot", 64ULL << 20, workload_hot, 16, 0},
 };
@@ -101,10 +104,15 @@ static long record(const struct workload_def *w, long *first)
 		encrypted_fs(file, &o);
 	else
 		tu_fresh_fs(file, &o, img, sizeof(img), mnt, sizeof(mnt));
+	if (w->mkfs)
+		ck_assert_int_eq(tu_sh("%s -q -f %s %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+				       w->mkfs, img), 0);
 	*first = zemu_log_count(logpath); /* before this the device holds no filesystem yet */
 	pid = daemon_start(img);
 	ck_assert_int_gt(pid, 0);
 	w->run();
+	if (w->mkfs) /* the lanes: four writers, each with its file open, took zones of their own */
+		ck_assert_int_ge(tu_ctl_stat(mnt, "open"), 6);
 	gc_zones = tu_ctl_stat(mnt, "zones_reclaimed");
 	frozen_bytes = tu_ctl_stat(mnt, "frozen");
 	hot_bytes = tu_ctl_stat(mnt, "hot_user_bytes_this_mount");

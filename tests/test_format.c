@@ -212,8 +212,8 @@ START_TEST(t_layout_good)
 	ck_assert_uint_eq(s.main_zone_first + s.main_zones, 256);
 	ck_assert_uint_eq(s.seg_blocks, 512);
 	ck_assert_uint_eq(s.segs_per_zone, 1); /* 3 MiB capacity holds one 2 MiB segment */
-	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES); /* no zone limits: every log */
-	ck_assert_uint_eq(s.min_revision, 2);            /* which revision 1 cannot read */
+	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES); /* no zone limits, 244 main zones: all */
+	ck_assert_uint_eq(s.min_revision, 3);            /* which revision 2 cannot read */
 	ck_assert_uint_ge((uint64_t)s.nat_blocks * ZLFS_NAT_PER_BLOCK, s.max_nid);
 	ck_assert_uint_ge((uint64_t)s.sit_blocks * ZLFS_SIT_PER_BLOCK, s.main_zones);
 	ck_assert_uint_ge(s.reserved_zones, 2);
@@ -267,7 +267,7 @@ START_TEST(t_layout_refusals)
 	o.nr_logs = 6;
 	expect_refusal(&g, z, &o, "--logs 4");
 	o.nr_logs = 5;
-	expect_refusal(&g, z, &o, "2, 4, 6 or 7");
+	expect_refusal(&g, z, &o, "2, 4, 6, 7 or 10");
 	o.nr_logs = 0;
 	g.max_active = 0;
 	z[20].type = ZDEV_ZONE_CONV;

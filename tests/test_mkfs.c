@@ -126,8 +126,8 @@ START_TEST(t_mkfs_basic)
 
 	make_image(tu_path(img, sizeof(img), "basic.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
 		   NULL);
-	mkfs_dev(img, "basic", &sbi);
-	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES);
+	mkfs_dev(img, "basic", &sbi); /* 26 main zones: no warm data lanes */
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R2);
 	ck_assert_uint_eq(sbi.seg_blocks, 512);
 	ck_assert_uint_eq(sbi.sb_zone[0], 0);
 	/* 16 zones: too few for the frozen log's zone, enough for the 6-log layout */
@@ -136,6 +136,18 @@ START_TEST(t_mkfs_basic)
 	mkfs_dev(img, "small", &sbi);
 	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R1);
 	ck_assert_uint_eq(sbi.min_revision, 1);
+	/* 122 main zones: the warm data lanes too, which only revision 3 reads */
+	make_image(tu_path(img, sizeof(img), "lanes.img"), 256 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
+		   NULL);
+	mkfs_dev(img, "lanes", &sbi);
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES);
+	ck_assert_uint_eq(sbi.min_revision, 3);
+	/* the same with 11 open zones: 10 logs and the checkpoint and meta logs do not fit */
+	make_image(tu_path(img, sizeof(img), "lanes11.img"), 256 * MiB, 2 * MiB, 0, 0, 4096, 11,
+		   11, NULL);
+	mkfs_dev(img, "lanes11", &sbi);
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R2);
+	ck_assert_uint_eq(sbi.min_revision, 2);
 }
 END_TEST
 

@@ -3,8 +3,8 @@
  * the states an upgrade meets: zones left open by a crash, zones closed by a power cut, a GC
  * pass cut in the middle, and media filled to ENOSPC.
  *
- * Revisions 1 and 2 exist (2 added the frozen GC log, a layout of 7 logs); the test plays
- * the others. mkfs.zlfs --revision REV:MIN stamps an image as another revision's writer
+ * Revisions 1, 2 and 3 exist (2 added the frozen GC log, a layout of 7 logs; 3 the warm data
+ * lanes, a layout of 10); the test plays the others. mkfs.zlfs --revision REV:MIN stamps an image as another revision's writer
  * would (with --logs 6 and 1:1, what revision 1's mkfs wrote); ZLFS_TEST_READER_REVISION
  * makes the daemon, fsck and this process read as another revision; stamp() rewrites
  * superblock records with feature bits no reader knows. Each state is built by the real
@@ -15,9 +15,9 @@
  *     image untouched;
  *   - this revision mounts a revision-1 image read-write (recovery included), leaves it
  *     revision 1, and the revision-1 reader still mounts it afterwards, fsck clean;
- *   - an image of a newer revision that this one may read (min_revision 2) mounts read-write
- *     here and is refused by a revision-1 reader (it has 7 logs); one that needs the newer
- *     reader is refused here and mounts under the newer one;
+ *   - an image of a newer revision that this one may read (min_revision 3) mounts read-write
+ *     here and is refused by revision-1 and revision-2 readers (it has 10 logs); one that
+ *     needs the newer reader is refused here and mounts under the newer one;
  *   - unknown compat bits are ignored.
  */
 #include "testutil.h"
@@ -40,7 +40,8 @@
 #define MiB (1024ULL * 1024)
 #define MAX_FILES 96
 #define OLDER 1 /* revision 1: six logs at most */
-#define NEWER 3 /* the revision the test pretends a newer zlfs has */
+#define NEWER (ZLFS_REVISION + 1) /* the revision the test pretends a newer zlfs has */
+#define R2 2    /* revision 2: seven logs at most */
 #define BIT_INCOMPAT (1u << 30)
 #define BIT_RO_COMPAT (1u << 29)
 #define BIT_COMPAT (1u << 28)
@@ -291,7 +292,7 @@ static void build(enum state st, const char *mkfs_args, unsigned writer, struct 
 
 	memset(m, 0, sizeof(*m));
 	tu_path(log, sizeof(log), "rev.log");
-	make_image(mkfs_args, st == ST_FULL ? 40 * MiB : 64 * MiB, st == ST_GC ? log : NULL);
+	make_image(mkfs_args, st == ST_FULL ? 48 * MiB : 64 * MiB, st == ST_GC ? log : NULL);
 	as_reader(writer);
 	if (st == ST_OPEN || st == ST_CLOSED)
 		build_open(m, st == ST_CLOSED);
@@ -475,22 +476,25 @@ static void case_old_image(enum state st)
 	expect_rw(OLDER, &m, "with-compat");
 }
 
-/* Images of a newer revision in STATE, with this revision's 7 logs: readable here but not
- * by revision 1, and readable only by the newer reader. */
+/* Images of a newer revision in STATE, with this revision's 10 logs (the warm data lanes):
+ * readable here but not by revisions 1 and 2, and readable only by the newer reader. */
 static void case_new_image(enum state st)
 {
-	char args[64];
+	char args[64], need[64];
 	struct model m;
 
-	snprintf(args, sizeof(args), "--revision %d:%d", NEWER, ZLFS_REVISION);
+	snprintf(args, sizeof(args), "--logs 10 --revision %d:%d", NEWER, ZLFS_REVISION);
+	snprintf(need, sizeof(need), "needs a reader of revision %d", ZLFS_REVISION);
 	build(st, args, NEWER, &m);
-	expect_refused(OLDER, "needs a reader of revision 2");
+	expect_refused(OLDER, need);
+	expect_refused(R2, need);
 	expect_rw(0, &m, "by-older");
 	expect_rw(NEWER, &m, "by-newer");
 
-	snprintf(args, sizeof(args), "--revision %d:%d", NEWER, NEWER);
+	snprintf(args, sizeof(args), "--logs 10 --revision %d:%d", NEWER, NEWER);
+	snprintf(need, sizeof(need), "needs a reader of revision %d", NEWER);
 	build(st, args, NEWER, &m);
-	expect_refused(0, "needs a reader of revision 3");
+	expect_refused(0, need);
 	expect_rw(NEWER, &m, "by-newer");
 }
 
@@ -508,13 +512,23 @@ START_TEST(t_mkfs_switch)
 {
 	struct zlfs_sb_info s;
 	struct model m = {0}, m6 = {0};
+	char args[64];
 
-	make_image("", 64 * MiB, NULL); /* this revision's own: 7 logs, which revision 1 lacks */
+	make_image("", 64 * MiB, NULL); /* a small device: 7 logs, which revision 1 lacks */
 	read_sb(0, &s);
 	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
 	ck_assert_uint_eq(s.min_revision, 2);
-	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES);
+	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES_R2);
 	expect_refused(OLDER, "needs a reader of revision 2");
+	expect_rw(R2, &m6, "r2");
+	make_image("--logs 10", 64 * MiB, NULL); /* the lanes: revision 3 */
+	read_sb(0, &s);
+	ck_assert_uint_eq(s.min_revision, 3);
+	ck_assert_uint_eq(s.nr_logs, ZLFS_NR_LOG_TYPES);
+	expect_refused(R2, "needs a reader of revision 3");
+	ck_assert_int_ne(tu_sh("%s -q -f --logs 10 --revision 2:2 %s 2>/dev/null", /* no lanes in 2 */
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	memset(&m6, 0, sizeof(m6));
 	make_image("--logs 6", 64 * MiB, NULL); /* 6 logs: revision 1 reads it */
 	read_sb(OLDER, &s);
 	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
@@ -522,10 +536,11 @@ START_TEST(t_mkfs_switch)
 	expect_rw(OLDER, &m6, "y");
 	ck_assert_int_ne(tu_sh("%s -q -f --revision 1:1 %s 2>/dev/null", /* 7 logs in revision 1 */
 			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
-	make_image("--revision 3:3 --features 10000000:0:0", 64 * MiB, NULL);
+	snprintf(args, sizeof(args), "--revision %d:%d --features 10000000:0:0", NEWER, NEWER);
+	make_image(args, 64 * MiB, NULL);
 	read_sb(NEWER, &s);
-	ck_assert_uint_eq(s.revision, 3);
-	ck_assert_uint_eq(s.min_revision, 3);
+	ck_assert_uint_eq(s.revision, NEWER);
+	ck_assert_uint_eq(s.min_revision, NEWER);
 	ck_assert_uint_eq(s.feat_compat, BIT_COMPAT);
 	ck_assert_uint_eq(s.sb_seq, 3); /* both records rewritten: none of revision 1 is left */
 	expect_refused(0, "upgrade zlfs");

@@ -202,14 +202,15 @@ static void print_timing(const struct zemu_timing *t, int json)
 		printf("null");
 	else if (json)
 		printf("{\"dies\": %u, \"prog_unit\": %u, \"prog_ns\": %u, \"link_mbs\": %u, "
-		       "\"read_ns\": %u, \"erase_ns\": %u, \"block\": %u}", t->dies, t->prog_unit,
-		       t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns, t->block);
+		       "\"read_ns\": %u, \"erase_ns\": %u, \"block\": %u, \"zone_dies\": %u}",
+		       t->dies, t->prog_unit, t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns,
+		       t->block, t->zone_dies ? t->zone_dies : t->dies);
 	else if (!t->dies)
 		printf("off");
 	else
-		printf("dies=%u,unit=%uK,prog=%uns,link=%u,read=%uns,erase=%uns,block=%uK", t->dies,
-		       t->prog_unit >> 10, t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns,
-		       (t->block ? t->block : 16u << 20) >> 10);
+		printf("dies=%u,unit=%uK,prog=%uns,link=%u,read=%uns,erase=%uns,block=%uK,zone_dies=%u",
+		       t->dies, t->prog_unit >> 10, t->prog_ns, t->link_mbs, t->read_ns, t->erase_ns,
+		       (t->block ? t->block : 16u << 20) >> 10, t->zone_dies ? t->zone_dies : t->dies);
 }
 
 static int cmd_timing(int argc, char **argv)
