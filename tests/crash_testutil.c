@@ -39,7 +39,8 @@ void fill(uint8_t *b, size_t n, uint32_t seed, size_t base)
 /* A file holding SEED's pattern over its SIZE bytes. */
 struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_be_absent)
 {
-	struct file_exp f = {.size = size, .nex = 1, .may_be_absent = may_be_absent};
+	struct file_exp f = {.size = size, .nex = 1, .may_be_absent = may_be_absent,
+			     .hist_from = nhist};
 
 	snprintf(f.path, sizeof(f.path), "%s", path);
 	f.e[0] = (struct ext){0, (uint32_t)size, seed, 0};
@@ -83,10 +84,9 @@ static struct file_exp *cur_file(const char *path)
 	return f;
 }
 
-void cur_write(const char *path, uint32_t seed, size_t at, size_t len)
+/* F with LEN bytes of SEED's pattern written at AT. */
+static void ext_add(struct file_exp *f, uint32_t seed, size_t at, size_t len)
 {
-	struct file_exp *f = cur_file(path);
-
 	if (f->nex == MAX_EXT) { /* fold the oldest two: only when the newer covers the older */
 		ck_assert(f->e[1].off <= f->e[0].off &&
 			  f->e[1].off + f->e[1].len >= f->e[0].off + f->e[0].len);
@@ -95,7 +95,35 @@ void cur_write(const char *path, uint32_t seed, size_t at, size_t len)
 	f->e[f->nex++] = (struct ext){(uint32_t)at, (uint32_t)len, seed, (uint32_t)at};
 	if (at + len > f->size)
 		f->size = at + len;
+}
+
+void cur_write(const char *path, uint32_t seed, size_t at, size_t len)
+{
+	struct file_exp *f = cur_file(path);
+
+	ext_add(f, seed, at, len);
 	hist_add(f);
+}
+
+/* The kernel cuts a buffered write into requests at a page it must read first: after the
+ * first page when the write starts inside one, before the last when it ends inside one. A
+ * checkpoint another thread's fsync writes between them makes the first part durable alone,
+ * so those states are ones the file passed through. Call before cur_write of the same write. */
+void cur_write_parts(const char *path, uint32_t seed, size_t at, size_t len)
+{
+	size_t first = (at / PAGE_CUT + 1) * PAGE_CUT, last = (at + len) / PAGE_CUT * PAGE_CUT;
+	struct file_exp part;
+
+	if (at % PAGE_CUT && first < at + len) {
+		part = *cur_file(path);
+		ext_add(&part, seed, at, first - at);
+		hist_add(&part);
+	}
+	if ((at + len) % PAGE_CUT && last > at && last != first) {
+		part = *cur_file(path);
+		ext_add(&part, seed, at, last - at);
+		hist_add(&part);
+	}
 }
 
 static void cur_truncate(const char *path, size_t size)
@@ -380,10 +408,12 @@ void stage_drop(struct stage *s, const char *path) { drop_in(s, path); }
 /* PATH is durable as the workload has it now (fsync of a file). */
 void stage_take(struct stage *s, const char *path)
 {
-	struct file_exp *f = find_in(&cur, path);
+	struct file_exp *f = find_in(&cur, path), *d;
 
 	ck_assert_ptr_nonnull(f);
-	*stage_file(s, path) = *f;
+	d = stage_file(s, path);
+	*d = *f;
+	d->hist_from = nhist;
 }
 
 static int parent_is(const char *path, const char *dir)
@@ -407,7 +437,7 @@ void stage_take_dir(struct stage *s, const char *dir)
 			s->f[i--] = s->f[--s->nfiles];
 	for (i = 0; i < cur.nfiles; i++)
 		if (parent_is(cur.f[i].path, dir))
-			*stage_file(s, cur.f[i].path) = cur.f[i];
+			stage_take(s, cur.f[i].path);
 }
 
 /* `zlfs-ctl sync` (a checkpoint): the whole tree is durable as it is now. */
@@ -415,6 +445,8 @@ void stage_take_all(struct stage *s)
 {
 	memcpy(s->f, cur.f, sizeof(cur.f[0]) * (size_t)cur.nfiles);
 	s->nfiles = cur.nfiles;
+	for (int i = 0; i < s->nfiles; i++)
+		s->f[i].hist_from = nhist;
 }
 
 void fdatasync_path(const char *rel)

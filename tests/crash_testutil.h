@@ -36,6 +36,8 @@ struct file_exp {
 	int nex;
 	struct ext e[MAX_EXT];
 	int may_be_absent; /* written but never made durable: absent, or a prefix of it */
+	int hist_from; /* in a stage: the states (hist) recorded before it was taken; any of the
+			* path's later ones may have replaced it (a checkpoint) */
 };
 
 struct stage {
@@ -59,6 +61,8 @@ extern char img[512], logpath[512], mnt[512], out[512], bin[512];
 void fill(uint8_t *b, size_t n, uint32_t seed, size_t base);
 struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_be_absent);
 void cur_write(const char *path, uint32_t seed, size_t at, size_t len);
+#define PAGE_CUT 4096u /* the page size the kernel cuts buffered writes at */
+void cur_write_parts(const char *path, uint32_t seed, size_t at, size_t len);
 void cur_zero(const char *path, size_t off, size_t len, int keep);
 void cur_shift(const char *path, size_t off, size_t len, int insert);
 

@@ -117,8 +117,11 @@ static const char *verify_file(const struct file_exp *f, char *why, size_t wl)
 
 /* A file of stage S may also be found as a later stage left it (the crash came after that
  * state was durable but before the test saw its fsync return), or in any state the workload
- * gave it after S: a change made after an fsync may become durable at any time (a checkpoint
- * for any reason), so it may replace what that fsync made durable - as a prefix, mid-write. */
+ * gave it after its fsync: a change made after an fsync may become durable at any time (a
+ * checkpoint for any reason), so it may replace what that fsync made durable - as a prefix,
+ * mid-write. After its fsync, not after S: with several writers, S may be another thread's
+ * fsync, sealed after this file's next write was recorded but while only its first part was
+ * in a checkpoint (a write is cut into FUSE requests). */
 static const char *verify_any(int si, int fi, char *why, size_t wl)
 {
 	const struct file_exp *f = &stages[si].f[fi];
@@ -137,7 +140,7 @@ static const char *verify_any(int si, int fi, char *why, size_t wl)
 		if (i == stages[k].nfiles && stat(at_mnt(p, sizeof(p), f->path), &st))
 			return NULL;
 	}
-	for (k = stages[si].nhist; k < nhist; k++)
+	for (k = f->hist_from; k < nhist; k++)
 		if (!strcmp(hist[k].path, f->path) && !hist[k].is_dir &&
 		    !verify_file_as(f->path, &hist[k], 1, later, sizeof(later)))
 			return NULL;

@@ -397,7 +397,8 @@ void workload_full(void)
  * by its own fsync while the others write (the daemon's per-file locks, appends from several
  * threads to one log, roll-forward groups of several inodes interleaved in one zone). The
  * model is shared, so its updates take a lock; a stage is sealed after its fsync returned,
- * so it counts from a point at or after the true one. */
+ * so it counts from a point at or after the true one. Another writer's fsync may checkpoint
+ * a write half done (cur_write_parts). */
 #define TH_N 4
 #define TH_ROUNDS 6
 
@@ -432,6 +433,7 @@ static void *th_main(void *arg)
 			break;
 		}
 		pthread_mutex_lock(&model_lock);
+		cur_write_parts(rel, seed, at, len);
 		cur_write(rel, seed, at, len);
 		pthread_mutex_unlock(&model_lock);
 		if (r % 3 == 2 ? fdatasync(fd) : fsync(fd)) {
