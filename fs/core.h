@@ -353,6 +353,12 @@ static inline enum zlfs_log_type seg_lane_type(uint32_t i)
 {
 	return i ? (enum zlfs_log_type)(ZLFS_LOG_WARM_DATA_1 + i - 1) : ZLFS_LOG_WARM_DATA;
 }
+/* Whether TYPE is one of the warm data log's lanes (WARM_DATA itself included). */
+static inline int seg_is_lane(enum zlfs_log_type type)
+{
+	return type == ZLFS_LOG_WARM_DATA ||
+	       (type >= ZLFS_LOG_WARM_DATA_1 && type <= ZLFS_LOG_WARM_DATA_3);
+}
 /* At least the zones the logs owe to changed metadata beyond their open zones' room: each
  * log's owed blocks in whole zones, as if it had no room (no lock). */
 uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs);

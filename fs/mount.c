@@ -197,6 +197,11 @@ static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
 		w.slot_size = WBUF_DEFAULT_SLOT;
 	if (!w.superpage)
 		w.superpage = WBUF_DEFAULT_SUPERPAGE;
+	/* The static policy's one buffer per log: as many as the layout has logs, not the
+	 * most any layout has (a 7-log image would pay 9 MiB where it needs 5.25) */
+	for (int t = 0; t <= (int)SEG_LOG_HOT_USER; t++)
+		if (fs->log_of[t] + 1u > w.nlogs)
+			w.nlogs = fs->log_of[t] + 1u;
 	if (w.slot_size % ZLFS_BLOCK_SIZE || w.superpage % ZLFS_BLOCK_SIZE ||
 	    w.budget < 2 * w.slot_size) {
 		zlog_err("write buffer: slot and superpage sizes must be multiples of 4 KiB and the "

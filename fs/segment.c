@@ -295,7 +295,9 @@ static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_lo
 }
 
 /* What statfs reports: the room of the warm data log, and the room left in the open zones of
- * its other lanes, which a write that finds its own lane full goes on to (data.c). */
+ * its other lanes, which a write that finds its own lane full goes on to (data.c). When the
+ * warm log has none (metadata owes the free zones, or reservations take them) it reports
+ * none: the lanes' last blocks may still take a write, but df must not promise them. */
 static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 {
 	uint64_t room = seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA), lane, owed;
@@ -413,7 +415,6 @@ static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
 	return -EIO;
 }
 
-/* Stage a block of log LOG in the write buffer; the flusher writes it in zone order. */
 /* Stage N consecutive blocks of log LOG at BLK of ZONE (one run of the zone's blocks). */
 static int seg_write_n(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
 		       const void *buf, uint32_t n)
@@ -487,8 +488,7 @@ static int seg_finish_zone(struct zlfs_fs *fs, uint32_t zone)
  * room, or a full device could not write the checkpoint that records what it holds. */
 static int seg_is_user_data(enum zlfs_log_type type)
 {
-	return type == ZLFS_LOG_WARM_DATA || type == SEG_LOG_HOT_USER ||
-	       (type >= ZLFS_LOG_WARM_DATA_1 && type <= ZLFS_LOG_WARM_DATA_3);
+	return type == SEG_LOG_HOT_USER || seg_is_lane(type);
 }
 
 static int zone_is_bad(const struct zdev_zone *z)

@@ -255,7 +255,7 @@ int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
 	wb->o = *o;
 	if (o->policy == WBUF_STATIC) {
 		wb->slot_blocks = (uint32_t)(o->superpage / WBUF_BLOCK);
-		wb->nslots = WBUF_MAX_LOGS;
+		wb->nslots = o->nlogs && o->nlogs <= WBUF_MAX_LOGS ? o->nlogs : WBUF_MAX_LOGS;
 	} else {
 		wb->slot_blocks = (uint32_t)(o->slot_size / WBUF_BLOCK);
 		wb->nslots = (uint32_t)(o->budget / o->slot_size);
@@ -345,6 +345,9 @@ int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void
 	struct wslot *s;
 	int ret = 0;
 
+	if (log < 0 || log >= WBUF_MAX_LOGS ||
+	    (wb->o.policy == WBUF_STATIC && (uint32_t)log >= wb->nslots))
+		return -EINVAL; /* a log the buffer was not made for */
 	pthread_mutex_lock(&wb->lock);
 	while (!ret && n) {
 		uint32_t k;

@@ -25,6 +25,8 @@ struct wbuf_opts {
 	uint64_t budget;    /* dynamic: total bytes of slots (default 4 MiB) */
 	uint64_t slot_size; /* dynamic: bytes per slot (default 192 KiB, one program unit) */
 	uint64_t superpage; /* static: bytes per log buffer (default 768 KiB) */
+	uint32_t nlogs;     /* static: logs 0 .. nlogs - 1 stage blocks, one buffer each
+			     * (0: WBUF_MAX_LOGS) */
 };
 
 #define WBUF_DEFAULT_BUDGET (4u << 20)

@@ -8,8 +8,7 @@ BUILD=${1:?usage: bench_crypt_smoke.sh BUILD_DIR}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=smoke_lib.sh
 . "$REPO/tests/smoke_lib.sh"
-command -v fio >/dev/null || { echo "fio is not installed: skipped"; exit 77; }
-[[ -e /dev/fuse ]] || { echo "/dev/fuse is missing: skipped"; exit 77; }
+smoke_needs fio
 
 TMP=${ZLFS_TEST_TMP:-$(mktemp -d)}
 rm -rf "$TMP/bc"

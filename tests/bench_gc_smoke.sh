@@ -3,13 +3,14 @@
 # and check that waf.csv has a row per workload with the WAF, the FIFO reference (recomputed
 # here), their ratio, the write rates and their ratio, the read p99, the GC figures and a plot,
 # that results.csv has the read-latency figures with and without GC as numbers, and that
-# nothing is left mounted or running. Exit 77 (skipped) only when fio or gnuplot is not
-# installed.
+# nothing is left mounted or running. Exit 77 (skipped) only when /dev/fuse, fio or
+# gnuplot is missing.
 set -uo pipefail
 BUILD=${1:?usage: bench_gc_smoke.sh BUILD_DIR}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-command -v fio >/dev/null || { echo "fio is not installed: skipped"; exit 77; }
-command -v gnuplot >/dev/null || { echo "gnuplot is not installed: skipped"; exit 77; }
+# shellcheck source=smoke_lib.sh
+. "$REPO/tests/smoke_lib.sh"
+smoke_needs fio gnuplot
 
 TMP=${ZLFS_TEST_TMP:-$(mktemp -d)}
 rm -rf "$TMP/bench-gc"

@@ -41,9 +41,9 @@ expect() {
 # smoke_needs CMD...: go on only if /dev/fuse is usable and every CMD is installed; otherwise
 # say which is missing and exit 77 (skipped), or 1 if a check before failed (fail=1).
 smoke_needs() {
-	[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "SKIP: /dev/fuse not available"; exit $((fail ? 1 : 77)); }
+	[[ -r /dev/fuse && -w /dev/fuse ]] || { echo "SKIP: /dev/fuse not available"; exit $((${fail:-0} ? 1 : 77)); }
 	local c
 	for c in "$@"; do
-		command -v "$c" >/dev/null || { echo "SKIP: $c is not installed"; exit $((fail ? 1 : 77)); }
+		command -v "$c" >/dev/null || { echo "SKIP: $c is not installed"; exit $((${fail:-0} ? 1 : 77)); }
 	done
 }

@@ -667,6 +667,33 @@ START_TEST(t_wbuf_runs)
 }
 END_TEST
 
+/* The static policy holds one superpage buffer per log it was made for, no more: a write for a
+ * log beyond them is refused, not staged in memory that belongs to no log. */
+START_TEST(t_wbuf_static_logs)
+{
+	struct wbuf_opts o = {.policy = WBUF_STATIC, .superpage = 64 * 1024, .nlogs = 3};
+	uint32_t z = need_seq_zone(5), per = 64 * 1024 / WBUF_BLOCK;
+	struct wbuf_stats st;
+	uint8_t *buf;
+	struct wbuf *wb;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	wbuf_stats(wb, &st);
+	ck_assert_uint_eq(st.nslots, 3);
+	buf = pattern((size_t)per * WBUF_BLOCK, zone_info(z).start, 41);
+	ck_assert_int_eq(wbuf_add_n(wb, 3, z, 0, buf, per), -EINVAL);
+	ck_assert_int_eq(wbuf_add_n(wb, 2, z, 0, buf, per), 0);
+	ck_assert_int_eq(wbuf_flush_all(wb), 0);
+	wbuf_destroy(wb);
+	check_pattern(zone_info(z).start, (size_t)per * WBUF_BLOCK, 41);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+END_TEST
+
 START_TEST(t_not_a_device)
 {
 	char path[512];
@@ -704,6 +731,7 @@ int main(void)
 	tcase_add_test(tc, t_not_a_device);
 	tcase_add_test(tc, t_writev);
 	tcase_add_test(tc, t_wbuf_runs);
+	tcase_add_test(tc, t_wbuf_static_logs);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
