@@ -278,17 +278,28 @@ static int zone_persist(struct emu_dev *d, uint32_t z, int data_first)
 	return ret;
 }
 
+/* A punch's piece. ext4 holds the image's inode lock exclusively for a whole punch, and every
+ * direct read of the image, of any zone, waits behind it: one 64 MiB punch took 12-23 ms on
+ * this project's machines and stalled every read meanwhile (the p99.9 of reads beside a
+ * writer). In 4 MiB pieces each takes about 1.4 ms, for about the same total. */
+#define EMU_PUNCH_PIECE (4ull << 20)
+
 /* Give a reset zone's space back. Only an optimisation: reads past the write pointer return
  * zeros whatever the file holds, so a file system without hole punching is fine. Zone Z is
  * held meanwhile, so no write to it can land before the punch. */
 static void zone_punch(struct emu_dev *d, uint32_t z)
 {
+	uint64_t start = d->hdr->data_off + zstart(d, z), size = d->hdr->zone_size, n;
 	int held = d->log_fd < 0;
 
 	if (held)
 		zone_hold(d, z);
-	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			(off_t)(d->hdr->data_off + zstart(d, z)), (off_t)d->hdr->zone_size);
+	for (uint64_t off = 0; off < size; off += n) {
+		n = size - off < EMU_PUNCH_PIECE ? size - off : EMU_PUNCH_PIECE;
+		if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(start + off), (off_t)n))
+			break; /* no hole punching here: the blocks stay, read as zeros anyway */
+	}
 	if (held)
 		zone_release(d, z);
 }

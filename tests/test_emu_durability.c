@@ -597,6 +597,34 @@ END_TEST
 
 /* A vectored write is one write to the volatile cache: a power cut drops it whole (or keeps
  * it whole), never one of its pieces alone. */
+#define MIB (1024 * KB)
+
+/* A large zone's reset punches its space out in pieces (EMU_PUNCH_PIECE, 4 MiB, so that a
+ * read of the image waits behind no whole-zone punch): all of them, not only the first. */
+START_TEST(t_reset_punches_large_zone)
+{
+	struct zemu_create_opts o = {.size = 4 * 16 * MIB, .zone_size = 16 * MIB,
+				     .zone_capacity = 10 * MIB, .lblock_size = BLK};
+	uint64_t before, after;
+	struct zdev *d;
+
+	tu_path(img, sizeof(img), "punch_large.img");
+	ck_assert_int_eq(zemu_create(img, &o), 0);
+	d = opn_direct(img);
+	if (!d)
+		return; /* this file system has no O_DIRECT */
+	before = img_bytes_allocated();
+	ck_assert_int_eq(wr(d, 16 * MIB, BLK, 1), 0);
+	ck_assert_int_eq(zdev_flush(d), 0);
+	after = img_bytes_allocated();
+	ck_assert_uint_ge(after, before + 10 * MIB);
+	ck_assert_int_eq(zdev_zone_reset(d, 1), 0);
+	ck_assert_uint_le(img_bytes_allocated() + 10 * MIB, after);
+	ck_assert(holds(d, 16 * MIB, BLK, 0));
+	zdev_close(d);
+}
+END_TEST
+
 START_TEST(t_powercut_writev)
 {
 	struct zemu_powercut_result res;
@@ -643,6 +671,7 @@ void emu_durability_tests(Suite *s)
 	tcase_add_test(tc, t_powercut_dev);
 	tcase_add_test(tc, t_powercut_direct);
 	tcase_add_test(tc, t_powercut_writev);
+	tcase_add_test(tc, t_reset_punches_large_zone);
 	tcase_add_test(tc, t_powercut_parallel);
 	tcase_add_test(tc, t_journal_full);
 	tcase_add_test(tc, t_kill);
