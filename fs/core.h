@@ -34,6 +34,10 @@
  *                     (written under log lock and seg_lock, read under either)
  *   90-95             leaves: directory cache, attribute cache, the inode lock table, the
  *                     kernel's lookup counts, checkpoint requests, GC telemetry
+ *   97 readahead_lock the read-ahead windows. A read may wait on its condition (200 ms at
+ *                     most) for another read's extension of the same file, both holding
+ *                     that file's lock shared; the reader waited for needs no lock the
+ *                     waiter holds
  *  100 wbuf lock      the write buffer's slots and queues (wbuf.c)
  *  110                the device backend's own, and the page pool's (zdev.c, a leaf)
  *

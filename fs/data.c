@@ -413,6 +413,7 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		   struct data_rplan *p)
 {
 	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, fblocks;
+	uint32_t asked_extra;
 	struct dkey dk;
 	int ret = 0;
 
@@ -441,13 +442,17 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 		return 0;
 	}
 	fblocks = (fsize + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	asked_extra = p->extra;
 	if (p->extra > fblocks - first - p->asked) /* never past the end of file */
 		p->extra = (uint32_t)(fblocks - first - p->asked);
 	if (!ret && p->extra)
 		ret = plan_alloc(p, p->asked + p->extra);
 	if (!ret)
 		ret = data_addrs(fs, inode, first, p->nblocks, p->addr);
+	if (asked_extra && (ret || !p->extra)) /* the extension will not be read */
+		ra_cancel(fs, p->ino, first + p->asked);
 	if (ret) {
+		p->extra = 0;
 		data_read_free(p);
 		return ret;
 	}
@@ -486,9 +491,11 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
-	if (!ret && p->extra)
+	if (p->extra && !ret)
 		ra_keep(fs, p->ino, p->gen, p->first + p->asked, p->extra,
 			p->buf + (size_t)p->asked * ZLFS_BLOCK_SIZE);
+	else if (p->extra)
+		ra_cancel(fs, p->ino, p->first + p->asked);
 	return ret;
 }
 

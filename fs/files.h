@@ -104,9 +104,13 @@ void ra_destroy(struct zlfs_fs *fs);
  * N), or 0, with *EXTRA the blocks a read should fetch past them (0: not in sequence). */
 uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
 		   uint8_t *buf, uint32_t *extra);
-/* Keep blocks [FIRST, FIRST+N) of INO (plaintext) read ahead at generation GEN. */
+/* Keep blocks [FIRST, FIRST+N) of INO (plaintext) read ahead at generation GEN: the end of
+ * the extension ra_lookup asked for at FIRST. Every *EXTRA > 0 that ra_lookup gives ends in
+ * ra_keep or, if it is not read after all, in ra_cancel at the same FIRST, since other
+ * requests for those blocks wait for it. */
 void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
 	     const uint8_t *buf);
+void ra_cancel(struct zlfs_fs *fs, uint32_t ino, uint64_t first);
 void ra_forget(struct zlfs_fs *fs, uint32_t ino);
 /* ---- falloc.c --------------------------------------------------------------------------- */
 /* fallocate mode 0 and KEEP_SIZE: reserve the holes of [OFF, OFF+LEN) (statfs counts them as

@@ -619,7 +619,9 @@ START_TEST(t_reset_punches_large_zone)
 	after = img_bytes_allocated();
 	ck_assert_uint_ge(after, before + 10 * MIB);
 	ck_assert_int_eq(zdev_zone_reset(d, 1), 0);
-	ck_assert_uint_le(img_bytes_allocated() + 10 * MIB, after);
+	/* the reset's own record may allocate a block of the image: all but 2 MiB of the zone's
+	 * 10 MiB must be back (the first piece alone would give back 4) */
+	ck_assert_uint_le(img_bytes_allocated() + 8 * MIB, after);
 	ck_assert(holds(d, 16 * MIB, BLK, 0));
 	zdev_close(d);
 }
