@@ -452,7 +452,6 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	if (asked_extra && (ret || !p->extra)) /* the extension will not be read */
 		ra_cancel(fs, p->ino, first + p->asked);
 	if (ret) {
-		p->extra = 0;
 		data_read_free(p);
 		return ret;
 	}
@@ -491,11 +490,11 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
-	if (p->extra && !ret)
+	if (p->extra && ret)
+		ra_cancel(fs, p->ino, p->first + p->asked);
+	else if (p->extra)
 		ra_keep(fs, p->ino, p->gen, p->first + p->asked, p->extra,
 			p->buf + (size_t)p->asked * ZLFS_BLOCK_SIZE);
-	else if (p->extra)
-		ra_cancel(fs, p->ino, p->first + p->asked);
 	return ret;
 }
 

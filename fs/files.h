@@ -111,7 +111,6 @@ uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t firs
 void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
 	     const uint8_t *buf);
 void ra_cancel(struct zlfs_fs *fs, uint32_t ino, uint64_t first);
-void ra_forget(struct zlfs_fs *fs, uint32_t ino);
 /* ---- falloc.c --------------------------------------------------------------------------- */
 /* fallocate mode 0 and KEEP_SIZE: reserve the holes of [OFF, OFF+LEN) (statfs counts them as
  * used; writing them spends the reservation); without KEEP_SIZE the size grows to the end. */

@@ -77,21 +77,21 @@ void ra_destroy(struct zlfs_fs *fs)
 	fs->ra = NULL;
 }
 
-/* The window of INO, or (MAKE) the least recently used one taken over. */
+/* The window of INO, or (MAKE) the least recently used one taken over. A window being read
+ * into stays its file's until its reader ends the extension; with every window so, none. */
 static struct ra_win *ra_find(struct ra_table *t, uint32_t ino, int make)
 {
-	struct ra_win *lru = &t->w[0];
+	struct ra_win *lru = NULL;
 
 	for (int i = 0; i < RA_SLOTS; i++) {
-		if (t->w[i].ino == ino && t->w[i].used)
-			return &t->w[i];
-		/* a window being read into stays its file's: its reader keeps it */
-		if (lru->pend_n || (!t->w[i].pend_n && t->w[i].used < lru->used))
-			lru = &t->w[i];
+		struct ra_win *w = &t->w[i];
+
+		if (w->ino == ino && w->used)
+			return w;
+		if (!w->pend_n && (!lru || w->used < lru->used))
+			lru = w;
 	}
-	if (lru->pend_n)
-		return NULL; /* every window is being read into: go without */
-	if (!make)
+	if (!make || !lru)
 		return NULL;
 	lru->ino = ino;
 	lru->n = 0;
@@ -198,12 +198,10 @@ void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uin
 		return;
 	n = n > RA_MAX ? RA_MAX : n;
 	zlock_lock(&t->lock);
-	w = ra_find(t, ino, 0);
-	if (w && w->pend_n && w->pend_start != first)
-		w = NULL; /* not this extension's window any more */
-	if (w && n && !w->buf)
+	w = ra_find(t, ino, 0); /* the extension's own: not taken over while it is read */
+	if (w && !w->buf)
 		w->buf = zdev_buf_alloc((size_t)RA_MAX * ZLFS_BLOCK_SIZE);
-	if (w && n && w->buf) {
+	if (w && w->buf) {
 		memcpy(w->buf, buf, (size_t)n * ZLFS_BLOCK_SIZE);
 		w->gen = gen;
 		w->start = first;
@@ -222,21 +220,5 @@ void ra_cancel(struct zlfs_fs *fs, uint32_t ino, uint64_t first)
 		return;
 	zlock_lock(&t->lock);
 	ra_pending_end(t, ino, first);
-	zlock_unlock(&t->lock);
-}
-
-void ra_forget(struct zlfs_fs *fs, uint32_t ino)
-{
-	struct ra_table *t = fs->ra;
-	struct ra_win *w;
-
-	if (!t)
-		return;
-	zlock_lock(&t->lock);
-	w = ra_find(t, ino, 0);
-	if (w && !w->pend_n) { /* one being read into is ended by its reader */
-		w->n = 0;
-		w->used = 0;
-	}
 	zlock_unlock(&t->lock);
 }
