@@ -398,22 +398,10 @@ static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t firs
 	return 0;
 }
 
-/* Size the plan's buffers for NBLOCKS. */
-static int plan_alloc(struct data_rplan *p, uint32_t nblocks)
-{
-	free(p->addr);
-	zdev_buf_free(p->buf);
-	p->nblocks = nblocks;
-	p->addr = malloc(nblocks * sizeof(*p->addr));
-	p->buf = zdev_buf_alloc((size_t)nblocks * ZLFS_BLOCK_SIZE);
-	return p->addr && p->buf ? 0 : -ENOMEM;
-}
-
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
 		   struct data_rplan *p)
 {
-	uint64_t fsize = le64_get(inode_of(inode)->size), end, first, fblocks;
-	uint32_t asked_extra;
+	uint64_t fsize = le64_get(inode_of(inode)->size), end, first;
 	struct dkey dk;
 	int ret = 0;
 
@@ -423,39 +411,33 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	end = off + size < fsize ? off + size : fsize;
 	first = off / ZLFS_BLOCK_SIZE;
 	p->first = first;
-	ret = dkey_get(fs, inode, &dk);
-	if (!ret && dk.on && !(p->key = malloc(sizeof(*p->key))))
-		ret = -ENOMEM;
-	if (!ret && dk.on)
-		*p->key = dk.k;
-	dkey_put(&dk);
-	if (ret)
-		return ret;
 	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
 	p->len = (size_t)(end - off);
 	p->ino = inode->nid;
-	p->gen = inode->data_gen;
-	p->asked = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
-	ret = plan_alloc(p, p->asked);
-	if (!ret && ra_lookup(fs, p->ino, p->gen, first, p->asked, p->buf, &p->extra)) {
+	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
+	p->addr = malloc(p->nblocks * sizeof(*p->addr));
+	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
+	if (!p->addr || !p->buf)
+		ret = -ENOMEM;
+	if (!ret && ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
 		p->from_ra = 1;
 		return 0;
 	}
-	fblocks = (fsize + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	asked_extra = p->extra;
-	if (p->extra > fblocks - first - p->asked) /* never past the end of file */
-		p->extra = (uint32_t)(fblocks - first - p->asked);
-	if (!ret && p->extra)
-		ret = plan_alloc(p, p->asked + p->extra);
+	if (!ret) {
+		ret = dkey_get(fs, inode, &dk);
+		if (!ret && dk.on && (p->key = malloc(sizeof(*p->key))))
+			*p->key = dk.k;
+		else if (!ret && dk.on)
+			ret = -ENOMEM;
+		dkey_put(&dk);
+	}
 	if (!ret)
 		ret = data_addrs(fs, inode, first, p->nblocks, p->addr);
-	if (asked_extra && (ret || !p->extra)) /* the extension will not be read */
-		ra_cancel(fs, p->ino, first + p->asked);
 	if (ret) {
+		ra_cancel(fs, p->ino, &p->ahead);
 		data_read_free(p);
-		return ret;
 	}
-	return 0;
+	return ret;
 }
 
 /* Runs of consecutive addresses in one zone become one device read each. */
@@ -468,34 +450,59 @@ static uint32_t run_length(const struct zlfs_fs *fs, const uint32_t *addr, uint3
 	return k;
 }
 
-int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
+/* Read the N blocks at ADDR (file blocks FIRST...) into DST, decrypted with KEY if set. */
+static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uint64_t first,
+		       const struct zcrypt_file_key *key, uint8_t *dst)
 {
 	uint32_t i = 0, k;
 	int ret = 0;
 
-	if (p->from_ra)
-		return 0;
-	while (!ret && i < p->nblocks) {
-		uint8_t *dst = p->buf + (size_t)i * ZLFS_BLOCK_SIZE;
+	while (!ret && i < n) {
+		uint8_t *d = dst + (size_t)i * ZLFS_BLOCK_SIZE;
 
-		if (p->addr[i] == ZLFS_ADDR_NULL) { /* a hole reads as zeros */
-			memset(dst, 0, ZLFS_BLOCK_SIZE);
+		if (addr[i] == ZLFS_ADDR_NULL) { /* a hole reads as zeros */
+			memset(d, 0, ZLFS_BLOCK_SIZE);
 			i++;
 			continue;
 		}
-		k = run_length(fs, &p->addr[i], p->nblocks - i);
-		ret = seg_read_run(fs, p->addr[i], k, dst);
-		for (uint32_t j = 0; !ret && p->key && j < k; j++)
-			ret = zcrypt_xts_decrypt(p->key, p->first + i + j, dst + (size_t)j * ZLFS_BLOCK_SIZE,
-						 dst + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
+		k = run_length(fs, &addr[i], n - i);
+		ret = seg_read_run(fs, addr[i], k, d);
+		for (uint32_t j = 0; !ret && key && j < k; j++)
+			ret = zcrypt_xts_decrypt(key, first + i + j, d + (size_t)j * ZLFS_BLOCK_SIZE,
+						 d + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
 		i += k;
 	}
-	if (p->extra && ret)
-		ra_cancel(fs, p->ino, p->first + p->asked);
-	else if (p->extra)
-		ra_keep(fs, p->ino, p->gen, p->first + p->asked, p->extra,
-			p->buf + (size_t)p->asked * ZLFS_BLOCK_SIZE);
 	return ret;
+}
+
+int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
+{
+	if (p->from_ra)
+		return 0;
+	return read_blocks(fs, p->addr, p->nblocks, p->first, p->key, p->buf);
+}
+
+void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
+{
+	uint64_t fblocks = (le64_get(inode_of(inode)->size) + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	uint32_t n = a->first >= fblocks ? 0
+		     : fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
+	uint32_t *addr = n ? malloc(n * sizeof(*addr)) : NULL;
+	struct dkey dk = {0};
+	int ret = !n ? -ENODATA /* at the end of file: nothing to read ahead */
+		  : addr ? dkey_get(fs, inode, &dk) : -ENOMEM;
+
+	if (!ret)
+		ret = data_addrs(fs, inode, a->first, n, addr);
+	if (!ret)
+		ret = read_blocks(fs, addr, n, a->first, dk.on ? &dk.k : NULL, a->buf);
+	if (!ret)
+		ra_keep(fs, inode->nid, inode->data_gen, a, n);
+	else
+		ra_cancel(fs, inode->nid, a);
+	dkey_put(&dk);
+	free(addr);
+	a->n = 0;
 }
 
 void data_read_free(struct data_rplan *p)
@@ -519,6 +526,8 @@ int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t siz
 		ret = data_read_do(fs, &p);
 	if (!ret && p.len)
 		memcpy(buf, p.buf + p.skip, p.len);
+	if (p.ahead.n)
+		data_read_ahead(fs, inode, &p.ahead);
 	data_read_free(&p);
 	return ret ? ret : (int)p.len;
 }

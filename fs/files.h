@@ -62,26 +62,35 @@ int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
 		   enum zlfs_log_type type);
 int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off);
+/* Blocks read ahead, past a request (readahead.c hands them out; data.c reads them). */
+struct ra_ahead {
+	uint64_t first;   /* file block */
+	uint32_t n;       /* 0: none */
+	uint8_t *buf;     /* where they go: n blocks of the window's, read into outside its lock */
+};
 /* A read in two halves: plan (map the blocks, take the key), do (device I/O and decryption),
  * then free; the file's lock is held shared throughout, so the blocks mapped stay valid and
  * their zones cannot be reset. The bytes are at buf + skip, len of them (0 at or past the
- * end of file). */
+ * end of file). A plan may come with blocks to read ahead (AHEAD.n > 0): the caller reads
+ * them with data_read_ahead once it has replied, under the file's lock taken again. */
 struct data_rplan {
-	uint32_t nblocks;                /* read: those asked for, then EXTRA read ahead */
-	uint32_t asked, extra;
+	uint32_t nblocks;
 	int from_ra;                     /* served by read-ahead: nothing to read */
 	uint32_t ino;
-	uint64_t gen;
 	uint32_t *addr;   /* per block; ZLFS_ADDR_NULL for a hole */
 	uint8_t *buf;     /* nblocks aligned blocks */
 	size_t skip, len;
 	uint64_t first;                /* file block of buf[0] */
 	struct zcrypt_file_key *key;   /* encrypted file: decrypt after reading (wiped on free) */
+	struct ra_ahead ahead;
 };
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
 		   struct data_rplan *p);
 int data_read_do(struct zlfs_fs *fs, struct data_rplan *p);
 void data_read_free(struct data_rplan *p);
+/* Read A's blocks (up to the end of file) into its window and keep them there, or give the
+ * extension up on any error; either way A is over (A->n = 0) and its waiters wake. */
+void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a);
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off);
 /* Inode INO was closed: the warm data lane it wrote to is free for other files. */
@@ -101,16 +110,16 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 int ra_init(struct zlfs_fs *fs);
 void ra_destroy(struct zlfs_fs *fs);
 /* Blocks [FIRST, FIRST+N) of INO at data generation GEN: copied to BUF from a window (returns
- * N), or 0, with *EXTRA the blocks a read should fetch past them (0: not in sequence). */
+ * N), or 0. Either way *A may be blocks to read ahead (A->n > 0: the request is in sequence
+ * and no other extension of the file is in flight); each such A ends in ra_keep or, if it
+ * is not read after all, ra_cancel, since other requests for those blocks wait for it. */
 uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
-		   uint8_t *buf, uint32_t *extra);
-/* Keep blocks [FIRST, FIRST+N) of INO (plaintext) read ahead at generation GEN: the end of
- * the extension ra_lookup asked for at FIRST. Every *EXTRA > 0 that ra_lookup gives ends in
- * ra_keep or, if it is not read after all, in ra_cancel at the same FIRST, since other
- * requests for those blocks wait for it. */
-void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t first, uint32_t n,
-	     const uint8_t *buf);
-void ra_cancel(struct zlfs_fs *fs, uint32_t ino, uint64_t first);
+		   uint8_t *buf, struct ra_ahead *a);
+/* A's first N blocks (plaintext, read at generation GEN) are in A->buf: keep them. */
+void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, const struct ra_ahead *a,
+	     uint32_t n);
+/* A will not be read: its waiters wake, and A->n = 0. */
+void ra_cancel(struct zlfs_fs *fs, uint32_t ino, struct ra_ahead *a);
 /* ---- falloc.c --------------------------------------------------------------------------- */
 /* fallocate mode 0 and KEEP_SIZE: reserve the holes of [OFF, OFF+LEN) (statfs counts them as
  * used; writing them spends the reservation); without KEEP_SIZE the size grows to the end. */

@@ -225,6 +225,16 @@ static int read_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *
 	return ret;
 }
 
+static int ahead_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	(void)req;
+	data_read_ahead(z->fs, np, arg);
+	return 0;
+}
+
+/* The reply goes first; the blocks the plan reads ahead come after it, on this worker, with
+ * the file locked again: the device reads the next extension while the kernel copies this
+ * one out and asks for the next piece, instead of the request waiting for both. */
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
@@ -236,6 +246,8 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		reply_err(req, ret);
 	else
 		fuse_reply_buf(req, (const char *)q.p.buf + q.p.skip, q.p.len);
+	if (q.p.ahead.n && with_inode(z, NULL, ino, 0, ahead_fn, &q.p.ahead))
+		ra_cancel(z->fs, fino(ino), &q.p.ahead);
 	data_read_free(&q.p);
 }
 

@@ -6,7 +6,8 @@
  * holds must never hide a change: an overwrite inside a window just read ahead, a truncate
  * and a hole punched through it are all seen by the reads that follow, for a plain and an
  * encrypted file, and every byte read is checked. A buffered sequential read, whose requests
- * the kernel sends several at once, reads each block from the device about once.
+ * the kernel sends several at once, reads each block from the device about once; and the
+ * device reads the next extension while the reader is served from the last one.
  */
 #include "testutil.h"
 
@@ -163,6 +164,118 @@ START_TEST(t_readahead_buffered_once)
 }
 END_TEST
 
+/* Device bytes read so far, once no read ahead is still under way (the extension a request
+ * asks for is read after its reply): the stat read until it holds still. */
+static long read_bytes_settled(void)
+{
+	long prev = -1, cur = tu_ctl_stat(mnt, "host_read_bytes");
+
+	for (int i = 0; i < 100 && cur != prev; i++) {
+		usleep(10 * 1000);
+		prev = cur;
+		cur = tu_ctl_stat(mnt, "host_read_bytes");
+	}
+	return cur;
+}
+
+/* A fresh image IMAGE with file NAME holding W (SIZE bytes, written in PIECEs and fsync'ed),
+ * remounted so nothing of it is cached: the daemon's pid, and NAME opened O_DIRECT in *FD. */
+static pid_t written_then_cold(const char *image, const char *name, const uint8_t *w,
+			       size_t size, int *fd)
+{
+	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 16 << 20};
+	pid_t pid;
+
+	tu_fresh_fs(image, &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "dev_direct");
+	ck_assert_int_gt(pid, 0);
+	*fd = open_direct(name, O_CREAT | O_RDWR);
+	ck_assert_int_ge(*fd, 0);
+	for (size_t off = 0; off < size; off += PIECE)
+		ck_assert_int_eq(pwrite(*fd, w + off, PIECE, (off_t)off), PIECE);
+	ck_assert_int_eq(fsync(*fd), 0);
+	close(*fd);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	pid = tu_daemon_start(img, mnt, "dev_direct");
+	ck_assert_int_gt(pid, 0);
+	*fd = open_direct(name, O_RDONLY);
+	ck_assert_int_ge(*fd, 0);
+	return pid;
+}
+
+/* The next extension is read while the reader is still in the last one, so that the device
+ * is busy while the kernel is served from memory: read in sequence one 128 KiB piece at a
+ * time, the device gets more than one whole extension (1 MiB) ahead of the reader. When an
+ * extension was read only once a request went past the last one, the lead was never more
+ * than that one extension. */
+#define LSIZE (8u << 20)
+#define LEAD_MIN (3u << 19)
+
+START_TEST(t_readahead_leads)
+{
+	uint8_t *b = abuf(PIECE), *w = malloc(LSIZE);
+	long r0, lead, lead_max = 0;
+	pid_t pid;
+	int fd;
+
+	fill(w, LSIZE, 3, 0);
+	pid = written_then_cold("ral.img", "lead", w, LSIZE, &fd);
+	r0 = read_bytes_settled();
+	ck_assert_int_ge(r0, 0);
+	for (size_t off = 0; off + PIECE <= LSIZE / 2; off += PIECE) {
+		ck_assert_int_eq(pread(fd, b, PIECE, (off_t)off), PIECE);
+		ck_assert_msg(!memcmp(b, w + off, PIECE), "the piece at %zu is not what was written",
+			      off);
+		lead = read_bytes_settled() - r0 - (long)(off + PIECE);
+		lead_max = lead > lead_max ? lead : lead_max;
+	}
+	close(fd);
+	ck_assert_msg(lead_max >= (long)LEAD_MIN, "the device was at most %ld bytes ahead of a "
+		      "sequential reader (at least %u: the next extension is read while the last "
+		      "is read from)", lead_max, LEAD_MIN);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	free(b);
+	free(w);
+}
+END_TEST
+
+/* Random reads are not read ahead: 4 KiB reads at random places in a 16 MiB file read about
+ * what they ask for from the device (node blocks included). A build that took every read as
+ * sequential and read an extension past each read 227 MB here for 2 MiB asked. */
+#define RSIZE (16u << 20)
+#define RREADS 512
+
+START_TEST(t_readahead_random_reads)
+{
+	uint8_t *b = abuf(PIECE), *w = malloc(RSIZE);
+	uint32_t x = 12345;
+	long r0, r1;
+	pid_t pid;
+	int fd;
+
+	fill(w, RSIZE, 4, 0);
+	pid = written_then_cold("rar.img", "rand", w, RSIZE, &fd);
+	r0 = read_bytes_settled();
+	for (int i = 0; i < RREADS; i++) {
+		size_t off;
+
+		x = x * 1103515245u + 12345u;
+		off = (size_t)((x >> 8) % (RSIZE / 4096)) * 4096;
+		ck_assert_int_eq(pread(fd, b, 4096, (off_t)off), 4096);
+		ck_assert_msg(!memcmp(b, w + off, 4096), "the block at %zu is not what was written",
+			      off);
+	}
+	r1 = read_bytes_settled();
+	close(fd);
+	ck_assert_int_ge(r0, 0);
+	ck_assert_msg(r1 - r0 <= 2L * RREADS * 4096, "%d random reads of 4 KiB read %ld bytes from "
+		      "the device (at most %ld)", RREADS, r1 - r0, 2L * RREADS * 4096);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	free(b);
+	free(w);
+}
+END_TEST
+
 START_TEST(t_readahead_encrypted)
 {
 	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 16 << 20};
@@ -196,6 +309,8 @@ int main(void)
 	tcase_add_test(tc, t_readahead);
 	tcase_add_test(tc, t_readahead_encrypted);
 	tcase_add_test(tc, t_readahead_buffered_once);
+	tcase_add_test(tc, t_readahead_leads);
+	tcase_add_test(tc, t_readahead_random_reads);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
