@@ -485,13 +485,16 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
 {
 	uint64_t fblocks = (le64_get(inode_of(inode)->size) + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	uint32_t n = a->first >= fblocks ? 0
-		     : fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
-	uint32_t *addr = n ? malloc(n * sizeof(*addr)) : NULL;
+	uint32_t n = 0, *addr = NULL;
 	struct dkey dk = {0};
-	int ret = !n ? -ENODATA /* at the end of file: nothing to read ahead */
-		  : addr ? dkey_get(fs, inode, &dk) : -ENOMEM;
+	int ret = -ENODATA; /* at or past the end of file: nothing to read ahead */
 
+	if (a->first < fblocks)
+		n = fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
+	if (n)
+		addr = malloc(n * sizeof(*addr));
+	if (n)
+		ret = addr ? dkey_get(fs, inode, &dk) : -ENOMEM;
 	if (!ret)
 		ret = data_addrs(fs, inode, a->first, n, addr);
 	if (!ret)

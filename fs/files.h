@@ -67,6 +67,7 @@ struct ra_ahead {
 	uint64_t first;   /* file block */
 	uint32_t n;       /* 0: none */
 	uint8_t *buf;     /* where they go: n blocks of the window's, read into outside its lock */
+	uint32_t epoch;   /* of the window's stream: kept only if no other stream began since */
 };
 /* A read in two halves: plan (map the blocks, take the key), do (device I/O and decryption),
  * then free; the file's lock is held shared throughout, so the blocks mapped stay valid and

@@ -85,6 +85,8 @@ static struct ilock *ilock_ref(struct ilock_table *t, uint32_t ino)
 		t->free = l->next;
 		t->nfree--;
 	} else if (!l && (l = calloc(1, sizeof(*l)))) {
+		/* reader-first (0): a read that waits for another's read-ahead holds the lock
+		 * shared, and that other must get it shared again behind a queued writer */
 		zrw_init(&l->rw, LR_ICHILD, "inode", 0);
 	}
 	if (l && !*pp) {

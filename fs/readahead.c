@@ -10,18 +10,21 @@
  * follow. A window keeps two extensions: when the reader reaches the newer one, the next is
  * read into the older one's place. The extension is read after the request that asked for
  * it has been answered (ra_ahead, read by data.c), so the device reads the next megabyte
- * while the kernel is served from this one; before, every eighth request waited for a whole
- * extension and the device sat idle while the other seven were served.
+ * while the kernel is served from this one; before, every ninth request waited for a whole
+ * extension and the device sat idle while the other eight were served.
  * A window is valid only for the data generation it was read at (data.c bumps a file's
  * generation whenever its mapping or contents change, under the file's lock held
  * exclusively; readers hold it shared), so no write can be hidden by a window.
  * The kernel sends a file's read-ahead requests several at once, each on its own worker: a
  * request for blocks that another worker is reading ahead right now waits for that read
  * (RA_WAIT_MS at most) rather than reading them again, which had made a buffered sequential
- * read fetch 1.8 times the file from the device. The reader it waits for holds the same locks
- * shared and needs no lock the waiter holds, so the wait cannot close a cycle; the bound is
+ * read fetch 1.8 times the file from the device. The worker it waits for takes, after its
+ * reply, the file's lock shared (a read takes no cp_lock) and nothing else the waiter holds:
+ * the wait cannot close a cycle because a file's lock lets a reader in while other readers
+ * hold it even with a writer queued (ilock.c makes it reader-first for this). The bound is
  * for a reader that never comes back (its device read failing slowly).
- * May call: lock.h, zdev.h (aligned buffers). Called by data.c, under the file's lock.
+ * May call: lock.h, zdev.h (aligned buffers). Called by data.c, under the file's lock, and
+ * (ra_cancel, for an extension never read) by fuse_files.c, without it.
  */
 #include "files.h"
 
@@ -47,6 +50,7 @@ struct ra_win {
 	uint64_t gen;         /* the file's data generation its segments were read at */
 	uint64_t hi;          /* the end of the highest blocks asked for in sequence */
 	int stream;           /* the last request continued a stream */
+	uint32_t epoch;       /* bumped when a stream starts over: older extensions are not kept */
 	uint32_t size;        /* the window the next extension reads */
 	struct ra_seg seg[2]; /* the extension being read from, and the one after it */
 	uint64_t pend_start;  /* an extension being read now, into seg[pend_seg]: */
@@ -168,6 +172,7 @@ static void ra_ahead_begin(struct ra_win *w, uint64_t gen, uint64_t start,
 	a->first = w->pend_start = start;
 	a->n = w->pend_n = w->size;
 	a->buf = s->buf;
+	a->epoch = w->epoch;
 	w->pend_gen = gen;
 	w->pend_seg = k;
 	w->size = w->size * 2 > RA_MAX ? RA_MAX : w->size * 2;
@@ -242,9 +247,12 @@ uint32_t ra_lookup(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, uint64_t firs
 	}
 	stream = got || ra_in_stream(w, first);
 	w->stream = stream;
-	if (!stream) { /* a jump: start a stream here, at the smallest extension */
+	if (!stream) { /* a jump: start a stream here, at the smallest extension; what the
+			* old stream read ahead, kept or in flight, would only hold this one off */
 		w->size = RA_MIN;
 		w->hi = first + n;
+		w->seg[0].n = w->seg[1].n = 0;
+		w->epoch++;
 	} else if (first + n > w->hi) {
 		w->hi = first + n;
 	}
@@ -275,7 +283,7 @@ void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, const struct ra_ahe
 
 	zlock_lock(&t->lock);
 	w = ra_find(t, ino, 0); /* the extension's own: not taken over while it is read */
-	if (w && w->pend_n && w->pend_start == a->first) {
+	if (w && w->pend_n && w->pend_start == a->first && w->epoch == a->epoch) {
 		struct ra_seg *s = &w->seg[w->pend_seg];
 
 		if (w->gen != gen) { /* the file changed after the extension was asked for */
