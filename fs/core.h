@@ -132,6 +132,15 @@ struct gc_state {
 		uint32_t start, n;
 		uint8_t *buf;
 	} win;
+	struct gc_ahead {           /* the next window, read by a helper meanwhile (gc_ahead.c) */
+		struct zlock lock;      /* state, start, n, ret; buf while not being read */
+		pthread_cond_t cond;
+		pthread_t thread;
+		int running, stop, state, ret;
+		uint32_t start, n;
+		uint8_t *buf;
+	} ahead;
+	uint64_t windows_ahead;     /* atomic: windows GC found read ahead */
 	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
 	uint64_t moved_blocks[3];   /* atomic: data blocks moved to the cold, frozen, hot log */
 	int fold_hot;               /* gc_lock: the victim's hot data goes to the cold log, for
@@ -387,6 +396,8 @@ int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf);
 /* Blocks from ADDR (at most MAX, at least 1) that one read may cover: up to the last valid
  * block of ADDR's segment, never its summary slot, so never past what was written. */
 uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max);
+/* The first valid block at or after ADDR in ADDR's zone, or UINT32_MAX when none is left. */
+uint32_t seg_next_valid(struct zlfs_fs *fs, uint32_t addr);
 /* Zones emptied since the last checkpoint, waiting for the next one to become free. */
 uint32_t seg_prefree_zones(struct zlfs_fs *fs);
 /* Leave free zones the device reports offline or read-only (Z: the report of every zone,
@@ -589,6 +600,18 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t m
  * -ENOSPC when the free zones could not finish one; a victim done is counted in gc_zones and
  * freed by the next checkpoint, which writes its moved nodes. */
 int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget);
+
+/* ---- gc_ahead.c ------------------------------------------------------------------------- */
+/* The helper that reads GC's next window (a buffer of BYTES); stopped at unmount. */
+int gc_ahead_start(struct zlfs_fs *fs, size_t bytes);
+void gc_ahead_stop(struct zlfs_fs *fs);
+/* Read blocks [START, START+N) of the victim meanwhile (after any read still under way). */
+void gc_ahead_post(struct zlfs_fs *fs, uint32_t start, uint32_t n);
+/* Whether the window read ahead holds ADDR: then W's buffer and it change places (1). The
+ * window read ahead is used up either way. */
+int gc_ahead_take(struct zlfs_fs *fs, uint32_t addr, struct gc_window *w);
+/* Drop what was read ahead, once no read is under way: the victim changes. */
+void gc_ahead_forget(struct zlfs_fs *fs);
 
 /* ---- stats.c ---------------------------------------------------------------------------- */
 /* The filesystem's numbers as a JSON object: its length, or -ENOSPC if LEN is too small. */

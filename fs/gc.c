@@ -6,7 +6,8 @@
  * re-pointed; a node block is rewritten through the node cache, which only moves its NAT
  * entry. Owners come from the segment summaries and are checked against the owner's pointer
  * before anything moves. Which zone, when and how much is gc_policy.c's.
- * May call: gc_policy.c, segment.c, node.c, ilock.c, format.h, zdev.h, lock.h, log.h.
+ * May call: gc_policy.c, gc_ahead.c, segment.c, node.c, ilock.c, format.h, zdev.h, lock.h,
+ * log.h.
  *
  * Locks: one collector at a time (gc_lock, held by the caller); each step holds cp_lock
  * shared. Victim blocks are read with no inode lock, so users are not held off while GC
@@ -62,17 +63,27 @@ static le32 *owner_slot(struct node_page *np, uint16_t ofs)
  * good while its zone is the victim. */
 #define GC_WINDOW 64u
 
+/* W holds ADDR on: the window read ahead if it has it, else read now; either way the window
+ * after W is posted to be read meanwhile (gc_ahead.c). */
 static int gc_window_fill(struct zlfs_fs *fs, struct gc_window *w, uint32_t addr)
 {
-	int ret;
+	uint32_t next;
+	int ret = 0;
 
-	w->start = addr;
-	w->n = seg_valid_span(fs, addr, GC_WINDOW);
-	ret = seg_read_run(fs, addr, w->n, w->buf);
-	ATOMIC_ADD(&fs->gc.bytes_read, (uint64_t)w->n * ZLFS_BLOCK_SIZE);
-	if (ret)
+	if (!gc_ahead_take(fs, addr, w)) {
+		w->start = addr;
+		w->n = seg_valid_span(fs, addr, GC_WINDOW);
+		ret = seg_read_run(fs, addr, w->n, w->buf);
+		ATOMIC_ADD(&fs->gc.bytes_read, (uint64_t)w->n * ZLFS_BLOCK_SIZE);
+	}
+	if (ret) {
 		w->n = 0;
-	return ret;
+		return ret;
+	}
+	next = seg_next_valid(fs, w->start + w->n);
+	if (next != UINT32_MAX)
+		gc_ahead_post(fs, next, seg_valid_span(fs, next, GC_WINDOW));
+	return 0;
 }
 
 /* The data of block ADDR of the victim, through window W. */
@@ -245,6 +256,7 @@ static void gc_take_victim(struct zlfs_fs *fs, uint32_t zone)
 	fs->gc.cursor = 0;
 	fs->gc.sum_segno = UINT32_MAX; /* a zone reused since may carry the same numbers */
 	fs->gc.win.n = 0;
+	gc_ahead_forget(fs); /* read for another victim, or this zone before a reset */
 	seg_pin(fs, zone);
 }
 
@@ -253,6 +265,7 @@ static void gc_take_victim(struct zlfs_fs *fs, uint32_t zone)
 static void gc_drop_victim(struct zlfs_fs *fs, int emptied)
 {
 	fs->gc.has_victim = 0;
+	gc_ahead_forget(fs); /* no read of the zone may be under way once it is unpinned */
 	seg_pin(fs, ZLFS_ZONE_NONE);
 	if (emptied)
 		ATOMIC_ADD(&fs->gc_zones, 1);
@@ -268,6 +281,8 @@ static int gc_buffers(struct zlfs_fs *fs)
 		fs->gc.win.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
 		fs->gc.win.n = 0;
 	}
+	if (fs->gc.sum && fs->gc.win.buf && !fs->gc.ahead.running)
+		gc_ahead_start(fs, (size_t)GC_WINDOW * ZLFS_BLOCK_SIZE); /* without it, GC reads each window itself */
 	return fs->gc.sum && fs->gc.win.buf ? 0 : -ENOMEM;
 }
 

@@ -257,6 +257,7 @@ static void fs_locks_destroy(struct zlfs_fs *fs)
 static void fs_free(struct zlfs_fs *fs)
 {
 	remap_destroy(fs);
+	gc_ahead_stop(fs);
 	zdev_buf_free(fs->gc.sum);
 	zdev_buf_free(fs->gc.win.buf);
 	wbuf_destroy(fs->wb);

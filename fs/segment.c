@@ -398,6 +398,30 @@ uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max)
 	return last - b + 1;
 }
 
+uint32_t seg_next_valid(struct zlfs_fs *fs, uint32_t addr)
+{
+	uint32_t zone = addr / zone_blocks(fs), seg = fs->sb.seg_blocks, found = UINT32_MAX;
+	uint32_t start, end, b;
+
+	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
+		return UINT32_MAX;
+	start = zlfs_zone_start_blk(&fs->sb, zone);
+	end = start + fs->sb.segs_per_zone * seg;
+	zlock_lock(&fs->seg_lock);
+	for (b = addr; b < end && found == UINT32_MAX; b++) {
+		uint32_t in_zone = b - start;
+		const struct seg_ent *se = sit_ent_locked(fs, (zone - fs->sb.main_zone_first) *
+							  fs->sb.segs_per_zone + in_zone / seg);
+
+		if (!se) /* its SIT page could not be read: no guess */
+			break;
+		if (in_zone % seg + 1 < seg && (se->bitmap[in_zone % seg / 8] & (1u << (in_zone % seg % 8))))
+			found = b;
+	}
+	zlock_unlock(&fs->seg_lock);
+	return found;
+}
+
 /* A write that failed may have moved the write pointer: never retry blind. Stop writing
  * (errors=remount-ro) so nothing acknowledged is put at risk. */
 static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)

@@ -100,6 +100,10 @@ START_TEST(t_churn)
 	tu_sh("%s stats %s | grep -E 'write_amplification|bytes_migrated'",
 	      tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt);
 	ck_assert_int_gt(reclaimed, 0);
+	/* GC read its next window while it moved the last (gc_ahead.c), and every file read
+	 * back above is what was written: the windows read ahead were the victim's */
+	ck_assert_msg(tu_ctl_stat(mnt, "windows_read_ahead") > 0,
+		      "GC took no window read ahead in %ld reclaimed zones", reclaimed);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(tu_sh("%s -n %s", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
 	pid = tu_daemon_start(img, mnt, "cp_interval=0");
