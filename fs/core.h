@@ -34,6 +34,8 @@
  *                     (written under log lock and seg_lock, read under either)
  *   90-95             leaves: directory cache, attribute cache, the inode lock table, the
  *                     kernel's lookup counts, checkpoint requests, GC telemetry
+ *   96 sleep locks    a background thread's sleep and stop flag; gc_ahead: GC's window
+ *                     read ahead (taken under gc_lock and cp_lock, free while it is read)
  *   97 readahead_lock the read-ahead windows. A read may wait on its condition (200 ms at
  *                     most) for another read's extension of the same file, both holding
  *                     that file's lock shared; the reader waited for needs no lock the
