@@ -281,9 +281,11 @@ static int gc_buffers(struct zlfs_fs *fs)
 		fs->gc.win.buf = zdev_buf_alloc((size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
 		fs->gc.win.n = 0;
 	}
-	if (fs->gc.sum && fs->gc.win.buf && !fs->gc.ahead.running)
-		gc_ahead_start(fs, (size_t)GC_WINDOW * ZLFS_BLOCK_SIZE); /* without it, GC reads each window itself */
-	return fs->gc.sum && fs->gc.win.buf ? 0 : -ENOMEM;
+	if (!fs->gc.sum || !fs->gc.win.buf)
+		return -ENOMEM;
+	/* without the helper (no memory, no thread), GC reads each window itself */
+	gc_ahead_start(fs, (size_t)GC_WINDOW * ZLFS_BLOCK_SIZE);
+	return 0;
 }
 
 /* Up to BUDGET blocks of the current victim, under cp_lock shared: blocks moved, or 0 when

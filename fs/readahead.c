@@ -291,7 +291,7 @@ void ra_keep(struct zlfs_fs *fs, uint32_t ino, uint64_t gen, const struct ra_ahe
 			w->seg[!w->pend_seg].n = 0;
 		}
 		s->start = a->first;
-		s->n = n > a->n ? a->n : n;
+		s->n = n; /* data_read_ahead reads at most a->n */
 		w->used = ++t->tick;
 	}
 	ra_pending_end(t, ino, a->first);

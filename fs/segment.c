@@ -401,22 +401,22 @@ uint32_t seg_valid_span(struct zlfs_fs *fs, uint32_t addr, uint32_t max)
 uint32_t seg_next_valid(struct zlfs_fs *fs, uint32_t addr)
 {
 	uint32_t zone = addr / zone_blocks(fs), seg = fs->sb.seg_blocks, found = UINT32_MAX;
-	uint32_t start, end, b;
+	uint32_t segs = fs->sb.segs_per_zone, zstart, sg, i;
 
 	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
 		return UINT32_MAX;
-	start = zlfs_zone_start_blk(&fs->sb, zone);
-	end = start + fs->sb.segs_per_zone * seg;
+	zstart = zlfs_zone_start_blk(&fs->sb, zone);
 	zlock_lock(&fs->seg_lock);
-	for (b = addr; b < end && found == UINT32_MAX; b++) {
-		uint32_t in_zone = b - start;
-		const struct seg_ent *se = sit_ent_locked(fs, (zone - fs->sb.main_zone_first) *
-							  fs->sb.segs_per_zone + in_zone / seg);
+	/* one SIT entry per segment; a segment's last slot is its summary, never valid data */
+	for (sg = (addr - zstart) / seg, i = (addr - zstart) % seg; sg < segs && found == UINT32_MAX;
+	     sg++, i = 0) {
+		const struct seg_ent *se = sit_ent_locked(fs, (zone - fs->sb.main_zone_first) * segs + sg);
 
 		if (!se) /* its SIT page could not be read: no guess */
 			break;
-		if (in_zone % seg + 1 < seg && (se->bitmap[in_zone % seg / 8] & (1u << (in_zone % seg % 8))))
-			found = b;
+		for (; i + 1 < seg && found == UINT32_MAX; i++)
+			if (se->bitmap[i / 8] & (1u << (i % 8)))
+				found = zstart + sg * seg + i;
 	}
 	zlock_unlock(&fs->seg_lock);
 	return found;
