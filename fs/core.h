@@ -143,6 +143,7 @@ struct gc_state {
 		uint8_t *buf;
 	} ahead;
 	uint64_t windows_ahead;     /* atomic: windows GC found read ahead */
+	uint64_t bulk_yields;       /* atomic: paced steps put off for users' bulk transfers */
 	uint64_t wakes, busy_ns, overlap_ns, bytes_read;
 	uint64_t moved_blocks[3];   /* atomic: data blocks moved to the cold, frozen, hot log */
 	int fold_hot;               /* gc_lock: the victim's hot data goes to the cold log, for
@@ -273,6 +274,8 @@ struct zlfs_fs {
 	/* user activity, kept by the FUSE layer so background work can stand aside */
 	int users_active;           /* requests inside the filesystem (atomic) */
 	uint64_t last_user_ns;      /* when the last one left (CLOCK_MONOTONIC) */
+	int users_bulk;             /* atomic: reads and writes of GC_BULK_BYTES or more inside */
+	uint64_t last_bulk_ns;      /* atomic: when the last of those left (CLOCK_MONOTONIC) */
 
 	/* encryption: the master key, present only when it matched the superblock's check */
 	struct zcrypt_master *master;
@@ -565,8 +568,14 @@ void gc_pace_sample(struct zlfs_fs *fs);
  * (in PHASE), ask how many blocks the next step may move (0: stand aside for waiting users
  * now), and say how many it moved. */
 void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase);
-uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait);
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk);
 void gc_pace_moved(struct zlfs_fs *fs, uint32_t moved);
+/* A user read or write of this many bytes or more is a bulk transfer: bandwidth, not a
+ * round trip, is what its user waits for, and GC's device traffic takes from it. */
+#define GC_BULK_BYTES (256u << 10)
+/* Whether a bulk transfer is in flight or ended within the last GC_BULK_QUIET_MS (a stream
+ * of them leaves gaps of a round trip between requests). */
+int gc_users_bulk(struct zlfs_fs *fs);
 /* Blocks of GC work a writer pays at the foreground level before its request returns. */
 uint32_t gc_fg_budget(const struct zlfs_fs *fs);
 /* Whether a background pass in PHASE that emptied DONE zones should take another. */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 /* What a request does to one inode, with the inode locked. */
 typedef int (*inode_fn)(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg);
@@ -232,6 +233,27 @@ static int ahead_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void 
 	return 0;
 }
 
+/* Reads and writes of GC_BULK_BYTES or more are counted, so that background GC can leave the
+ * device to them (gc_step_budget). */
+static int bulk_enter(struct zfuse *z, size_t size)
+{
+	if (size < GC_BULK_BYTES)
+		return 0;
+	ATOMIC_ADD(&z->fs->users_bulk, 1);
+	return 1;
+}
+
+static void bulk_leave(struct zfuse *z, int bulk)
+{
+	struct timespec ts;
+
+	if (!bulk)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ATOMIC_SET(&z->fs->last_bulk_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	ATOMIC_ADD(&z->fs->users_bulk, -1);
+}
+
 /* The reply goes first; the blocks the plan reads ahead come after it, on this worker, with
  * the file locked again: the device reads the next extension while the kernel copies this
  * one out and asks for the next piece, instead of the request waiting for both. */
@@ -239,9 +261,10 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 {
 	struct zfuse *z = zf(req);
 	struct rdq q = {.size = size, .off = off};
-	int ret = with_inode(z, req, ino, 0, read_fn, &q);
+	int bulk = bulk_enter(z, size), ret = with_inode(z, req, ino, 0, read_fn, &q);
 
 	(void)fi;
+	bulk_leave(z, bulk);
 	if (ret)
 		reply_err(req, ret);
 	else
@@ -286,7 +309,9 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	struct zfuse *z = zf(req);
 	struct wrq q = {.buf = buf, .size = size, .off = (uint64_t)off,
 			.append = !!(fi->flags & O_APPEND)};
-	int ret = with_inode(z, req, ino, 1, write_fn, &q);
+	int bulk = bulk_enter(z, size), ret = with_inode(z, req, ino, 1, write_fn, &q);
+
+	bulk_leave(z, bulk);
 
 	if (ret < 0 && !q.done)
 		reply_err(req, ret);

@@ -178,13 +178,38 @@ void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 	g->pace_user_blocks = ub;
 }
 
-uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait)
+/* A bulk transfer leaves the device to its user this long after it ends: the gap between
+ * two requests of one stream is a round trip, far shorter. */
+#define GC_BULK_QUIET_MS 5
+
+int gc_users_bulk(struct zlfs_fs *fs)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (ATOMIC_GET(&fs->users_bulk) > 0)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return now - ATOMIC_GET(&fs->last_bulk_ns) < GC_BULK_QUIET_MS * 1000000ULL;
+}
+
+/* While users move bulk data (BULK), GC's debt waits as long as free zones stay within the
+ * first half of the margin above the foreground level: a burst of large writes or reads
+ * then runs at the device's pace, and the debt is paid in the requests around it (small
+ * files, metadata, pauses), where GC's traffic costs users little. Past that half, GC
+ * catches up as before, so the foreground level is still kept off. */
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk)
 {
 	const struct gc_state *g = &fs->gc;
 	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs), target = gc_target_free(fs);
-	uint32_t shift = have < target ? target - have : 0;
+	uint32_t shift = have < target ? target - have : 0, margin = target - gc_fg_level(fs);
 	double want;
 
+	if (bulk && shift * 2 <= margin) {
+		ATOMIC_ADD(&fs->gc.bulk_yields, 1);
+		return 0;
+	}
 	if (users_wait && g->pace_debt < GC_STEP_MIN && shift <= 1)
 		return 0;
 	want = g->pace_debt > GC_STEP_MIN ? g->pace_debt : GC_STEP_MIN;

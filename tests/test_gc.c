@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NFILES 48
@@ -369,6 +370,104 @@ START_TEST(t_gc_moved_blocks)
 }
 END_TEST
 
+/* Reads 1 MiB at a time with O_DIRECT from PATH (8 MiB long) for MS milliseconds. */
+static void bulk_read(const char *path, int ms)
+{
+	struct timespec t0, t;
+	void *b;
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	off_t off = 0;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(posix_memalign(&b, 4096, 1 << 20), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ck_assert_int_eq(pread(fd, b, 1 << 20, off), 1 << 20);
+		off = (off + (1 << 20)) % (8 << 20);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	free(b);
+	close(fd);
+}
+
+/* Boosted background GC three zones short of its target, with half-dead zones to collect,
+ * stands aside while a user streams 1 MiB reads (a bulk transfer: bandwidth is what its user
+ * waits for), and collects as soon as the stream ends. The margin above the foreground level
+ * is wide enough (at least twice the shortfall) that nothing forces it to go on. Before, it
+ * moved its 256-block steps straight through the reads. */
+START_TEST(t_bulk_transfer_first)
+{
+	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20};
+	static uint8_t buf[64 * 1024];
+	char a[600], b[600], c[600], opts[128];
+	long free_z, fg, main_z, moved, yields;
+	int fa, fb, i, waited, low;
+	pid_t pid;
+
+	tu_fresh_fs("bulk.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	snprintf(a, sizeof(a), "%s/a", mnt);
+	snprintf(b, sizeof(b), "%s/b", mnt);
+	snprintf(c, sizeof(c), "%s/c", mnt);
+	fa = open(c, O_CREAT | O_WRONLY, 0644);
+	for (i = 0; i < 128; i++) {
+		memset(buf, i, sizeof(buf));
+		ck_assert_int_eq(write(fa, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	}
+	close(fa);
+	fa = open(a, O_CREAT | O_WRONLY, 0644);
+	fb = open(b, O_CREAT | O_WRONLY, 0644);
+	fg = tu_ctl_stat(mnt, "foreground_level_zones");
+	/* a and b interleaved, so deleting b leaves every zone they fill half dead */
+	for (i = 0; tu_ctl_stat(mnt, "free") > fg + 6; i++) {
+		for (int k = 0; k < 8; k++) {
+			memset(buf, i * 8 + k, sizeof(buf));
+			ck_assert_int_eq(write(fa, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+			ck_assert_int_eq(write(fb, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		}
+		ck_assert_int_eq(fsync(fa), 0);
+		ck_assert_int_eq(fsync(fb), 0);
+		ck_assert_int_lt(i, 200);
+	}
+	close(fa);
+	close(fb);
+	ck_assert_int_eq(unlink(b), 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	free_z = tu_ctl_stat(mnt, "free");
+	main_z = tu_ctl_stat(mnt, "main");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+
+	/* the watermark three zones above the free ones: boosted, shift 3 */
+	low = (int)(((free_z + 3) * 100 + main_z - 1) / main_z);
+	snprintf(opts, sizeof(opts), "cp_interval=0,gc_high=100,gc_low=%d", low);
+	pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(pid, 0);
+	bulk_read(c, 2500); /* the worker's first look comes a second after the mount */
+	moved = tu_ctl_stat(mnt, "bytes_migrated");
+	yields = tu_ctl_stat(mnt, "bulk_yields");
+	printf("bulk reads: %ld of %ld zones free, foreground level %ld, target %ld: %ld bytes "
+	       "moved during the reads, %ld steps put off\n", free_z, main_z, fg,
+	       tu_ctl_stat(mnt, "target_free_zones"), moved, yields);
+	ck_assert_msg(tu_ctl_stat(mnt, "target_free_zones") - fg >= 6,
+		      "the margin must be twice the shortfall for the test to mean anything");
+	ck_assert_int_le(moved, 1 << 20); /* one step that slipped into a stall of the reader */
+	ck_assert_int_gt(yields, 0);
+	for (waited = 0; waited < 100 && tu_ctl_stat(mnt, "bytes_migrated") <= moved; waited++)
+		usleep(100000);
+	ck_assert_int_gt(tu_ctl_stat(mnt, "bytes_migrated"), moved);
+	fa = open(a, O_RDONLY);
+	for (int k = 0; k < i * 8; k++) { /* what GC moved of a is still a */
+		ck_assert_int_eq(read(fa, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		ck_assert_msg(buf[0] == (uint8_t)k && !memcmp(buf, buf + 1, sizeof(buf) - 1),
+			      "a differs in chunk %d after GC", k);
+	}
+	close(fa);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 /* Whether statvfs, read right after an ENOSPC, still promised room for what was refused. */
 static int df_promised(const char *dir, int create)
 {
@@ -463,6 +562,7 @@ int main(void)
 	tcase_add_test(tc, t_nearfull_df_holds);
 	tcase_add_test(tc, t_valid_thresh);
 	tcase_add_test(tc, t_gc_moved_blocks);
+	tcase_add_test(tc, t_bulk_transfer_first);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

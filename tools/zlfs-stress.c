@@ -312,6 +312,23 @@ static int mounted(const char *mnt)
 	return found;
 }
 
+/* A number from `zlfs-ctl stats` (KEY), or 0: what GC did in a round before its cut. */
+static long ctl_stat(const struct pcut *c, const char *key)
+{
+	char cmd[1400];
+	long v = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s/zlfs-ctl stats %s 2>/dev/null | grep -o '\"%s\": [0-9]*'",
+		 c->bin, c->mnt, key);
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%*[^:]: %ld", &v) != 1)
+		v = 0;
+	if (f)
+		pclose(f);
+	return v;
+}
+
 static pid_t mount_zlfs(const struct pcut *c)
 {
 	char zlfs[600];
@@ -577,7 +594,7 @@ static int powercut_loop(int argc, char **argv)
 					   {"seed", 1, NULL, 'x'}, {"direct", 0, NULL, 'd'},
 					   {NULL, 0, NULL, 0}};
 	struct pcut c = {.writers = 4, .fill = 85, .opts = "cp_interval=5"};
-	long rounds = 500, r, files;
+	long rounds = 500, r, files, yields = 0;
 	uint64_t seed = 1;
 	double t0 = now();
 	int opt;
@@ -617,6 +634,7 @@ static int powercut_loop(int argc, char **argv)
 			if (!(pids[w] = fork()))
 				writer(&c, w, rs * 31 + (uint64_t)w);
 		usleep((useconds_t)(200000 + rnd(1800000)));
+		yields += ctl_stat(&c, "bulk_yields"); /* the cut lands in the same GC policy */
 		kill(d, SIGKILL);
 		waitpid(d, NULL, 0);
 		for (w = 0; w < c.writers && w < 16; w++)
@@ -642,8 +660,8 @@ static int powercut_loop(int argc, char **argv)
 			fflush(stdout);
 		}
 	}
-	printf("powercut: %ld rounds, %d writers, 0 failures, %.0f s\n", rounds, c.writers,
-	       now() - t0);
+	printf("powercut: %ld rounds, %d writers, 0 failures, %.0f s; GC put off %ld steps for "
+	       "bulk transfers\n", rounds, c.writers, now() - t0, yields);
 	return 0;
 }
 
