@@ -565,8 +565,8 @@ uint32_t gc_target_free(struct zlfs_fs *fs);
 /* Measure the pace of writing (the background worker, now and then). */
 void gc_pace_sample(struct zlfs_fs *fs);
 /* Pacing of background GC, with gc_lock held: count what users wrote into what GC owes them
- * (in PHASE), ask how many blocks the next step may move (0: stand aside for waiting users
- * now), and say how many it moved. */
+ * (in PHASE), ask how many blocks the next step may move (0: stand aside for waiting users,
+ * or for their BULK transfers, now), and say how many it moved. */
 void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase);
 uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk);
 void gc_pace_moved(struct zlfs_fs *fs, uint32_t moved);

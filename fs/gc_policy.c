@@ -203,7 +203,8 @@ uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk)
 {
 	const struct gc_state *g = &fs->gc;
 	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs), target = gc_target_free(fs);
-	uint32_t shift = have < target ? target - have : 0, margin = target - gc_fg_level(fs);
+	uint32_t shift = have < target ? target - have : 0, fg = gc_fg_level(fs);
+	uint32_t margin = target > fg ? target - fg : 0; /* fg may have moved since target */
 	double want;
 
 	if (bulk && shift * 2 <= margin) {
