@@ -38,14 +38,6 @@ struct bg {
  * otherwise ask for one every nap. */
 #define PREFREE_CP_MS 200
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int users_waiting(struct zlfs_fs *fs)
 {
 	return __atomic_load_n(&fs->users_active, __ATOMIC_RELAXED) > 0;

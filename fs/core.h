@@ -58,6 +58,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Host-side copies of NAT and SIT entries, cached a block at a time (metacache.c); the disk
  * forms are in format.h. */
@@ -165,6 +166,15 @@ struct iattr {
 
 /* Counters and flags that are read without their writers' locks. */
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* CLOCK_MONOTONIC in nanoseconds: when users last came and went, and the GC's pacing. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 #define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 

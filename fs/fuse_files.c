@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <time.h>
 
 /* What a request does to one inode, with the inode locked. */
 typedef int (*inode_fn)(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg);
@@ -245,12 +244,9 @@ static int bulk_enter(struct zfuse *z, size_t size)
 
 static void bulk_leave(struct zfuse *z, int bulk)
 {
-	struct timespec ts;
-
 	if (!bulk)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ATOMIC_SET(&z->fs->last_bulk_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	ATOMIC_SET(&z->fs->last_bulk_ns, mono_ns());
 	ATOMIC_ADD(&z->fs->users_bulk, -1);
 }
 

@@ -206,7 +206,6 @@ static void gc_installment(struct zlfs_fs *fs)
 void op_leave(struct zfuse *z, int change)
 {
 	struct zlfs_fs *fs = z->fs;
-	struct timespec ts;
 
 	if (change)
 		zrw_unlock(&fs->cp_lock);
@@ -216,8 +215,7 @@ void op_leave(struct zfuse *z, int change)
 	if (change && ckpt_due(fs))
 		ckpt_request(z);
 	node_shrink(fs);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ATOMIC_SET(&fs->last_user_ns, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	ATOMIC_SET(&fs->last_user_ns, mono_ns());
 	ATOMIC_ADD(&fs->users_active, -1);
 }
 

@@ -83,12 +83,9 @@ uint32_t gc_target_free(struct zlfs_fs *fs)
 void gc_pace_sample(struct zlfs_fs *fs)
 {
 	struct gc_state *g = &fs->gc;
-	uint64_t taken = ATOMIC_GET(&fs->data_zones_taken), now, dt;
-	struct timespec ts;
+	uint64_t taken = ATOMIC_GET(&fs->data_zones_taken), now = mono_ns(), dt;
 	double inst;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	dt = now - g->pace_t_ns;
 	if (g->pace_t_ns && dt < GC_PACE_SAMPLE_MS * 1000000ULL)
 		return;
@@ -184,14 +181,8 @@ void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 
 int gc_users_bulk(struct zlfs_fs *fs)
 {
-	struct timespec ts;
-	uint64_t now;
-
-	if (ATOMIC_GET(&fs->users_bulk) > 0)
-		return 1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	return now - ATOMIC_GET(&fs->last_bulk_ns) < GC_BULK_QUIET_MS * 1000000ULL;
+	return ATOMIC_GET(&fs->users_bulk) > 0 ||
+	       mono_ns() - ATOMIC_GET(&fs->last_bulk_ns) < GC_BULK_QUIET_MS * 1000000ULL;
 }
 
 /* While users move bulk data (BULK), GC's debt waits as long as free zones stay within the

