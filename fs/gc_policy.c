@@ -59,9 +59,9 @@ uint32_t gc_fg_level(struct zlfs_fs *fs)
 /* The free zones background GC keeps in hand: the foreground level plus what users write
  * meanwhile at their pace (cleaning further ahead only moves data that would have died).
  * gc_low, when given, asks for the old watermark instead: clean ahead up to gc_low%. */
-uint32_t gc_target_free(struct zlfs_fs *fs)
+static uint32_t target_above(struct zlfs_fs *fs, uint32_t fg)
 {
-	uint32_t fg = gc_fg_level(fs), cap = fs->sb.main_zones / GC_PACE_MAX_SHARE, margin;
+	uint32_t cap = fs->sb.main_zones / GC_PACE_MAX_SHARE, margin;
 
 	if (fs->gc.o.low_pct) {
 		uint32_t wm = (uint32_t)((uint64_t)usable_zones(fs) * fs->gc.o.low_pct / 100);
@@ -76,6 +76,11 @@ uint32_t gc_target_free(struct zlfs_fs *fs)
 	if (margin < GC_PACE_MIN_ZONES)
 		margin = GC_PACE_MIN_ZONES;
 	return fg + margin;
+}
+
+uint32_t gc_target_free(struct zlfs_fs *fs)
+{
+	return target_above(fs, gc_fg_level(fs));
 }
 
 /* The pace of writing: zones the user data log took per second, smoothed. The background
@@ -193,9 +198,9 @@ int gc_users_bulk(struct zlfs_fs *fs)
 uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk)
 {
 	const struct gc_state *g = &fs->gc;
-	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs), target = gc_target_free(fs);
-	uint32_t shift = have < target ? target - have : 0, fg = gc_fg_level(fs);
-	uint32_t margin = target > fg ? target - fg : 0; /* fg may have moved since target */
+	uint32_t fg = gc_fg_level(fs), target = target_above(fs, fg), margin = target - fg;
+	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs);
+	uint32_t shift = have < target ? target - have : 0;
 	double want;
 
 	if (bulk && shift * 2 <= margin) {
