@@ -7,7 +7,8 @@
  * for idle_ms; boosted below the paced target - up to the target, even while users are
  * active; foreground - the same, greedy while free zones are at the foreground level. In
  * the boosted and foreground phases a step moves what pacing asks (gc_step_budget: what
- * users wrote meanwhile costs) and the pass stands aside when nothing is owed.
+ * users wrote meanwhile costs), and the pass stands aside when nothing is owed, while users
+ * read, and for bulk writes while the free zones allow it.
  * A step (STEP_BLOCKS in the normal phase) holds gc_lock and cp_lock shared, and each
  * file's lock only while one of its blocks is re-pointed, so users are not held off (see
  * gc.c). Emptied zones become free with the checkpoint that follows a pass.
@@ -81,7 +82,7 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 
 		gc_pace_owe(fs, phase);
 		budget = phase == GC_NORMAL ? STEP_BLOCKS
-					     : gc_step_budget(fs, users_waiting(fs), gc_users_bulk(fs));
+					     : gc_step_budget(fs, users_waiting(fs), gc_users_io(fs));
 		if (!budget)
 			break; /* nothing owed: the users' turn */
 		ret = gc_step(fs, gc_urgent(fs), budget);

@@ -232,8 +232,16 @@ static int ahead_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void 
 	return 0;
 }
 
-/* Reads and writes of GC_BULK_BYTES or more are counted, so that background GC can leave the
- * device to them (gc_step_budget). */
+/* Reads, and writes of GC_BULK_BYTES or more, are counted so that background GC can leave
+ * the device to them (gc_step_budget). */
+static void read_enter(struct zfuse *z) { ATOMIC_ADD(&z->fs->users_reading, 1); }
+
+static void read_leave(struct zfuse *z, size_t size)
+{
+	ATOMIC_SET(&z->fs->last_read_ns[size >= GC_BULK_BYTES], mono_ns());
+	ATOMIC_ADD(&z->fs->users_reading, -1);
+}
+
 static int bulk_enter(struct zfuse *z, size_t size)
 {
 	if (size < GC_BULK_BYTES)
@@ -257,10 +265,12 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 {
 	struct zfuse *z = zf(req);
 	struct rdq q = {.size = size, .off = off};
-	int bulk = bulk_enter(z, size), ret = with_inode(z, req, ino, 0, read_fn, &q);
+	int ret;
 
 	(void)fi;
-	bulk_leave(z, bulk);
+	read_enter(z);
+	ret = with_inode(z, req, ino, 0, read_fn, &q);
+	read_leave(z, size);
 	if (ret)
 		reply_err(req, ret);
 	else

@@ -180,22 +180,39 @@ void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 	g->pace_user_blocks = ub;
 }
 
-/* A bulk transfer leaves the device to its user this long after it ends: the gap between
- * two requests of one stream is a round trip, far shorter. */
+/* How long after a user's read, and after a bulk read or write, background GC still leaves
+ * the device to them: longer than the gap between two requests of one stream (a round trip,
+ * and for bulk ones the time the user takes with a MiB), and for small reads short enough
+ * that a reader of a few hundred requests a second holds GC off a fraction of the time. */
+#define GC_READ_QUIET_MS 1
 #define GC_BULK_QUIET_MS 5
 
-int gc_users_bulk(struct zlfs_fs *fs)
+static int recent(uint64_t now, uint64_t then, uint64_t ms) { return now - then < ms * 1000000ULL; }
+
+int gc_users_io(struct zlfs_fs *fs)
 {
-	return ATOMIC_GET(&fs->users_bulk) > 0 ||
-	       mono_ns() - ATOMIC_GET(&fs->last_bulk_ns) < GC_BULK_QUIET_MS * 1000000ULL;
+	uint64_t now = mono_ns();
+	int io = 0;
+
+	if (ATOMIC_GET(&fs->users_reading) > 0 ||
+	    recent(now, ATOMIC_GET(&fs->last_read_ns[0]), GC_READ_QUIET_MS) ||
+	    recent(now, ATOMIC_GET(&fs->last_read_ns[1]), GC_BULK_QUIET_MS))
+		io |= GC_USERS_READING;
+	if (ATOMIC_GET(&fs->users_bulk) > 0 ||
+	    recent(now, ATOMIC_GET(&fs->last_bulk_ns), GC_BULK_QUIET_MS))
+		io |= GC_USERS_BULK;
+	return io;
 }
 
-/* While users move bulk data (BULK), GC's debt waits as long as free zones stay within the
- * first half of the margin above the foreground level: a burst of large writes or reads
- * then runs at the device's pace, and the debt is paid in the requests around it (small
- * files, metadata, pauses), where GC's traffic costs users little. Past that half, GC
- * catches up as before, so the foreground level is still kept off. */
-uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk)
+/* While users read, or write in bulk (IO), GC's debt waits, and is paid in the requests
+ * around them (small writes, metadata, pauses), where its traffic costs users little:
+ * - for reads at any level of free zones: they take no room, so waiting for them costs
+ *   nothing but time, and at the foreground level writers pay their own installments (as
+ *   F2FS's background GC waits for reads in flight unless it is urgent);
+ * - for bulk writes only within the first half of the margin above the foreground level:
+ *   writes take room, and past that half GC catches up as before, so the foreground level
+ *   is still kept off. */
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int io)
 {
 	const struct gc_state *g = &fs->gc;
 	uint32_t fg = gc_fg_level(fs), target = target_above(fs, fg), margin = target - fg;
@@ -203,7 +220,11 @@ uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int bulk)
 	uint32_t shift = have < target ? target - have : 0;
 	double want;
 
-	if (bulk && shift * 2 <= margin) {
+	if (io & GC_USERS_READING) {
+		ATOMIC_ADD(&fs->gc.read_yields, 1);
+		return 0;
+	}
+	if ((io & GC_USERS_BULK) && shift * 2 <= margin) {
 		ATOMIC_ADD(&fs->gc.bulk_yields, 1);
 		return 0;
 	}

@@ -71,7 +71,7 @@ if grep -q phase_foreground "$T/known-summary.csv"; then
 	echo "FAIL: the summary reports a foreground phase the CSV does not have"
 	fail=1
 fi
-grep -qE '^  zlfs +5 +100\.0 +50\.0 +4 +60\.0 +200\.0 +130\.0 +35\.0 +21\.7 +no-gc 1, normal 3, boosted 4$' \
+grep -qE '^  zlfs +5 +100\.0 +50\.0 +4 +60\.0 +200\.0 +130\.0 +150\.0 +35\.0 +21\.7 +no-gc 1, normal 3, boosted 4$' \
 	"$T/known-summary.txt" || { echo "FAIL: the printed summary line of zlfs is not as expected"; fail=1; }
 [[ $fail == 0 ]] && echo "PASS: the summary of the known CSV"
 

@@ -353,6 +353,28 @@ static pid_t mount_zlfs(const struct pcut *c)
 }
 
 /* Writer W: files w<W>-<n>-<size>, SEED's pattern (pat(seed = W * 1e6 + n, offset)). */
+/* Reads file P (ID, SIZE long) back through B in pieces of 1 MiB: -1 if a read returned data
+ * other than what was written, else 0 (a read cut short by the kill proves nothing). The
+ * reads put the cut inside GC's policy for readers as well (docs/design.md, "Pacing"), so
+ * they bypass the kernel's cache of what this process just wrote. */
+static int read_back(const char *p, uint64_t id, uint64_t size, uint8_t *b)
+{
+	int fd = open(p, O_RDONLY | O_DIRECT), bad = 0;
+	uint64_t off, i;
+
+	for (off = 0; fd >= 0 && !bad && off < size; off += 1 << 20) {
+		uint64_t k = size - off < (1u << 20) ? size - off : 1u << 20;
+
+		if (pread(fd, b, k, (off_t)off) != (ssize_t)k)
+			break;
+		for (i = 0; i < k && !bad; i++)
+			bad = b[i] != pat((uint32_t)id, off + i);
+	}
+	if (fd >= 0)
+		close(fd);
+	return bad ? -1 : 0;
+}
+
 static void writer(const struct pcut *c, int w, uint64_t seed)
 {
 	char p[700], jl[700];
@@ -428,6 +450,10 @@ static void writer(const struct pcut *c, int w, uint64_t seed)
 			fflush(j);
 		}
 		close(fd);
+		if (off >= size && (n & 1) && read_back(p, id, size, b)) {
+			fprintf(stderr, "writer %d: %s reads back other data than written\n", w, p);
+			exit(3);
+		}
 	}
 	fclose(j);
 	if (wfailed) /* expected near full: tells that the run reached ENOSPC */
@@ -634,11 +660,17 @@ static int powercut_loop(int argc, char **argv)
 			if (!(pids[w] = fork()))
 				writer(&c, w, rs * 31 + (uint64_t)w);
 		usleep((useconds_t)(200000 + rnd(1800000)));
-		yields += ctl_stat(&c, "bulk_yields"); /* the cut lands in the same GC policy */
+		/* the cut lands in the same GC policy */
+		yields += ctl_stat(&c, "bulk_yields") + ctl_stat(&c, "read_yields");
 		kill(d, SIGKILL);
 		waitpid(d, NULL, 0);
-		for (w = 0; w < c.writers && w < 16; w++)
-			waitpid(pids[w], NULL, 0);
+		for (w = 0; w < c.writers && w < 16; w++) {
+			int st = 0;
+
+			if (waitpid(pids[w], &st, 0) == pids[w] && WIFEXITED(st) && WEXITSTATUS(st) == 3)
+				die("round %ld (seed %llu): writer %d read back wrong data before the cut",
+				    r, (unsigned long long)rs, w);
+		}
 		run("fusermount3 -u %s 2>/dev/null", c.mnt);
 		if (zemu_powercut_ex(c.img, -1, rs | 1, (int)rnd(2), &res) < 0)
 			die("round %ld: power cut failed", r);
@@ -661,7 +693,7 @@ static int powercut_loop(int argc, char **argv)
 		}
 	}
 	printf("powercut: %ld rounds, %d writers, 0 failures, %.0f s; GC put off %ld steps for "
-	       "bulk transfers\n", rounds, c.writers, now() - t0, yields);
+	       "reads and bulk writes\n", rounds, c.writers, now() - t0, yields);
 	return 0;
 }
 

@@ -391,15 +391,15 @@ def age_summary(a):
             if p in s["phase_began"]:
                 out.append((fs, "phase_%s_began_iter" % p.replace("-", "_"), s["phase_began"][p], "iter"))
     print("Aging: %s; first iterations = the first %d" % (a.csv, a.first))
-    print("  %-16s %6s %10s %10s %6s %9s %10s %10s %8s %8s  %s" % (
-        "fs", "iters", "write0", "wfloor", "@iter", "wfloor~%d" % a.window, "read0", "read min", "drop%",
-        "drop%end", "phases began (iter)"))
+    print("  %-16s %6s %10s %10s %6s %9s %10s %10s %9s %8s %8s  %s" % (
+        "fs", "iters", "write0", "wfloor", "@iter", "wfloor~%d" % a.window, "read0", "read min",
+        "rfloor~%d" % a.window, "drop%", "drop%end", "phases began (iter)"))
     for fs, s in st.items():
         ph = ", ".join("%s %d" % (p, s["phase_began"][p]) for p in PHASES if p in s["phase_began"])
-        print("  %-16s %6d %10.1f %10.1f %6d %9.1f %10.1f %10.1f %8.1f %8.1f  %s" % (
+        print("  %-16s %6d %10.1f %10.1f %6d %9.1f %10.1f %10.1f %9.1f %8.1f %8.1f  %s" % (
             fs, s["iterations"], s["write_first_MiBps"], s["write_floor_MiBps"], s["write_floor_iter"],
-            s["write_floor_med_MiBps"], s["read_first_MiBps"], s["read_min_MiBps"], s["read_drop_pct"],
-            s["read_drop_last_pct"], ph or "-"))
+            s["write_floor_med_MiBps"], s["read_first_MiBps"], s["read_min_MiBps"],
+            s["read_floor_med_MiBps"], s["read_drop_pct"], s["read_drop_last_pct"], ph or "-"))
     for x, b in pairs(list(st)):
         z, o = st[x], st[b]
         for m, label in (("write_floor_MiBps", "write floor"),
@@ -408,9 +408,9 @@ def age_summary(a):
             if o[m] > 0:
                 out.append(("%s/%s" % (x, b), "ratio_" + m, z[m] / o[m], "x"))
                 print("  ratio %s/%s %-24s %.3f" % (x, b, label, z[m] / o[m]))
-    print("  (MiB/s; write0/read0: mean of the first iterations; wfloor~%d: the lowest median of %d"
-          " consecutive iterations; drop%%: 1 - read min / read0; drop%%end: 1 - mean of the last %d / read0)"
-          % (a.window, a.window, a.first))
+    print("  (MiB/s; write0/read0: mean of the first iterations; wfloor~%d, rfloor~%d: the lowest median"
+          " of %d consecutive iterations; drop%%: 1 - read min / read0; drop%%end: 1 - mean of the last %d"
+          " / read0)" % (a.window, a.window, a.window, a.first))
     devmodel.age_summary(by, a.first, a.window, age_stats, out)
     if a.out:
         write_rows(a.out, ["fs", "metric", "value", "unit"],
