@@ -81,8 +81,9 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 		uint32_t budget;
 
 		gc_pace_owe(fs, phase);
-		budget = phase == GC_NORMAL ? STEP_BLOCKS
-					     : gc_step_budget(fs, users_waiting(fs), gc_users_io(fs));
+		budget = phase == GC_NORMAL
+				 ? STEP_BLOCKS
+				 : gc_step_budget(fs, users_waiting(fs), gc_users_io(fs));
 		if (!budget)
 			break; /* nothing owed: the users' turn */
 		ret = gc_step(fs, gc_urgent(fs), budget);

@@ -286,10 +286,10 @@ struct zlfs_fs {
 	int users_active;           /* requests inside the filesystem (atomic) */
 	uint64_t last_user_ns;      /* when the last one left (CLOCK_MONOTONIC) */
 	int users_reading;          /* atomic: reads inside */
-	int users_bulk;             /* atomic: writes of GC_BULK_BYTES or more inside */
-	uint64_t last_read_ns[2];   /* atomic: when the last read, and the last of GC_BULK_BYTES or
-				     * more, left (CLOCK_MONOTONIC) */
-	uint64_t last_bulk_ns;      /* atomic: when the last bulk write left */
+	uint64_t last_read_ns;      /* atomic: when the last read left (CLOCK_MONOTONIC) */
+	uint64_t last_bulk_read_ns; /* atomic: when the last of GC_BULK_BYTES or more left */
+	int users_bulk_writing;     /* atomic: writes of GC_BULK_BYTES or more inside */
+	uint64_t last_bulk_write_ns; /* atomic: when the last of those left */
 
 	/* encryption: the master key, present only when it matched the superblock's check */
 	struct zcrypt_master *master;
@@ -580,19 +580,20 @@ uint32_t gc_target_free(struct zlfs_fs *fs);
 void gc_pace_sample(struct zlfs_fs *fs);
 /* Pacing of background GC, with gc_lock held: count what users wrote into what GC owes them
  * (in PHASE), ask how many blocks the next step may move (0: stand aside for waiting users,
- * or for the reads and bulk writes in IO (gc_users_io), now), and say how many it moved. */
+ * or for the reads and bulk writes in USERS_IO (gc_users_io), now), and say how many it
+ * moved. */
 void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase);
-uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int io);
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int users_io);
 void gc_pace_moved(struct zlfs_fs *fs, uint32_t moved);
 /* A user read or write of this many bytes or more is a bulk transfer: bandwidth, not a round
  * trip, is what its user waits for, and GC's device traffic takes from it. */
 #define GC_BULK_BYTES (256u << 10)
 /* What users are doing that background GC leaves the device to: GC_USERS_READING (a read in
  * flight, or ended within GC_READ_QUIET_MS, or a bulk one within GC_BULK_QUIET_MS),
- * GC_USERS_BULK (a bulk write in flight or ended within GC_BULK_QUIET_MS). A stream leaves
- * gaps of a round trip between its requests. */
+ * GC_USERS_BULK_WRITING (a bulk write in flight or ended within GC_BULK_QUIET_MS). A stream
+ * leaves gaps of a round trip between its requests. */
 #define GC_USERS_READING 1
-#define GC_USERS_BULK 2
+#define GC_USERS_BULK_WRITING 2
 int gc_users_io(struct zlfs_fs *fs);
 /* Blocks of GC work a writer pays at the foreground level before its request returns. */
 uint32_t gc_fg_budget(const struct zlfs_fs *fs);

@@ -238,24 +238,25 @@ static void read_enter(struct zfuse *z) { ATOMIC_ADD(&z->fs->users_reading, 1); 
 
 static void read_leave(struct zfuse *z, size_t size)
 {
-	ATOMIC_SET(&z->fs->last_read_ns[size >= GC_BULK_BYTES], mono_ns());
+	ATOMIC_SET(size >= GC_BULK_BYTES ? &z->fs->last_bulk_read_ns : &z->fs->last_read_ns,
+		   mono_ns());
 	ATOMIC_ADD(&z->fs->users_reading, -1);
 }
 
-static int bulk_enter(struct zfuse *z, size_t size)
+static int bulk_write_enter(struct zfuse *z, size_t size)
 {
 	if (size < GC_BULK_BYTES)
 		return 0;
-	ATOMIC_ADD(&z->fs->users_bulk, 1);
+	ATOMIC_ADD(&z->fs->users_bulk_writing, 1);
 	return 1;
 }
 
-static void bulk_leave(struct zfuse *z, int bulk)
+static void bulk_write_leave(struct zfuse *z, int bulk)
 {
 	if (!bulk)
 		return;
-	ATOMIC_SET(&z->fs->last_bulk_ns, mono_ns());
-	ATOMIC_ADD(&z->fs->users_bulk, -1);
+	ATOMIC_SET(&z->fs->last_bulk_write_ns, mono_ns());
+	ATOMIC_ADD(&z->fs->users_bulk_writing, -1);
 }
 
 /* The reply goes first; the blocks the plan reads ahead come after it, on this worker, with
@@ -270,13 +271,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	(void)fi;
 	read_enter(z);
 	ret = with_inode(z, req, ino, 0, read_fn, &q);
-	read_leave(z, size);
 	if (ret)
 		reply_err(req, ret);
 	else
 		fuse_reply_buf(req, (const char *)q.p.buf + q.p.skip, q.p.len);
 	if (q.p.ahead.n && with_inode(z, NULL, ino, 0, ahead_fn, &q.p.ahead))
 		ra_cancel(z->fs, fino(ino), &q.p.ahead);
+	read_leave(z, size); /* after the read-ahead: its device reads are the reader's too */
 	data_read_free(&q.p);
 }
 
@@ -315,9 +316,9 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	struct zfuse *z = zf(req);
 	struct wrq q = {.buf = buf, .size = size, .off = (uint64_t)off,
 			.append = !!(fi->flags & O_APPEND)};
-	int bulk = bulk_enter(z, size), ret = with_inode(z, req, ino, 1, write_fn, &q);
+	int bulk = bulk_write_enter(z, size), ret = with_inode(z, req, ino, 1, write_fn, &q);
 
-	bulk_leave(z, bulk);
+	bulk_write_leave(z, bulk);
 
 	if (ret < 0 && !q.done)
 		reply_err(req, ret);

@@ -187,7 +187,11 @@ void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 #define GC_READ_QUIET_MS 1
 #define GC_BULK_QUIET_MS 5
 
-static int recent(uint64_t now, uint64_t then, uint64_t ms) { return now - then < ms * 1000000ULL; }
+/* Whether THEN is less than MS before NOW; a stamp taken after NOW was read is recent too. */
+static int recent(uint64_t now, uint64_t then, uint64_t ms)
+{
+	return then >= now || now - then < ms * 1000000ULL;
+}
 
 int gc_users_io(struct zlfs_fs *fs)
 {
@@ -195,36 +199,38 @@ int gc_users_io(struct zlfs_fs *fs)
 	int io = 0;
 
 	if (ATOMIC_GET(&fs->users_reading) > 0 ||
-	    recent(now, ATOMIC_GET(&fs->last_read_ns[0]), GC_READ_QUIET_MS) ||
-	    recent(now, ATOMIC_GET(&fs->last_read_ns[1]), GC_BULK_QUIET_MS))
+	    recent(now, ATOMIC_GET(&fs->last_read_ns), GC_READ_QUIET_MS) ||
+	    recent(now, ATOMIC_GET(&fs->last_bulk_read_ns), GC_BULK_QUIET_MS))
 		io |= GC_USERS_READING;
-	if (ATOMIC_GET(&fs->users_bulk) > 0 ||
-	    recent(now, ATOMIC_GET(&fs->last_bulk_ns), GC_BULK_QUIET_MS))
-		io |= GC_USERS_BULK;
+	if (ATOMIC_GET(&fs->users_bulk_writing) > 0 ||
+	    recent(now, ATOMIC_GET(&fs->last_bulk_write_ns), GC_BULK_QUIET_MS))
+		io |= GC_USERS_BULK_WRITING;
 	return io;
 }
 
-/* While users read, or write in bulk (IO), GC's debt waits, and is paid in the requests
+/* While users read, or write in bulk (USERS_IO), GC's debt waits, and is paid in the requests
  * around them (small writes, metadata, pauses), where its traffic costs users little:
- * - for reads at any level of free zones: they take no room, so waiting for them costs
- *   nothing but time, and at the foreground level writers pay their own installments (as
- *   F2FS's background GC waits for reads in flight unless it is urgent);
+ * - for reads while free zones are above the foreground level: reads take no room, so
+ *   waiting for them costs only time. At the foreground level it does not wait, as F2FS's
+ *   background GC does not once writers wait for foreground GC: an installment (at most
+ *   gc_fg_budget blocks a request) falls behind a write's debt where victims are mostly
+ *   valid, and the free zones would run on down to a request's whole foreground pass;
  * - for bulk writes only within the first half of the margin above the foreground level:
  *   writes take room, and past that half GC catches up as before, so the foreground level
  *   is still kept off. */
-uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int io)
+uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int users_io)
 {
 	const struct gc_state *g = &fs->gc;
 	uint32_t fg = gc_fg_level(fs), target = target_above(fs, fg), margin = target - fg;
-	uint32_t have = seg_free_zones(fs) + seg_prefree_zones(fs);
+	uint32_t free_zones = seg_free_zones(fs), have = free_zones + seg_prefree_zones(fs);
 	uint32_t shift = have < target ? target - have : 0;
 	double want;
 
-	if (io & GC_USERS_READING) {
+	if ((users_io & GC_USERS_READING) && free_zones > fg) {
 		ATOMIC_ADD(&fs->gc.read_yields, 1);
 		return 0;
 	}
-	if ((io & GC_USERS_BULK) && shift * 2 <= margin) {
+	if ((users_io & GC_USERS_BULK_WRITING) && shift * 2 <= margin) {
 		ATOMIC_ADD(&fs->gc.bulk_yields, 1);
 		return 0;
 	}
