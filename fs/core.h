@@ -167,6 +167,8 @@ struct iattr {
 
 /* Counters and flags that are read without their writers' locks. */
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 /* CLOCK_MONOTONIC in nanoseconds: when users last came and went, and the GC's pacing. */
 static inline uint64_t mono_ns(void)
@@ -176,8 +178,6 @@ static inline uint64_t mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
-#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 struct ilock_table;
 struct ra_table;

@@ -312,21 +312,22 @@ static int mounted(const char *mnt)
 	return found;
 }
 
-/* A number from `zlfs-ctl stats` (KEY), or 0: what GC did in a round before its cut. */
-static long ctl_stat(const struct pcut *c, const char *key)
+/* The sum of the numbers in one `zlfs-ctl stats` whose keys match the extended regular
+ * expression KEYS, or 0: what GC did in a round before its cut. */
+static long ctl_stat_sum(const struct pcut *c, const char *keys)
 {
 	char cmd[1400];
-	long v = 0;
+	long v, sum = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "%s/zlfs-ctl stats %s 2>/dev/null | grep -o '\"%s\": [0-9]*'",
-		 c->bin, c->mnt, key);
+	snprintf(cmd, sizeof(cmd), "%s/zlfs-ctl stats %s 2>/dev/null | grep -oE '\"%s\": [0-9]+'",
+		 c->bin, c->mnt, keys);
 	f = popen(cmd, "r");
-	if (f && fscanf(f, "%*[^:]: %ld", &v) != 1)
-		v = 0;
+	while (f && fscanf(f, " %*[^:]: %ld", &v) == 1)
+		sum += v;
 	if (f)
 		pclose(f);
-	return v;
+	return sum;
 }
 
 static pid_t mount_zlfs(const struct pcut *c)
@@ -665,7 +666,7 @@ static int powercut_loop(int argc, char **argv)
 				writer(&c, w, rs * 31 + (uint64_t)w);
 		usleep((useconds_t)(200000 + rnd(1800000)));
 		/* the cut lands in the same GC policy */
-		yields += ctl_stat(&c, "bulk_yields") + ctl_stat(&c, "read_yields");
+		yields += ctl_stat_sum(&c, "(read|bulk)_yields");
 		kill(d, SIGKILL);
 		waitpid(d, NULL, 0);
 		for (bad = 0, w = 0; w < c.writers && w < 16; w++) {
