@@ -34,6 +34,7 @@ struct wslot {
 	uint32_t start;      /* first block (within the zone) the slot holds */
 	uint32_t nblocks;    /* staged */
 	uint32_t written;    /* already on the device (a flushed partial slot) */
+	int staging;         /* its log's append call is still copying: not to be written yet */
 	int queued;          /* handed to the flushers */
 	int inflight;        /* a flusher is writing it */
 	uint64_t ticket;     /* order of queueing, for waits on what was queued before */
@@ -50,7 +51,8 @@ struct wbuf {
 	struct wslot *qhead, *qtail;
 	struct wslot *open[WBUF_MAX_LOGS];
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* slots freed, queue drained, work queued */
+	pthread_cond_t work;      /* flushers: a slot queued or its copy done, or stop */
+	pthread_cond_t done;      /* appenders and drains: slots written and freed */
 	pthread_t flusher[WBUF_FLUSHERS];
 	int nflushers;
 	pid_t flusher_pid;        /* process that started them: a daemon forks after mounting */
@@ -116,8 +118,8 @@ static int run_gather(struct wbuf *wb, struct wslot *s, struct wslot **run)
 	for (struct wslot *t = s->next; t && (uint32_t)n < max; t = t->next) {
 		if (t->zone != s->zone)
 			continue;
-		if (t->written || t->start != end)
-			break; /* not the next write of the zone: stop at it */
+		if (t->written || t->staging || t->start != end)
+			break; /* not the next write of the zone, or still being staged: stop at it */
 		run[n++] = t;
 		end = t->start + t->nblocks;
 	}
@@ -143,18 +145,27 @@ static void slot_release(struct wbuf *wb, struct wslot *s)
 	wb->free_tail = s;
 }
 
-/* The oldest queued slot whose zone has no write in flight, or NULL. Slots of one zone
- * are queued in zone order, so this is always the next write that zone expects. */
+/* A slot of S's zone is ahead of S in the queue and not yet written: in flight, or still
+ * being staged. */
+static int zone_busy_before(const struct wbuf *wb, const struct wslot *s)
+{
+	for (const struct wslot *t = wb->qhead; t != s; t = t->next)
+		if (t->zone == s->zone && (t->inflight || t->staging))
+			return 1;
+	return 0;
+}
+
+/* The oldest queued slot that is not being staged and whose zone has nothing in flight or
+ * being staged ahead of it, or NULL. Slots of one zone are queued in zone order, so this is
+ * always the next write that zone expects. */
 static struct wslot *next_writable(struct wbuf *wb)
 {
-	struct wslot *s, *t;
+	struct wslot *s;
 
 	for (s = wb->qhead; s; s = s->next) {
-		if (s->inflight)
+		if (s->inflight || s->staging)
 			continue;
-		for (t = wb->qhead; t != s && !(t->inflight && t->zone == s->zone); t = t->next)
-			;
-		if (t == s)
+		if (!zone_busy_before(wb, s))
 			return s;
 	}
 	return NULL;
@@ -183,7 +194,7 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
 		while (!(s = next_writable(wb)) && !(wb->stop && !wb->qhead))
-			pthread_cond_wait(&wb->cond, &wb->lock);
+			pthread_cond_wait(&wb->work, &wb->lock);
 		if (!s)
 			break;
 		n = run_gather(wb, s, run);
@@ -203,7 +214,7 @@ static void *flusher_main(void *arg)
 			run[i]->inflight = 0;
 			slot_release(wb, run[i]);
 		}
-		pthread_cond_broadcast(&wb->cond);
+		pthread_cond_broadcast(&wb->done);
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return NULL;
@@ -241,7 +252,8 @@ static void enqueue(struct wbuf *wb, struct wslot *s)
 	else
 		wb->qhead = s;
 	wb->qtail = s;
-	pthread_cond_broadcast(&wb->cond);
+	if (!s->staging)
+		pthread_cond_broadcast(&wb->work);
 }
 
 int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
@@ -266,7 +278,8 @@ int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
 	}
 	wb->slots = calloc(wb->nslots, sizeof(*wb->slots));
 	pthread_mutex_init(&wb->lock, NULL);
-	pthread_cond_init(&wb->cond, NULL);
+	pthread_cond_init(&wb->work, NULL);
+	pthread_cond_init(&wb->done, NULL);
 	for (i = 0; wb->slots && i < wb->nslots; i++) {
 		wb->slots[i].data = zdev_buf_alloc((size_t)wb->slot_blocks * WBUF_BLOCK);
 		if (!wb->slots[i].data)
@@ -291,7 +304,7 @@ void wbuf_destroy(struct wbuf *wb)
 	if (wb->flusher_pid == getpid()) {
 		pthread_mutex_lock(&wb->lock);
 		wb->stop = 1;
-		pthread_cond_broadcast(&wb->cond);
+		pthread_cond_broadcast(&wb->work);
 		pthread_mutex_unlock(&wb->lock);
 		for (i = 0; i < (uint32_t)wb->nflushers; i++)
 			pthread_join(wb->flusher[i], NULL);
@@ -300,8 +313,28 @@ void wbuf_destroy(struct wbuf *wb)
 		zdev_buf_free(wb->slots[i].data);
 	free(wb->slots);
 	pthread_mutex_destroy(&wb->lock);
-	pthread_cond_destroy(&wb->cond);
+	pthread_cond_destroy(&wb->work);
+	pthread_cond_destroy(&wb->done);
 	free(wb);
+}
+
+/* LOG's append call is done with its slots: those queued meanwhile (full, or by a drain) may
+ * be written now. The slots a call fills go out after it, as one run where they follow on,
+ * unless the call has to wait for a free slot. */
+static void unstage(struct wbuf *wb, int log)
+{
+	int queued = 0;
+
+	for (uint32_t i = 0; i < wb->nslots; i++) {
+		struct wslot *s = &wb->slots[i];
+
+		if (s->staging && s->owner == log) {
+			s->staging = 0;
+			queued |= s->queued;
+		}
+	}
+	if (queued)
+		pthread_cond_broadcast(&wb->work);
 }
 
 /* A slot for LOG: its open one if it continues at BLK of ZONE, else a free one. */
@@ -317,8 +350,9 @@ static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t 
 		return s;
 	/* Static policy: the log owns exactly one buffer and waits until it is written. */
 	while (!wb->error && (wb->o.policy == WBUF_STATIC ? wb->slots[log].queued : !wb->free)) {
+		unstage(wb, log); /* the slots this call filled are what frees one */
 		wb->waits++;
-		pthread_cond_wait(&wb->cond, &wb->lock);
+		pthread_cond_wait(&wb->done, &wb->lock);
 	}
 	if (wb->error)
 		return NULL;
@@ -336,6 +370,22 @@ static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t 
 	s->owner = log;
 	wb->open[log] = s;
 	return s;
+}
+
+/* Copy K blocks into S after its staged ones, with the lock dropped: readers, the flushers
+ * and other logs do not wait for the copy. Only S's log, under its own lock, appends to S;
+ * until the blocks are counted in nblocks no reader knows their addresses, and while S is
+ * staging no flusher writes it (a drain may queue it meanwhile). Called and returns with
+ * the lock held. */
+static void slot_copy_in(struct wbuf *wb, struct wslot *s, const uint8_t *src, uint32_t k)
+{
+	s->staging = 1;
+	pthread_mutex_unlock(&wb->lock);
+	if (wb->o.copy_hook)
+		wb->o.copy_hook(wb->o.copy_hook_arg);
+	memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, src, (size_t)k * WBUF_BLOCK);
+	pthread_mutex_lock(&wb->lock);
+	s->nblocks += k;
 }
 
 int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf,
@@ -358,16 +408,16 @@ int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void
 			break;
 		}
 		k = wb->slot_blocks - s->nblocks < n ? wb->slot_blocks - s->nblocks : n;
-		memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, src, (size_t)k * WBUF_BLOCK);
-		s->nblocks += k;
+		slot_copy_in(wb, s, src, k);
 		src += (size_t)k * WBUF_BLOCK;
 		blk += k;
 		n -= k;
-		if (s->nblocks == wb->slot_blocks) { /* full: to the device now */
+		if (s->nblocks == wb->slot_blocks && !s->queued) { /* full: to the device next */
 			enqueue(wb, s);
 			wb->open[log] = NULL;
 		}
 	}
+	unstage(wb, log);
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
 }
@@ -451,7 +501,7 @@ static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 	}
 	upto = wb->tickets;
 	while (!wb->error && pending(wb, all, zone, upto))
-		pthread_cond_wait(&wb->cond, &wb->lock);
+		pthread_cond_wait(&wb->done, &wb->lock);
 	ret = wb->error;
 	pthread_mutex_unlock(&wb->lock);
 	return ret;

@@ -27,6 +27,9 @@ struct wbuf_opts {
 	uint64_t superpage; /* static: bytes per log buffer (default 768 KiB) */
 	uint32_t nlogs;     /* static: logs 0 .. nlogs - 1 stage blocks, one buffer each
 			     * (0: WBUF_MAX_LOGS) */
+	/* Tests: called in each copy into a slot, before it, with the buffer's lock dropped. */
+	void (*copy_hook)(void *arg);
+	void *copy_hook_arg;
 };
 
 #define WBUF_DEFAULT_BUDGET (4u << 20)
@@ -47,7 +50,8 @@ void wbuf_destroy(struct wbuf *wb);
 /* Stage one block for LOG at block BLK of ZONE, which must follow the log's previous block.
  * May wait for a free slot; fails with the flusher's sticky error after a write error. */
 int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf);
-/* The same for N consecutive blocks, under one acquisition of the buffer's lock. */
+/* The same for N consecutive blocks. The copy runs with the buffer's lock dropped; the
+ * caller holds LOG's own lock, so one thread at a time appends to a log. */
 int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf,
 	       uint32_t n);
 /* 1 and the block copied to BUF when it is still staged, 0 when it is on the device. */

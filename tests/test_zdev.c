@@ -17,10 +17,13 @@
 #include "wbuf.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MIB (1024ull * 1024)
 
@@ -694,6 +697,131 @@ START_TEST(t_wbuf_static_logs)
 }
 END_TEST
 
+/* A log's copy into the write buffer runs with the buffer's lock dropped. Held in the middle
+ * of a three-slot append (a hook in its second copy), the buffer still serves a read of the
+ * slot already copied, another log's zone is staged and flushed, and nothing of the held
+ * call is written: its slots go out after it, in order, so a drain of its zone waits for
+ * the copy and then finds every block on the device. */
+struct held_copy {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int calls, in_copy, release;
+};
+
+static void hold_second_copy(void *arg)
+{
+	struct held_copy *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	if (++h->calls == 2) {
+		h->in_copy = 1;
+		pthread_cond_broadcast(&h->cond);
+		while (!h->release)
+			pthread_cond_wait(&h->cond, &h->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+struct wbuf_call {
+	struct wbuf *wb;
+	int op; /* 0: add, 1: flush the zone, 2: read the run */
+	int log;
+	uint32_t zone, blk, n;
+	uint8_t *buf, got[64];
+	int ret;
+};
+
+static void *wbuf_call_main(void *arg)
+{
+	struct wbuf_call *c = arg;
+
+	if (c->op == 0)
+		c->ret = wbuf_add_n(c->wb, c->log, c->zone, c->blk, c->buf, c->n);
+	else if (c->op == 1)
+		c->ret = wbuf_flush_zone(c->wb, c->zone);
+	else
+		c->ret = wbuf_read_run(c->wb, c->zone, c->blk, c->n, c->buf, c->got);
+	return NULL;
+}
+
+/* Run C on a thread of its own and wait at most 10 s for it: 0 when it returned. */
+static int wbuf_call_within(struct wbuf_call *c, pthread_t *t, int wait)
+{
+	struct timespec ts;
+
+	ck_assert_int_eq(pthread_create(t, NULL, wbuf_call_main, c), 0);
+	if (!wait)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	return pthread_timedjoin_np(*t, NULL, &ts);
+}
+
+START_TEST(t_wbuf_copy_outside_lock)
+{
+	struct held_copy h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
+			      .slot_size = 64 * 1024, .copy_hook = hold_second_copy,
+			      .copy_hook_arg = &h};
+	uint32_t z1 = need_seq_zone(6), z2 = need_seq_zone(7), per = 64 * 1024 / WBUF_BLOCK;
+	uint64_t s1 = zone_info(z1).start, s2 = zone_info(z2).start;
+	uint8_t *buf1, *buf2, *rd;
+	struct wbuf_call add1, add2, flush1, flush2, read1;
+	pthread_t ta, tb, tf1, tf2, tr;
+	struct wbuf *wb;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	reset_zone(z1);
+	reset_zone(z2);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	buf1 = pattern(3 * (size_t)per * WBUF_BLOCK, s1, 51);
+	buf2 = pattern((size_t)per * WBUF_BLOCK, s2, 52);
+	rd = zdev_buf_alloc((size_t)per * WBUF_BLOCK);
+	add1 = (struct wbuf_call){wb, 0, 0, z1, 0, 3 * per, buf1};
+	wbuf_call_within(&add1, &ta, 0);
+	pthread_mutex_lock(&h.lock);
+	while (!h.in_copy)
+		pthread_cond_wait(&h.cond, &h.lock);
+	pthread_mutex_unlock(&h.lock);
+
+	read1 = (struct wbuf_call){wb, 2, 0, z1, 0, per, rd};
+	ck_assert_msg(!wbuf_call_within(&read1, &tr, 1), "a read waited for another log's copy");
+	ck_assert_int_eq(read1.ret, (int)per);
+	ck_assert_mem_eq(rd, buf1, (size_t)per * WBUF_BLOCK);
+
+	add2 = (struct wbuf_call){wb, 0, 1, z2, 0, per, buf2};
+	flush2 = (struct wbuf_call){wb, 1, 1, z2};
+	ck_assert_msg(!wbuf_call_within(&add2, &tb, 1), "another log waited for the copy");
+	ck_assert_msg(!wbuf_call_within(&flush2, &tf2, 1), "another zone's drain waited");
+	ck_assert_int_eq(add2.ret, 0);
+	ck_assert_int_eq(flush2.ret, 0);
+	ck_assert_uint_eq(zone_info(z2).wp, s2 + (uint64_t)per * WBUF_BLOCK);
+
+	flush1 = (struct wbuf_call){wb, 1, 0, z1};
+	wbuf_call_within(&flush1, &tf1, 0);
+	usleep(100 * 1000);
+	ck_assert_uint_eq(zone_info(z1).wp, s1); /* the held call's full slot is not written */
+	pthread_mutex_lock(&h.lock);
+	h.release = 1;
+	pthread_cond_broadcast(&h.cond);
+	pthread_mutex_unlock(&h.lock);
+	pthread_join(ta, NULL);
+	pthread_join(tf1, NULL);
+	ck_assert_int_eq(add1.ret, 0);
+	ck_assert_int_eq(flush1.ret, 0);
+	ck_assert_uint_eq(zone_info(z1).wp, s1 + 3ull * per * WBUF_BLOCK);
+	wbuf_destroy(wb);
+	check_pattern(s1, 3 * (size_t)per * WBUF_BLOCK, 51);
+	check_pattern(s2, (size_t)per * WBUF_BLOCK, 52);
+	zdev_buf_free(buf1);
+	zdev_buf_free(buf2);
+	zdev_buf_free(rd);
+	reset_zone(z1);
+	reset_zone(z2);
+}
+END_TEST
+
 START_TEST(t_not_a_device)
 {
 	char path[512];
@@ -732,6 +860,7 @@ int main(void)
 	tcase_add_test(tc, t_writev);
 	tcase_add_test(tc, t_wbuf_runs);
 	tcase_add_test(tc, t_wbuf_static_logs);
+	tcase_add_test(tc, t_wbuf_copy_outside_lock);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
