@@ -86,7 +86,7 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 				 : gc_step_budget(fs, users_waiting(fs), gc_users_io(fs));
 		if (!budget)
 			break; /* nothing owed: the users' turn */
-		ret = gc_step(fs, gc_urgent(fs), budget);
+		ret = gc_step(fs, gc_urgent(fs) ? GC_PICK_FOREGROUND : GC_PICK_BACKGROUND, budget);
 		if (ret > 0)
 			gc_pace_moved(fs, (uint32_t)ret);
 		d = mono_ns() - s0; /* busy and overlap counted per step: overlap <= busy */

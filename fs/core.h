@@ -569,9 +569,15 @@ int icache_init(struct zlfs_fs *fs);
 void icache_destroy(struct zlfs_fs *fs);
 
 /* ---- gc_policy.c ------------------------------------------------------------------------ */
-/* The best victim: greedy (most free space) in an EMERGENCY, else cost-benefit with age among
- * the zones below the valid-ratio threshold. -ENOENT when none is worth collecting. */
-int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone);
+/* How a victim is chosen (docs/design.md, "Victim choice"):
+ *  GC_PICK_BACKGROUND  cost-benefit with age, among the zones below the valid-ratio threshold
+ *  GC_PICK_FOREGROUND  cost-benefit with age, among all zones worth collecting: at the
+ *                      foreground level, where writers pay for it in installments
+ *  GC_PICK_EMERGENCY   greedy (the most free space now): a write met ENOSPC, or an
+ *                      administrator asked for zones now */
+enum gc_pick { GC_PICK_BACKGROUND = 0, GC_PICK_FOREGROUND, GC_PICK_EMERGENCY };
+/* The best victim as PICK says. -ENOENT when none is worth collecting. */
+int gc_pick_victim(struct zlfs_fs *fs, enum gc_pick pick, uint32_t *zone);
 /* Free zones at or below which writers pay for collection in the request path. */
 uint32_t gc_fg_level(struct zlfs_fs *fs);
 /* Free zones background GC keeps in hand: the foreground level plus the pacing margin. */
@@ -623,13 +629,13 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
  * MAX_ZONES were emptied: the number emptied, or -ENOENT when no zone has anything to
  * reclaim. The caller holds gc_lock (and no cp_lock), and writes the checkpoint that makes
  * the emptied zones free. */
-int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t max_zones);
+int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, enum gc_pick pick, uint32_t max_zones);
 /* Move up to BUDGET valid blocks out of the current victim (choosing one first, as
  * gc_pick_victim, if the free zones can finish it), with gc_lock held and cp_lock taken
  * shared for the step. Returns blocks moved, -ENOENT when no zone is worth collecting, or
  * -ENOSPC when the free zones could not finish one; a victim done is counted in gc_zones and
  * freed by the next checkpoint, which writes its moved nodes. */
-int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget);
+int gc_step(struct zlfs_fs *fs, enum gc_pick pick, uint32_t budget);
 
 /* ---- gc_ahead.c ------------------------------------------------------------------------- */
 /* The helper that reads GC's next window (a buffer of BYTES); stopped at unmount. */

@@ -149,7 +149,7 @@ int gc_foreground(struct zlfs_fs *fs)
 	int ret;
 
 	zlock_lock(&fs->gc_lock);
-	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, 1, 4);
+	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, GC_PICK_EMERGENCY, 4);
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint, also when
 	 * nothing is left to collect (-ENOENT) or too few zones are free to finish a victim
 	 * (-ENOSPC): wholly dead zones are no victims, they are room. */
@@ -193,7 +193,7 @@ static void gc_installment(struct zlfs_fs *fs)
 	fs->gc.paid_user_bytes = user;
 	zones0 = ATOMIC_GET(&fs->gc_zones);
 	for (;;) {
-		ret = gc_step(fs, 1, left);
+		ret = gc_step(fs, GC_PICK_FOREGROUND, left);
 		if (ret <= 0 || (uint32_t)ret >= left || ATOMIC_GET(&fs->gc_zones) > zones0)
 			break;
 		left -= (uint32_t)ret;
@@ -369,7 +369,7 @@ static void ioctl_gc(fuse_req_t req, const void *in_buf, size_t in_size, size_t 
 	memcpy(&g, in_buf, sizeof(g));
 	op_enter(z, 0);
 	zlock_lock(&fs->gc_lock);
-	ret = gc_reclaim(fs, UINT32_MAX, 1, g.zones);
+	ret = gc_reclaim(fs, UINT32_MAX, GC_PICK_EMERGENCY, g.zones);
 	if (ret == -ENOENT) /* nothing worth collecting is no error */
 		ret = 0;
 	if (ret > 0 || (!ret && seg_prefree_zones(fs))) {

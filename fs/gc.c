@@ -316,7 +316,7 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone)
 	return ret < 0 ? ret : 0;
 }
 
-int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t max_zones)
+int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, enum gc_pick pick, uint32_t max_zones)
 {
 	uint32_t zone, done = 0, prefree, mz;
 	int ret;
@@ -335,7 +335,7 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t m
 		if (fs->gc.has_victim && seg_zone_state(fs, fs->gc.victim) == ZONE_USED) {
 			zone = fs->gc.victim; /* partly moved already: the cheapest to finish */
 		} else {
-			ret = gc_pick_victim(fs, emergency, &zone);
+			ret = gc_pick_victim(fs, pick, &zone);
 			if (ret)
 				return done ? (int)done : ret;
 			/* With fewer zones left a pass could spend the last ones and leave
@@ -350,7 +350,7 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, int emergency, uint32_t m
 	}
 }
 
-int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget)
+int gc_step(struct zlfs_fs *fs, enum gc_pick pick, uint32_t budget)
 {
 	int ret;
 
@@ -359,7 +359,7 @@ int gc_step(struct zlfs_fs *fs, int emergency, uint32_t budget)
 	if (!fs->gc.has_victim) {
 		uint32_t zone;
 
-		ret = gc_pick_victim(fs, emergency, &zone);
+		ret = gc_pick_victim(fs, pick, &zone);
 		if (ret)
 			return ret;
 		if (!gc_can_finish(fs, zone))

@@ -362,13 +362,14 @@ uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs)
 	return n;
 }
 
-int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone)
+int gc_pick_victim(struct zlfs_fs *fs, enum gc_pick pick, uint32_t *zone)
 {
 	uint64_t now = (uint64_t)time(NULL);
 	uint32_t mz, usable = seg_usable_per_zone(fs), limit = gc_victim_limit(fs);
+	int greedy = pick == GC_PICK_EMERGENCY;
 	double best = -1.0;
 
-	if (!emergency) { /* background GC leaves zones above the threshold to foreground GC */
+	if (pick == GC_PICK_BACKGROUND) { /* zones above the threshold wait for foreground GC */
 		uint32_t t = (uint32_t)((uint64_t)usable * fs->gc.o.valid_thresh_pct / 100);
 
 		if (t < limit)
@@ -380,7 +381,7 @@ int gc_pick_victim(struct zlfs_fs *fs, int emergency, uint32_t *zone)
 
 		if (fs->zone_state[mz] != ZONE_USED || !fs->zone_valid[mz] || fs->zone_valid[mz] > limit)
 			continue;
-		sc = gc_score(fs, mz, emergency, now);
+		sc = gc_score(fs, mz, greedy, now);
 		if (sc > best) {
 			best = sc;
 			*zone = fs->sb.main_zone_first + mz;

@@ -8,6 +8,7 @@
  */
 #include "testutil.h"
 
+#include "core.h"
 #include "zdev_emu.h"
 #include "zlfs_ioctl.h"
 
@@ -673,6 +674,63 @@ START_TEST(t_nearfull_df_holds)
 }
 END_TEST
 
+/* Victim choice by mode, on the policy alone (the filesystem mounted in this process, read-only,
+ * its zone table set by hand): zone A half valid and old, zone B 40% valid and new. Greedy
+ * takes B, cost-benefit A: A frees less now, but what is still valid in old data will likely
+ * stay so, while B's young data is still dying. Emergencies are greedy; the foreground level
+ * and the background use cost-benefit, the background only among zones below the valid
+ * threshold. */
+START_TEST(t_victim_choice)
+{
+	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20};
+	struct zlfs_mount_opts mo = {.readonly = 1};
+	uint32_t n, usable, a, b, got, *valid;
+	uint64_t now = (uint64_t)time(NULL), *born;
+	uint8_t *state;
+	struct zlfs_fs *fs;
+
+	tu_fresh_fs("choice.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(zlfs_mount(img, &mo, &fs), 0);
+	n = fs->sb.main_zones;
+	usable = seg_usable_per_zone(fs);
+	ck_assert_uint_gt(n, 4);
+	valid = malloc(n * sizeof(*valid));
+	born = malloc(n * sizeof(*born));
+	state = malloc(n);
+	memcpy(valid, fs->zone_valid, n * sizeof(*valid));
+	memcpy(born, fs->zone_born, n * sizeof(*born));
+	memcpy(state, fs->zone_state, n);
+	memset(fs->zone_state, ZONE_FREE, n);
+	a = n - 2;
+	b = n - 1;
+	fs->zone_state[a] = fs->zone_state[b] = ZONE_USED;
+	fs->zone_valid[a] = usable / 2;
+	fs->zone_born[a] = (now - 100) * fs->zone_valid[a];
+	fs->zone_valid[b] = usable * 2 / 5;
+	fs->zone_born[b] = now * fs->zone_valid[b];
+
+	ck_assert_int_eq(gc_pick_victim(fs, GC_PICK_EMERGENCY, &got), 0);
+	ck_assert_uint_eq(got, fs->sb.main_zone_first + b);
+	ck_assert_int_eq(gc_pick_victim(fs, GC_PICK_FOREGROUND, &got), 0);
+	ck_assert_uint_eq(got, fs->sb.main_zone_first + a);
+	ck_assert_int_eq(gc_pick_victim(fs, GC_PICK_BACKGROUND, &got), 0);
+	ck_assert_uint_eq(got, fs->sb.main_zone_first + a);
+	fs->gc.o.valid_thresh_pct = 45; /* A is above it: the background takes B, foreground A */
+	ck_assert_int_eq(gc_pick_victim(fs, GC_PICK_BACKGROUND, &got), 0);
+	ck_assert_uint_eq(got, fs->sb.main_zone_first + b);
+	ck_assert_int_eq(gc_pick_victim(fs, GC_PICK_FOREGROUND, &got), 0);
+	ck_assert_uint_eq(got, fs->sb.main_zone_first + a);
+
+	memcpy(fs->zone_valid, valid, n * sizeof(*valid));
+	memcpy(fs->zone_born, born, n * sizeof(*born));
+	memcpy(fs->zone_state, state, n);
+	ck_assert_int_eq(zlfs_unmount(fs), 0);
+	free(valid);
+	free(born);
+	free(state);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -688,6 +746,7 @@ int main(void)
 	tcase_add_test(tc, t_thin_garbage_near_full);
 	tcase_add_test(tc, t_nearfull_df_holds);
 	tcase_add_test(tc, t_valid_thresh);
+	tcase_add_test(tc, t_victim_choice);
 	tcase_add_test(tc, t_gc_moved_blocks);
 	tcase_add_loop_test(tc, t_reads_first, 0, 3);
 	tcase_add_test(tc, t_bulk_writes_first);
