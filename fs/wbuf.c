@@ -119,7 +119,7 @@ static int run_gather(struct wbuf *wb, struct wslot *s, struct wslot **run)
 		if (t->zone != s->zone)
 			continue;
 		if (t->written || t->staging || t->start != end)
-			break; /* not the next write of the zone, or still being staged: stop at it */
+			break; /* not the zone's next write, or still being staged: stop at it */
 		run[n++] = t;
 		end = t->start + t->nblocks;
 	}

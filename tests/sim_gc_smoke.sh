@@ -22,7 +22,8 @@ check() { # DESCRIPTION PYTHON-EXPRESSION: fail unless it holds
 
 for fill in 0.5 0.85; do
 	out=$("$SIM" --fill "$fill" --zones 128 --zone-files 64 --factor 6 --seeds 1 \
-		--policies fifo --classes none --workloads uniform) || { echo "FAIL: sim-gc exited $?"; exit 1; }
+		--policies fifo --classes none --workloads uniform) ||
+		{ echo "FAIL: sim-gc exited $?"; exit 1; }
 	echo "$out"
 	ref=$(sed -n 's/.*FIFO reference WAF \([0-9.]*\).*/\1/p' <<<"$out")
 	waf=$(awk '$1 == "uniform" && $2 == "fifo" {print $4}' <<<"$out")
