@@ -360,6 +360,10 @@ int gc_step(struct zlfs_fs *fs, enum gc_pick pick, uint32_t budget)
 		uint32_t zone;
 
 		ret = gc_pick_victim(fs, pick, &zone);
+		/* A cost-benefit victim may be too full to finish with the zones left, where the
+		 * emptiest zone is not: take that rather than stall until a write meets ENOSPC. */
+		if (!ret && pick == GC_PICK_FOREGROUND && !gc_can_finish(fs, zone))
+			ret = gc_pick_victim(fs, GC_PICK_EMERGENCY, &zone);
 		if (ret)
 			return ret;
 		if (!gc_can_finish(fs, zone))

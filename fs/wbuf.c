@@ -202,6 +202,8 @@ static void *flusher_main(void *arg)
 			run[i]->inflight = 1;
 		ret = wb->error;
 		pthread_mutex_unlock(&wb->lock);
+		if (wb->o.test_hook)
+			wb->o.test_hook(wb->o.test_hook_arg, WBUF_HOOK_WRITE);
 		if (!ret) /* after a write error nothing more is written: it is sticky */
 			ret = run_write(wb, run, n);
 		pthread_mutex_lock(&wb->lock);
@@ -215,6 +217,8 @@ static void *flusher_main(void *arg)
 			slot_release(wb, run[i]);
 		}
 		pthread_cond_broadcast(&wb->done);
+		if (wb->stop && !wb->qhead) /* the others sleep on work: let them see it empty */
+			pthread_cond_broadcast(&wb->work);
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return NULL;
@@ -381,8 +385,8 @@ static void slot_copy_in(struct wbuf *wb, struct wslot *s, const uint8_t *src, u
 {
 	s->staging = 1;
 	pthread_mutex_unlock(&wb->lock);
-	if (wb->o.copy_hook)
-		wb->o.copy_hook(wb->o.copy_hook_arg);
+	if (wb->o.test_hook)
+		wb->o.test_hook(wb->o.test_hook_arg, WBUF_HOOK_COPY);
 	memcpy(s->data + (size_t)s->nblocks * WBUF_BLOCK, src, (size_t)k * WBUF_BLOCK);
 	pthread_mutex_lock(&wb->lock);
 	s->nblocks += k;

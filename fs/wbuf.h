@@ -27,10 +27,15 @@ struct wbuf_opts {
 	uint64_t superpage; /* static: bytes per log buffer (default 768 KiB) */
 	uint32_t nlogs;     /* static: logs 0 .. nlogs - 1 stage blocks, one buffer each
 			     * (0: WBUF_MAX_LOGS) */
-	/* Tests: called in each copy into a slot, before it, with the buffer's lock dropped. */
-	void (*copy_hook)(void *arg);
-	void *copy_hook_arg;
+	/* Tests: called with the buffer's lock dropped before each copy into a slot
+	 * (WBUF_HOOK_COPY, by the appender) and before each device write (WBUF_HOOK_WRITE, by
+	 * a flusher), so a test can hold either in the middle. */
+	void (*test_hook)(void *arg, int where);
+	void *test_hook_arg;
 };
+
+#define WBUF_HOOK_COPY 0
+#define WBUF_HOOK_WRITE 1
 
 #define WBUF_DEFAULT_BUDGET (4u << 20)
 #define WBUF_DEFAULT_SLOT (192u << 10)

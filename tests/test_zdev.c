@@ -3,8 +3,9 @@
  *
  * Owns: the behaviour every backend must show: geometry, zone reports, sequential writes at
  * the write pointer, reads, zone state transitions, open/active limits, flush.
- * May call: zdev.h, wbuf.h (the write buffer's runs), and zdev_emu.h only to create the
- * default image and count the emulator's writes.
+ * May call: zdev.h, and zdev_emu.h only to create the default image. The write buffer's
+ * tests over the same fixture are in test_wbuf.c; the helpers they share are in
+ * zdev_test.h.
  *
  * By default each test gets a fresh emulator image (64 MiB, 4 MiB zones of 3 MiB capacity,
  * 2 conventional zones, max_open 4, max_active 6). With ZLFS_TEST_DEV=PATH the same tests
@@ -12,17 +13,14 @@
  * for the limit tests, every open or closed zone. They touch a few zones, never all.
  */
 #include "testutil.h"
-#include "zdev.h"
 #include "zdev_emu.h"
-#include "wbuf.h"
+#include "zdev_test.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MIB (1024ull * 1024)
@@ -37,8 +35,8 @@ static const struct zemu_create_opts emu_opts = {
 	.max_active = 6,
 };
 
-static struct zdev *dev;
-static const struct zdev_geometry *geo;
+struct zdev *dev;
+const struct zdev_geometry *geo;
 static char dev_path[512];
 
 static const char *test_dev(void)
@@ -72,7 +70,7 @@ static void teardown(void)
 
 /* --- helpers ------------------------------------------------------------------------------ */
 
-static struct zdev_zone zone_info(uint32_t z)
+struct zdev_zone zone_info(uint32_t z)
 {
 	struct zdev_zone zi;
 	int ret = zdev_report_one(dev, z, &zi);
@@ -95,7 +93,7 @@ static long seq_zone(uint32_t nth)
 	return -1;
 }
 
-static uint32_t need_seq_zone(uint32_t nth)
+uint32_t need_seq_zone(uint32_t nth)
 {
 	long z = seq_zone(nth);
 
@@ -103,7 +101,7 @@ static uint32_t need_seq_zone(uint32_t nth)
 	return (uint32_t)z;
 }
 
-static void reset_zone(uint32_t z)
+void reset_zone(uint32_t z)
 {
 	struct zdev_zone zi;
 	int ret = zdev_zone_reset(dev, z);
@@ -140,7 +138,7 @@ static void assert_same_zone(const struct zdev_zone *a, const struct zdev_zone *
 }
 
 /* Deterministic contents: every 8-byte word names its byte offset and a seed. */
-static void *pattern(size_t len, uint64_t off, uint64_t seed)
+void *pattern(size_t len, uint64_t off, uint64_t seed)
 {
 	uint64_t *buf = zdev_buf_alloc(len);
 	size_t i;
@@ -161,7 +159,7 @@ static void write_pattern(uint64_t off, size_t len, uint64_t seed)
 	zdev_buf_free(buf);
 }
 
-static void check_pattern(uint64_t off, size_t len, uint64_t seed)
+void check_pattern(uint64_t off, size_t len, uint64_t seed)
 {
 	void *want = pattern(len, off, seed);
 	void *got = zdev_buf_alloc(len);
@@ -604,7 +602,7 @@ START_TEST(t_exclusive)
 }
 END_TEST
 
-/* --- vectored writes and the write buffer's runs ----------------------------------------- */
+/* --- vectored writes ------------------------------------------------------------------- */
 
 /* Three pieces of one patterned buffer written with zdev_writev land one after the other at
  * the write pointer, as one write of their total would; a vectored write not at the write
@@ -628,197 +626,6 @@ START_TEST(t_writev)
 	check_pattern(start, 6 * lbs, 21);
 	zdev_buf_free(buf);
 	reset_zone(z);
-}
-END_TEST
-
-/* The write buffer writes the slots of a zone that follow on as one device write, at most a
- * megabyte: ten 64 KiB slots staged in one call (the flushers cannot take the buffer's lock
- * meanwhile) reach the emulator as 10 / 16 rounded up = 1 write, twenty as 2, and the zone
- * holds every block in order. */
-START_TEST(t_wbuf_runs)
-{
-	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024, .slot_size = 64 * 1024};
-	uint32_t z = need_seq_zone(4), lbs = geo->lblock_size, per = 64 * 1024 / WBUF_BLOCK;
-	uint64_t start = zone_info(z).start;
-	struct zemu_stats st0, st1;
-	uint8_t *buf;
-	struct wbuf *wb;
-	int n;
-
-	if (lbs != WBUF_BLOCK)
-		return; /* the write buffer stages 4 KiB blocks */
-	reset_zone(z);
-	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
-	buf = pattern(30 * (size_t)per * WBUF_BLOCK, start, 31);
-	for (n = 0; n < 2; n++) {
-		uint32_t first = n ? 10 * per : 0, count = n ? 20 * per : 10 * per;
-
-		if (zdev_is_emu(dev))
-			ck_assert_int_eq(zemu_dev_stats(dev, &st0), 0);
-		ck_assert_int_eq(wbuf_add_n(wb, 0, z, first, buf + (size_t)first * WBUF_BLOCK, count), 0);
-		ck_assert_int_eq(wbuf_flush_zone(wb, z), 0);
-		if (zdev_is_emu(dev)) {
-			ck_assert_int_eq(zemu_dev_stats(dev, &st1), 0);
-			ck_assert_uint_eq(st1.host_writes - st0.host_writes, n ? 2 : 1);
-		}
-	}
-	wbuf_destroy(wb);
-	zdev_buf_free(buf);
-	ck_assert_uint_eq(zone_info(z).wp, start + 30ull * per * WBUF_BLOCK);
-	check_pattern(start, 30 * (size_t)per * WBUF_BLOCK, 31);
-	reset_zone(z);
-}
-END_TEST
-
-/* The static policy holds one superpage buffer per log it was made for, no more: a write for a
- * log beyond them is refused, not staged in memory that belongs to no log. */
-START_TEST(t_wbuf_static_logs)
-{
-	struct wbuf_opts o = {.policy = WBUF_STATIC, .superpage = 64 * 1024, .nlogs = 3};
-	uint32_t z = need_seq_zone(5), per = 64 * 1024 / WBUF_BLOCK;
-	struct wbuf_stats st;
-	uint8_t *buf;
-	struct wbuf *wb;
-
-	if (geo->lblock_size != WBUF_BLOCK)
-		return;
-	reset_zone(z);
-	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
-	wbuf_stats(wb, &st);
-	ck_assert_uint_eq(st.nslots, 3);
-	buf = pattern((size_t)per * WBUF_BLOCK, zone_info(z).start, 41);
-	ck_assert_int_eq(wbuf_add_n(wb, 3, z, 0, buf, per), -EINVAL);
-	ck_assert_int_eq(wbuf_add_n(wb, 2, z, 0, buf, per), 0);
-	ck_assert_int_eq(wbuf_flush_all(wb), 0);
-	wbuf_destroy(wb);
-	check_pattern(zone_info(z).start, (size_t)per * WBUF_BLOCK, 41);
-	zdev_buf_free(buf);
-	reset_zone(z);
-}
-END_TEST
-
-/* A log's copy into the write buffer runs with the buffer's lock dropped. Held in the middle
- * of a three-slot append (a hook in its second copy), the buffer still serves a read of the
- * slot already copied, another log's zone is staged and flushed, and nothing of the held
- * call is written: its slots go out after it, in order, so a drain of its zone waits for
- * the copy and then finds every block on the device. */
-struct held_copy {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int calls, in_copy, release;
-};
-
-static void hold_second_copy(void *arg)
-{
-	struct held_copy *h = arg;
-
-	pthread_mutex_lock(&h->lock);
-	if (++h->calls == 2) {
-		h->in_copy = 1;
-		pthread_cond_broadcast(&h->cond);
-		while (!h->release)
-			pthread_cond_wait(&h->cond, &h->lock);
-	}
-	pthread_mutex_unlock(&h->lock);
-}
-
-struct wbuf_call {
-	struct wbuf *wb;
-	int op; /* 0: add, 1: flush the zone, 2: read the run */
-	int log;
-	uint32_t zone, blk, n;
-	uint8_t *buf, got[64];
-	int ret;
-};
-
-static void *wbuf_call_main(void *arg)
-{
-	struct wbuf_call *c = arg;
-
-	if (c->op == 0)
-		c->ret = wbuf_add_n(c->wb, c->log, c->zone, c->blk, c->buf, c->n);
-	else if (c->op == 1)
-		c->ret = wbuf_flush_zone(c->wb, c->zone);
-	else
-		c->ret = wbuf_read_run(c->wb, c->zone, c->blk, c->n, c->buf, c->got);
-	return NULL;
-}
-
-/* Run C on a thread of its own and wait at most 10 s for it: 0 when it returned. */
-static int wbuf_call_within(struct wbuf_call *c, pthread_t *t, int wait)
-{
-	struct timespec ts;
-
-	ck_assert_int_eq(pthread_create(t, NULL, wbuf_call_main, c), 0);
-	if (!wait)
-		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 10;
-	return pthread_timedjoin_np(*t, NULL, &ts);
-}
-
-START_TEST(t_wbuf_copy_outside_lock)
-{
-	struct held_copy h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
-			      .slot_size = 64 * 1024, .copy_hook = hold_second_copy,
-			      .copy_hook_arg = &h};
-	uint32_t z1 = need_seq_zone(6), z2 = need_seq_zone(7), per = 64 * 1024 / WBUF_BLOCK;
-	uint64_t s1 = zone_info(z1).start, s2 = zone_info(z2).start;
-	uint8_t *buf1, *buf2, *rd;
-	struct wbuf_call add1, add2, flush1, flush2, read1;
-	pthread_t ta, tb, tf1, tf2, tr;
-	struct wbuf *wb;
-
-	if (geo->lblock_size != WBUF_BLOCK)
-		return;
-	reset_zone(z1);
-	reset_zone(z2);
-	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
-	buf1 = pattern(3 * (size_t)per * WBUF_BLOCK, s1, 51);
-	buf2 = pattern((size_t)per * WBUF_BLOCK, s2, 52);
-	rd = zdev_buf_alloc((size_t)per * WBUF_BLOCK);
-	add1 = (struct wbuf_call){wb, 0, 0, z1, 0, 3 * per, buf1};
-	wbuf_call_within(&add1, &ta, 0);
-	pthread_mutex_lock(&h.lock);
-	while (!h.in_copy)
-		pthread_cond_wait(&h.cond, &h.lock);
-	pthread_mutex_unlock(&h.lock);
-
-	read1 = (struct wbuf_call){wb, 2, 0, z1, 0, per, rd};
-	ck_assert_msg(!wbuf_call_within(&read1, &tr, 1), "a read waited for another log's copy");
-	ck_assert_int_eq(read1.ret, (int)per);
-	ck_assert_mem_eq(rd, buf1, (size_t)per * WBUF_BLOCK);
-
-	add2 = (struct wbuf_call){wb, 0, 1, z2, 0, per, buf2};
-	flush2 = (struct wbuf_call){wb, 1, 1, z2};
-	ck_assert_msg(!wbuf_call_within(&add2, &tb, 1), "another log waited for the copy");
-	ck_assert_msg(!wbuf_call_within(&flush2, &tf2, 1), "another zone's drain waited");
-	ck_assert_int_eq(add2.ret, 0);
-	ck_assert_int_eq(flush2.ret, 0);
-	ck_assert_uint_eq(zone_info(z2).wp, s2 + (uint64_t)per * WBUF_BLOCK);
-
-	flush1 = (struct wbuf_call){wb, 1, 0, z1};
-	wbuf_call_within(&flush1, &tf1, 0);
-	usleep(100 * 1000);
-	ck_assert_uint_eq(zone_info(z1).wp, s1); /* the held call's full slot is not written */
-	pthread_mutex_lock(&h.lock);
-	h.release = 1;
-	pthread_cond_broadcast(&h.cond);
-	pthread_mutex_unlock(&h.lock);
-	pthread_join(ta, NULL);
-	pthread_join(tf1, NULL);
-	ck_assert_int_eq(add1.ret, 0);
-	ck_assert_int_eq(flush1.ret, 0);
-	ck_assert_uint_eq(zone_info(z1).wp, s1 + 3ull * per * WBUF_BLOCK);
-	wbuf_destroy(wb);
-	check_pattern(s1, 3 * (size_t)per * WBUF_BLOCK, 51);
-	check_pattern(s2, (size_t)per * WBUF_BLOCK, 52);
-	zdev_buf_free(buf1);
-	zdev_buf_free(buf2);
-	zdev_buf_free(rd);
-	reset_zone(z1);
-	reset_zone(z2);
 }
 END_TEST
 
@@ -858,9 +665,7 @@ int main(void)
 	tcase_add_test(tc, t_exclusive);
 	tcase_add_test(tc, t_not_a_device);
 	tcase_add_test(tc, t_writev);
-	tcase_add_test(tc, t_wbuf_runs);
-	tcase_add_test(tc, t_wbuf_static_logs);
-	tcase_add_test(tc, t_wbuf_copy_outside_lock);
+	wbuf_tests(tc);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
