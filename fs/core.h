@@ -569,7 +569,7 @@ int icache_init(struct zlfs_fs *fs);
 void icache_destroy(struct zlfs_fs *fs);
 
 /* ---- gc_policy.c ------------------------------------------------------------------------ */
-/* How a victim is chosen (docs/design.md, "Victim choice"):
+/* How a victim is chosen (docs/design.md, "Victims"):
  *  GC_PICK_BACKGROUND  cost-benefit with age, among the zones below the valid-ratio threshold
  *  GC_PICK_FOREGROUND  cost-benefit with age, among all zones worth collecting: at the
  *                      foreground level, where writers pay for it in installments

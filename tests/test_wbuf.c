@@ -222,6 +222,52 @@ START_TEST(t_wbuf_copy_outside_lock)
 }
 END_TEST
 
+/* A power cut in the middle of a copy loses nothing that was flushed and writes nothing of
+ * the call being copied: a slot flushed to the device before, then a three-slot call held in
+ * its second copy (its first slot full and queued) when the emulator loses power. The zone
+ * then ends where the flushed slot ends, with its data; released, the call's slots follow it
+ * and the zone holds all four. */
+START_TEST(t_wbuf_powercut_in_copy)
+{
+	struct hold h = HOLD_INIT(WBUF_HOOK_COPY, 3);
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
+			      .slot_size = 64 * 1024, .test_hook = hold_nth,
+			      .test_hook_arg = &h};
+	uint32_t z = need_seq_zone(9), per = 64 * 1024 / WBUF_BLOCK;
+	uint64_t start = zone_info(z).start, slot = (uint64_t)per * WBUF_BLOCK;
+	struct wbuf_call add;
+	struct wbuf *wb;
+	uint8_t *buf;
+	pthread_t t;
+
+	if (geo->lblock_size != WBUF_BLOCK || !zdev_is_emu(dev))
+		return; /* the cut is the emulator's */
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	buf = pattern(4 * slot, start, 71);
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 0, buf, per), 0); /* the hook's first copy */
+	ck_assert_int_eq(wbuf_flush_zone(wb, z), 0);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+	add = (struct wbuf_call){wb, 0, 0, z, per, 3 * per, buf + slot};
+	wbuf_call_within(&add, &t, 0);
+	hold_wait(&h); /* the call's second copy: its first slot is full and queued */
+	usleep(50 * 1000);
+	ck_assert_uint_eq(zone_info(z).wp, start + slot); /* nothing of the call written yet */
+	ck_assert_int_ge(zemu_powercut_dev(dev, -1, 0, 0), 0);
+	ck_assert_uint_eq(zone_info(z).wp, start + slot);
+	check_pattern(start, slot, 71);
+	hold_release(&h);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(add.ret, 0);
+	ck_assert_int_eq(wbuf_flush_zone(wb, z), 0);
+	wbuf_destroy(wb);
+	ck_assert_uint_eq(zone_info(z).wp, start + 4 * slot);
+	check_pattern(start, 4 * slot, 71);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+END_TEST
+
 /* Destroying the buffer with slots still queued writes them and returns. One flusher holds
  * the zone's first slot in flight (a hook in its write) while the second waits behind it, so
  * the other flushers, woken by the destroy, find nothing to write and sleep again: the
@@ -272,4 +318,5 @@ void wbuf_tests(TCase *tc)
 	tcase_add_test(tc, t_wbuf_static_logs);
 	tcase_add_test(tc, t_wbuf_copy_outside_lock);
 	tcase_add_test(tc, t_wbuf_destroy_queued);
+	tcase_add_test(tc, t_wbuf_powercut_in_copy);
 }
