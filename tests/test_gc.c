@@ -542,6 +542,7 @@ START_TEST(t_reads_first)
 	printf("reads of %d: %ld of %ld zones free, foreground level %ld, target %ld: %ld bytes "
 	       "moved during the reads, %ld steps put off\n", read_cases[_i].read_size, h.free_z,
 	       h.main_z, h.fg, target, moved, yields);
+	fflush(stdout); /* the figures reach the log even when a check below fails */
 	ck_assert_int_gt(target, h.free_z); /* boosted */
 	if (read_cases[_i].past_half)
 		ck_assert_msg(2 * (target - h.free_z) > target - h.fg,
@@ -550,8 +551,10 @@ START_TEST(t_reads_first)
 		ck_assert_msg(target - h.fg >= 2 * (target - h.free_z),
 			      "the margin must be twice the shortfall");
 	/* A step may slip into a stall of both readers on a loaded machine, a victim's valid
-	 * blocks (1 MiB) at most each time: a few of them, against 10-21 MB without the rule. */
-	ck_assert_int_le(moved, 4 << 20);
+	 * blocks (1 MiB) at most each time: a few of them, against 10-21 MB without the rule.
+	 * CI's two cores, shared with another test, gave 4 KiB readers five such stalls in
+	 * 2.5 s once (5 MiB); six still fails a GC that ignores the readers. */
+	ck_assert_int_le(moved, 6 << 20);
 	ck_assert_int_gt(yields, 0);
 	half_dead_collected(&h, a, moved, pid);
 }
