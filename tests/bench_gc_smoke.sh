@@ -94,6 +94,13 @@ for r in rows:
         bad.append("%s: WAF %s, read p99 %s over %s reads" % (tag, r["waf"], r["read_p99_us"], r["reads"]))
     if r["workload"] == "uniform" and float(r["gc_MiB_migrated"]) <= 0:
         bad.append("%s: GC migrated nothing" % tag)
+    try:  # data moves by destination log: part of all moves (nodes go to the node logs)
+        to_logs = sum(float(r["gc_MiB_to_" + log]) for log in ("cold", "frozen", "hot"))
+        if to_logs > float(r["gc_MiB_migrated"]) + 3:
+            bad.append("%s: %.0f MiB moved to the data logs, %s migrated in all" %
+                       (tag, to_logs, r["gc_MiB_migrated"]))
+    except (KeyError, ValueError):
+        bad.append("%s: the MiB moved to each GC log are not numbers" % tag)
     png = os.path.join(sys.argv[2], "waf-%s-%s-%s-%s.png" % (r["version"], r["geometry"].replace(":", "-"),
                                                               r["workload"], r["fill_pct"]))
     if not (os.path.exists(png) and os.path.getsize(png) > 0):

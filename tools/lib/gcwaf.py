@@ -250,6 +250,9 @@ def run(a):
         "fill_gc_bytes_migrated": g1["bytes_migrated"] - s0["gc"]["bytes_migrated"],
         "zones_main": s2["zones"]["main"], "reserve_zones": s2.get("free_zone_reserve"),
     }
+    for log in GC_LOGS:  # builds before the frozen log do not report where moves went
+        if "bytes_moved_to" in g2:
+            out["gc_bytes_to_" + log] = g2["bytes_moved_to"][log] - g1["bytes_moved_to"][log]
     out["ratio_fifo"] = out["waf"] / out["fifo"]
     out["ratio_rate"] = out["overwrite_MiBps"] / out["fill_MiBps"] if out["fill_MiBps"] else 0.0
     out.update(timeline_figures(a.timeline))
@@ -286,10 +289,12 @@ def timeline_figures(path):
     return out
 
 
+GC_LOGS = ("cold", "frozen", "hot")  # the data logs GC moves to (zlfs-ctl stats: gc.bytes_moved_to)
 SUMMARY_COLS = ["version", "geometry", "workload", "fill_pct", "used_pct", "waf", "waf_last_third", "fifo",
                 "ratio_fifo", "fill_MiBps", "overwrite_MiBps", "ratio_rate", "read_p99_us", "read_p50_us",
                 "reads", "gc_MiB_migrated", "gc_zones_reclaimed", "gc_energy_j_per_reclaimed_gib",
-                "free_zones_mean", "free_zones_min", "share_boosted", "share_foreground", "overwrite_s"]
+                "free_zones_mean", "free_zones_min", "share_boosted", "share_foreground", "overwrite_s",
+                "gc_MiB_to_cold", "gc_MiB_to_frozen", "gc_MiB_to_hot"]
 
 
 def summary_row(j):
@@ -301,7 +306,9 @@ def summary_row(j):
             j["gc_zones_reclaimed"], "%.1f" % j["gc_energy_j_per_reclaimed_gib"],
             "%.1f" % j["free_zones_mean"], j["free_zones_min"],
             "%.2f" % j.get("phase_share_boosted", 0), "%.2f" % j.get("phase_share_foreground", 0),
-            "%.0f" % j["overwrite_s"]]
+            "%.0f" % j["overwrite_s"]] + [
+            "%.0f" % (j["gc_bytes_to_" + log] / MiB) if "gc_bytes_to_" + log in j else ""
+            for log in GC_LOGS]
 
 
 def summary(a):
