@@ -250,8 +250,8 @@ def run(a):
         "fill_gc_bytes_migrated": g1["bytes_migrated"] - s0["gc"]["bytes_migrated"],
         "zones_main": s2["zones"]["main"], "reserve_zones": s2.get("free_zone_reserve"),
     }
-    for log in GC_LOGS:  # builds before the frozen log do not report where moves went
-        if "bytes_moved_to" in g2:
+    if "bytes_moved_to" in g2:  # builds before the frozen log do not report where moves went
+        for log in GC_LOGS:
             out["gc_bytes_to_" + log] = g2["bytes_moved_to"][log] - g1["bytes_moved_to"][log]
     out["ratio_fifo"] = out["waf"] / out["fifo"]
     out["ratio_rate"] = out["overwrite_MiBps"] / out["fill_MiBps"] if out["fill_MiBps"] else 0.0
@@ -293,8 +293,8 @@ GC_LOGS = ("cold", "frozen", "hot")  # the data logs GC moves to (zlfs-ctl stats
 SUMMARY_COLS = ["version", "geometry", "workload", "fill_pct", "used_pct", "waf", "waf_last_third", "fifo",
                 "ratio_fifo", "fill_MiBps", "overwrite_MiBps", "ratio_rate", "read_p99_us", "read_p50_us",
                 "reads", "gc_MiB_migrated", "gc_zones_reclaimed", "gc_energy_j_per_reclaimed_gib",
-                "free_zones_mean", "free_zones_min", "share_boosted", "share_foreground", "overwrite_s",
-                "gc_MiB_to_cold", "gc_MiB_to_frozen", "gc_MiB_to_hot"]
+                "free_zones_mean", "free_zones_min", "share_boosted", "share_foreground", "overwrite_s"
+                ] + ["gc_MiB_to_" + log for log in GC_LOGS]
 
 
 def summary_row(j):
