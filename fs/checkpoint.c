@@ -98,6 +98,16 @@ int ckpt_write_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zlf
 	return ret;
 }
 
+/* What block I of a pack is: summaries, then orphan lists, then remap lists (TAIL last). */
+static enum zlfs_blk_kind ckpt_payload_kind(const struct zlfs_cp_info *cpi, uint32_t i)
+{
+	if (i <= cpi->nr_summaries)
+		return ZLFS_KIND_CP_SUMMARY;
+	if (i <= cpi->nr_summaries + cpi->nr_orphan_blocks)
+		return ZLFS_KIND_CP_ORPHAN;
+	return ZLFS_KIND_CP_REMAP;
+}
+
 /* Validate the pack whose head is at BLK of zone SLOT; LIMIT is the zone's written length in
  * blocks. 0 and CPI filled, or -EUCLEAN / an I/O error. */
 static int ckpt_read_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, int slot,
@@ -123,7 +133,7 @@ static int ckpt_read_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, int 
 			return ret;
 		if (i == cpi->pack_blocks - 1)
 			return zlfs_cp_tail_check(buf, sbi->seed, cpi->version, head_csum);
-		ret = zlfs_blk_verify(buf, sbi->seed, ZLFS_KIND_MAX);
+		ret = zlfs_blk_verify(buf, sbi->seed, ckpt_payload_kind(cpi, i));
 		if (ret || le64_get(h->cp_ver) != cpi->version)
 			return -EUCLEAN;
 	}
@@ -166,6 +176,7 @@ int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zl
 {
 	struct zlfs_cp_info *tmp = malloc(sizeof(*tmp));
 	uint8_t *buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	char why[200];
 	int ret = 0, slot;
 
 	if (!tmp || !buf) {
@@ -177,6 +188,12 @@ int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zl
 		ret = ckpt_scan_zone(dev, sbi, slot, buf, cpi, pos, tmp);
 	if (!ret && !cpi->version)
 		ret = -ENOENT;
+	/* A whole pack whose checksums hold but whose values do not fit the layout was written
+	 * by no zlfs: damage, never a reason to fall back to an older pack. */
+	if (!ret && zlfs_cp_check(sbi, cpi, why, sizeof(why))) {
+		zlog_err("checkpoint %llu is damaged: %s", (unsigned long long)cpi->version, why);
+		ret = -EUCLEAN;
+	}
 out:
 	free(tmp);
 	zdev_buf_free(buf);
@@ -261,8 +278,16 @@ static int ckpt_load_map(struct zlfs_fs *fs, uint8_t *buf)
 		ret = ckpt_meta_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
 		if (ret)
 			return ret;
-		for (j = 0; j < ZLFS_MAP_PER_BLOCK && i * ZLFS_MAP_PER_BLOCK + j < fs->nr_meta; j++)
-			fs->meta_addr[i * ZLFS_MAP_PER_BLOCK + j] = le32_get(m->addr[j]);
+		for (j = 0; j < ZLFS_MAP_PER_BLOCK && i * ZLFS_MAP_PER_BLOCK + j < fs->nr_meta; j++) {
+			uint32_t a = le32_get(m->addr[j]);
+
+			if (a != ZLFS_ADDR_NULL && !zlfs_addr_is_meta(&fs->sb, a)) {
+				zlog_err("meta map block %u: addr[%u] = %u is not a block of the meta "
+					 "area: run fsck.zlfs", i, j, a);
+				return -EUCLEAN;
+			}
+			fs->meta_addr[i * ZLFS_MAP_PER_BLOCK + j] = a;
+		}
 	}
 	return 0;
 }
@@ -279,7 +304,12 @@ static int ckpt_load_orphans(struct zlfs_fs *fs, uint8_t *buf, uint64_t off)
 		if (ret)
 			return ret;
 		for (i = 0; i < ZLFS_ORPHANS_PER_BLOCK && n < fs->cp.nr_orphans; i++, n++) {
-			ret = orphan_add(fs, le32_get(ob->ino[i]));
+			uint32_t ino = le32_get(ob->ino[i]);
+
+			ret = ino == ZLFS_NID_NULL ? -EUCLEAN : orphan_add(fs, ino);
+			if (ret == -EUCLEAN)
+				zlog_err("checkpoint orphan list: entry %u = %u is not an inode number "
+					 "below %u: run fsck.zlfs", n, ino, fs->sb.max_nid);
 			if (ret)
 				return ret;
 		}
@@ -301,12 +331,46 @@ static int ckpt_load_remaps(struct zlfs_fs *fs, uint8_t *buf, uint64_t off)
 		if (le16_get(rb->hdr.kind) != ZLFS_KIND_CP_REMAP)
 			return -EUCLEAN;
 		for (i = 0; i < ZLFS_REMAPS_PER_BLOCK && n < fs->cp.nr_remaps; i++, n++) {
-			ret = remap_set(fs, le32_get(rb->e[i].addr), le32_get(rb->e[i].nid),
-					le16_get(rb->e[i].ofs));
+			const struct zlfs_remap_entry *e = &rb->e[i];
+			char why[160];
+
+			if (!zlfs_addr_is_main(&fs->sb, le32_get(e->addr)) || !le32_get(e->nid) ||
+			    zlfs_sum_entry_check(&fs->sb, le32_get(e->nid), le16_get(e->ofs), why,
+						 sizeof(why))) {
+				zlog_err("checkpoint remap entry %u (block %u, nid %u, ofs %u) is "
+					 "damaged: run fsck.zlfs", n, le32_get(e->addr),
+					 le32_get(e->nid), le16_get(e->ofs));
+				return -EUCLEAN;
+			}
+			ret = remap_set(fs, le32_get(e->addr), le32_get(e->nid), le16_get(e->ofs));
 			if (ret)
 				return ret;
 		}
 	}
+	return 0;
+}
+
+/* An open segment's summary in the pack: of an open log with a segment under way, one per
+ * log, every entry within the format's limits. */
+static int ckpt_summary_check(struct zlfs_fs *fs, uint32_t t, const struct zlfs_summary *sum,
+			      uint8_t *seen)
+{
+	char why[160] = "";
+	uint32_t i;
+
+	if (t >= ZLFS_NR_LOG_TYPES || fs->cp.logs[t].zone == ZLFS_ZONE_NONE ||
+	    !(fs->cp.logs[t].next_blk % fs->sb.seg_blocks) || seen[t]) {
+		zlog_err("checkpoint summary block for log %u: no open segment of that log needs "
+			 "one (or it came twice): run fsck.zlfs", t);
+		return -EUCLEAN;
+	}
+	seen[t] = 1;
+	for (i = 0; i < ZLFS_SUM_ENTRIES; i++)
+		if (zlfs_sum_entry_check(&fs->sb, le32_get(sum->nid[i]), le16_get(sum->ofs[i]), why,
+					 sizeof(why))) {
+			zlog_err("checkpoint summary of log %u, entry %u: %s: run fsck.zlfs", t, i, why);
+			return -EUCLEAN;
+		}
 	return 0;
 }
 
@@ -315,6 +379,7 @@ static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
 {
 	uint64_t base = (uint64_t)fs->sb.cp_zone[fs->cp_pos.slot] * fs->sb.zone_size +
 			(uint64_t)fs->cp_pos.blk * ZLFS_BLOCK_SIZE;
+	uint8_t seen[ZLFS_NR_LOG_TYPES] = {0};
 	uint32_t i, t;
 	int ret;
 
@@ -328,8 +393,9 @@ static int ckpt_load_logs(struct zlfs_fs *fs, uint8_t *buf)
 		if (ret)
 			return ret;
 		t = le32_get(((struct zlfs_blkhdr *)buf)->index);
-		if (t >= ZLFS_NR_LOG_TYPES)
-			return -EUCLEAN;
+		ret = ckpt_summary_check(fs, t, (const void *)buf, seen);
+		if (ret)
+			return ret;
 		memcpy(&fs->logs[t].sum, buf, ZLFS_BLOCK_SIZE);
 	}
 	ret = ckpt_load_orphans(fs, buf, base + (uint64_t)(1 + i) * ZLFS_BLOCK_SIZE);
@@ -368,7 +434,8 @@ int ckpt_load(struct zlfs_fs *fs, size_t budget)
 	int ret = ckpt_read_newest(fs->dev, &fs->sb, &fs->cp, &fs->cp_pos);
 
 	if (ret) {
-		zlog_err("no valid checkpoint found (%s): run fsck.zlfs", strerror(-ret));
+		if (ret != -EUCLEAN) /* damage has been named already */
+			zlog_err("no valid checkpoint found (%s): run fsck.zlfs", strerror(-ret));
 		return ret;
 	}
 	fs->cp_ver = fs->cp.version + 1;

@@ -483,6 +483,18 @@ uint32_t nid_resume_point(struct zlfs_fs *fs);
 /* Get the node page of NID (read and verified on a miss); put it back with node_put. The
  * caller holds the lock of the inode NID belongs to (shared at least). */
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
+/* node_get for a pointer inside INO's tree: the node must be a KIND of inode INO at node
+ * offset OFS (NODE_OFS_ANY: any), or it is damage (-EUCLEAN, logged): a pointer to another
+ * file's node, or to a node of another level, must never be followed, let alone written. */
+#define NODE_OFS_ANY UINT32_MAX
+int node_get_as(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
+		uint32_t ofs, struct node_page **np);
+/* The checks a node block read for NID must pass (checksum, then format_check.c's): 0, or
+ * -EUCLEAN with the reason in WHY. */
+int node_block_check(struct zlfs_fs *fs, uint32_t nid, const void *buf, char *why, size_t len);
+/* Why NID's block on the device is refused (for fsck's report): its check's reason in WHY,
+ * and 0 if it is in fact fine. */
+int node_explain(struct zlfs_fs *fs, uint32_t nid, char *why, size_t len);
 /* A fresh zeroed page for a newly allocated NID of KIND, dirty. */
 int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
 	     struct node_page **np);

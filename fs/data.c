@@ -93,7 +93,7 @@ static int child_get(struct zlfs_fs *fs, struct node_page *parent, uint32_t slot
 	int ret;
 
 	if (nid) {
-		ret = node_get(fs, nid, out);
+		ret = node_get_as(fs, nid, ino, last ? ZLFS_KIND_DNODE : ZLFS_KIND_INDNODE, ofs, out);
 		if (!ret)
 			node_set_hot(fs, *out, parent->hot);
 		return ret;
@@ -669,15 +669,29 @@ struct drange {
 	uint64_t from, to;
 };
 
-/* Drop [R->from, R->to) from the subtree of node NID covering [BASE, BASE + span), where
- * DEPTH counts node levels below it (0: a direct node). */
-static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, int depth,
-		      uint64_t base, const struct drange *r)
+uint32_t data_child_ofs(uint32_t ofs, uint32_t i)
+{
+	static const uint32_t of_inode[ZLFS_INODE_NIDS] = {1, 2, 3, 4, 5 + 2 * NA};
+
+	if (ofs == 0)
+		return i < ZLFS_INODE_NIDS ? of_inode[i] : UINT32_MAX;
+	if (ofs == 3 || ofs == 4) /* the inode's indirect nodes: direct children */
+		return 5 + (ofs - 3) * NA + i;
+	if (ofs == 5 + 2 * NA) /* the double-indirect node: indirect children */
+		return 6 + 2 * NA + i;
+	return 6 + 3 * NA + (ofs - (6 + 2 * NA)) * NA + i; /* their direct children */
+}
+
+/* Drop [R->from, R->to) from the subtree of node NID (at node offset OFS) covering
+ * [BASE, BASE + span), where DEPTH counts node levels below it (0: a direct node). */
+static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, uint32_t ofs,
+		      int depth, uint64_t base, const struct drange *r)
 {
 	struct node_page *np;
 	uint64_t span = 1;
 	uint32_t i;
-	int d, ret = node_get(fs, nid, &np);
+	int d, ret = node_get_as(fs, nid, inode->nid, depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE,
+				 ofs, &np);
 
 	if (ret)
 		return ret;
@@ -695,7 +709,7 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 			node_dirty(fs, np);
 			continue;
 		}
-		ret = trunc_node(fs, inode, child, depth - 1, cb, r);
+		ret = trunc_node(fs, inode, child, data_child_ofs(ofs, i), depth - 1, cb, r);
 		if (!ret && cb >= r->from && cb + span <= r->to) {
 			node_free(fs, child);
 			*slot = 0;
@@ -730,7 +744,7 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 
 		if (!nid || end[k] <= r->from || base[k] >= r->to)
 			continue;
-		ret = trunc_node(fs, inode, nid, depth[k], base[k], r);
+		ret = trunc_node(fs, inode, nid, data_child_ofs(0, (uint32_t)k), depth[k], base[k], r);
 		if (!ret && base[k] >= r->from && end[k] <= r->to) {
 			node_free(fs, nid);
 			in->nid[k] = 0;

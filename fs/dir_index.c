@@ -48,7 +48,9 @@ struct dindex *dix_new(uint32_t names)
 	struct dindex *ix = malloc(sizeof(*ix));
 	uint32_t bits = 6;
 
-	while (bits < 30 && (1u << bits) < names * 2)
+	/* NAMES comes from the inode: a hint, sized for at most a million names up front (the
+	 * table grows as names are inserted), so a damaged count cannot ask for gigabytes. */
+	while (bits < 21 && (1ULL << bits) < (uint64_t)names * 2)
 		bits++;
 	if (ix && dix_alloc(ix, bits)) {
 		free(ix);

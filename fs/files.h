@@ -56,6 +56,9 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	     struct dref *ref);
 /* The pointer at SLOT of node or inode NP (a data address, or a child nid). */
 le32 *node_slot(struct node_page *np, uint32_t slot);
+/* The node offset ("ofs", format.h) of child I of the node at offset OFS; of an inode (OFS 0),
+ * I counts its five node ids. */
+uint32_t data_child_ofs(uint32_t ofs, uint32_t i);
 /* Block address of file block IDX (ZLFS_ADDR_NULL for a hole, reserved ones included). */
 int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr);
 /* Append BUF as file block IDX to log TYPE and point the file at it. */
@@ -147,6 +150,11 @@ int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, si
 		 uint32_t ino, uint8_t type);
 int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fill_fn fill,
 		void *arg);
+/* For the consistency check: every entry of DIR from the start, a damaged block told to BAD
+ * (its index and why it was refused; BAD's nonzero return stops the walk) and skipped. */
+typedef int (*dir_bad_fn)(void *arg, uint32_t blk, const char *why);
+int dir_iterate_check(struct zlfs_fs *fs, struct node_page *dir, dir_fill_fn fill,
+		      dir_bad_fn bad, void *arg);
 /* Write cached directory blocks that changed; called before a checkpoint. */
 int dir_flush(struct zlfs_fs *fs);
 /* The directory cache, made at mount before any request can race to make it. */

@@ -186,46 +186,6 @@ static void sb_decode_fields(const struct zlfs_super *d, struct zlfs_sb_info *s)
 	s->seed = zlfs_csum_seed(s->uuid);
 }
 
-static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
-
-/* The layout must be self-consistent and inside the device before anyone trusts it. */
-static int sb_check_layout(const struct zlfs_sb_info *s)
-{
-	uint64_t zone_blocks = s->zone_size / ZLFS_BLOCK_SIZE;
-	uint64_t meta_end = (uint64_t)s->meta_zone_first + s->meta_zones;
-	uint64_t main_end = (uint64_t)s->main_zone_first + s->main_zones;
-	int i;
-
-	if (s->block_size != ZLFS_BLOCK_SIZE || !s->dev_lblock_size ||
-	    ZLFS_BLOCK_SIZE % s->dev_lblock_size)
-		return -EUCLEAN;
-	if (!zone_blocks || s->zone_size % ZLFS_BLOCK_SIZE || s->zone_capacity > s->zone_size)
-		return -EUCLEAN;
-	if (!is_pow2(s->seg_blocks) || s->seg_blocks < ZLFS_SEG_BLOCKS_MIN ||
-	    s->seg_blocks > ZLFS_SEG_BLOCKS_MAX || !s->segs_per_zone ||
-	    (uint64_t)s->segs_per_zone * s->seg_blocks * ZLFS_BLOCK_SIZE > s->zone_capacity)
-		return -EUCLEAN;
-	for (i = 0; i < 2; i++)
-		if (s->sb_zone[i] >= s->meta_zone_first || s->cp_zone[i] >= s->meta_zone_first)
-			return -EUCLEAN;
-	if (meta_end > s->main_zone_first || main_end != s->nr_zones || !s->main_zones)
-		return -EUCLEAN;
-	if (main_end * zone_blocks > ZLFS_MAX_BLOCKS)
-		return -EUCLEAN;
-	/* A log count the record's revision, or this reader's, does not define is damage. */
-	if (!zlfs_nr_logs_valid(s->nr_logs, s->revision < zlfs_reader_revision() ?
-						   s->revision : zlfs_reader_revision()))
-		return -EUCLEAN;
-	if (!s->max_nid || s->root_ino == ZLFS_NID_NULL || s->root_ino >= s->max_nid)
-		return -EUCLEAN;
-	if ((uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK < s->max_nid ||
-	    (uint64_t)s->sit_blocks * ZLFS_SIT_PER_BLOCK < zlfs_main_segments(s))
-		return -EUCLEAN;
-	if ((uint64_t)s->nat_blocks + s->sit_blocks > (uint64_t)ZLFS_CP_MAP_MAX * ZLFS_MAP_PER_BLOCK)
-		return -EUCLEAN;
-	return 0;
-}
-
 int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 {
 	const struct zlfs_super *d = block;
@@ -239,7 +199,7 @@ int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 	sb_decode_fields(d, s); /* filled even when refused below: the caller explains why */
 	if (zlfs_sb_compat(s, zlfs_reader_revision(), NULL, 0) < 0)
 		return -EPROTONOSUPPORT;
-	return sb_check_layout(s);
+	return zlfs_sb_check_layout(s, NULL, 0);
 }
 
 /* ---- revisions and features ------------------------------------------------------------ */

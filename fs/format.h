@@ -530,6 +530,59 @@ void zlfs_cp_tail_encode(uint64_t version, uint64_t head_csum, uint64_t seed, vo
 /* 0 when TAIL closes the pack whose head has VERSION and HEAD_CSUM. */
 int zlfs_cp_tail_check(const void *block, uint64_t seed, uint64_t version, uint64_t head_csum);
 
+/* ---- limits: the legal range of every value read from a device (format_check.c) -----------
+ * A device is input and may be hostile. Each decoder calls the check for what it decoded before
+ * anything else uses it; each check answers 0 or -EUCLEAN and, in WHY (may be NULL), one line
+ * naming the field, its value and its range. docs/format.md, "Limits", lists them all. */
+
+#define ZLFS_DIR_DEPTH_MAX 22u  /* hash levels of a directory (dir.c never grows past it) */
+/* Entries a directory of the deepest layout can hold: 2 blocks per bucket, 2^L buckets in
+ * level L, every slot a name. */
+#define ZLFS_DIR_ENTRIES_MAX (2u * ((1u << ZLFS_DIR_DEPTH_MAX) - 1u) * ZLFS_DENTRY_SLOTS)
+#define ZLFS_XATTR_INDEX_MAX 3u /* user, trusted, security */
+/* Node ids: mkfs gives one per 8 blocks, at most 2^28, rounded up to whole NAT blocks. */
+#define ZLFS_MAX_NID (((1u << 28) / ZLFS_NAT_PER_BLOCK + 1u) * ZLFS_NAT_PER_BLOCK)
+/* Blocks a file's tree addresses (data.c), and so its largest size in bytes. */
+#define ZLFS_FILE_MAX_BLOCKS                                                                   \
+	((uint64_t)ZLFS_INODE_ADDRS + 2ULL * ZLFS_NODE_ADDRS +                                 \
+	 2ULL * ZLFS_NODE_ADDRS * ZLFS_NODE_ADDRS +                                            \
+	 (uint64_t)ZLFS_NODE_ADDRS * ZLFS_NODE_ADDRS * ZLFS_NODE_ADDRS)
+#define ZLFS_FILE_MAX_BYTES (ZLFS_FILE_MAX_BLOCKS * ZLFS_BLOCK_SIZE)
+/* scrypt's cost, bounded so that a crafted superblock cannot make a mount take hours or
+ * gigabytes: mkfs.zlfs's strongest choice is within it. */
+#define ZLFS_SCRYPT_N_MAX (1ULL << 22)
+#define ZLFS_SCRYPT_RP_MAX 64u
+#define ZLFS_SCRYPT_MEM_MAX (1ULL << 30)
+
+/* Blocks of a zone that may be written: zone_capacity in blocks. */
+uint32_t zlfs_cap_blocks(const struct zlfs_sb_info *sbi);
+/* ADDR is a block of a main-area segment that may hold data or a node (not a summary slot,
+ * not past the zone's capacity). */
+int zlfs_addr_is_main(const struct zlfs_sb_info *sbi, uint32_t addr);
+/* ADDR is a block of the meta area below its zone's capacity. */
+int zlfs_addr_is_meta(const struct zlfs_sb_info *sbi, uint32_t addr);
+/* A data pointer: null, a main-area block, or a reservation (FALLOC feature). */
+int zlfs_data_ptr_ok(const struct zlfs_sb_info *sbi, uint32_t addr);
+/* Log type TYPE has a log of its own in a layout of NR_LOGS (the others fold into it). */
+int zlfs_log_active(uint32_t nr_logs, uint32_t type);
+/* The superblock's layout against itself (zlfs_sb_decode runs it). */
+int zlfs_sb_check_layout(const struct zlfs_sb_info *sbi, char *why, size_t len);
+/* A checkpoint head against the layout. */
+int zlfs_cp_check(const struct zlfs_sb_info *sbi, const struct zlfs_cp_info *cpi, char *why,
+		  size_t len);
+int zlfs_nat_entry_check(const struct zlfs_sb_info *sbi, uint32_t nid, uint32_t addr,
+			 uint32_t ino, char *why, size_t len);
+int zlfs_sit_entry_check(const struct zlfs_sb_info *sbi, uint32_t segno,
+			 const struct zlfs_sit_entry *e, char *why, size_t len);
+/* A segment summary entry (or a remap entry): the owner nid and its slot. */
+int zlfs_sum_entry_check(const struct zlfs_sb_info *sbi, uint32_t nid, uint16_t ofs, char *why,
+			 size_t len);
+/* A node block read for NID, of any node kind: its header and every field its kind has. */
+int zlfs_node_check(const struct zlfs_sb_info *sbi, uint32_t nid, const void *blk, char *why,
+		    size_t len);
+/* A directory block: bitmap, and every entry's name length, slots, inode and type. */
+int zlfs_dentry_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
+
 /* Geometry helpers shared by mkfs, the daemon and fsck. */
 static inline uint32_t zlfs_zone_blocks(const struct zlfs_sb_info *sbi)
 {

@@ -274,7 +274,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	if (ret)
 		reply_err(req, ret);
 	else
-		fuse_reply_buf(req, (const char *)q.p.buf + q.p.skip, q.p.len);
+		fuse_reply_buf(req, q.p.len ? (const char *)q.p.buf + q.p.skip : NULL, q.p.len);
 	if (q.p.ahead.n && with_inode(z, NULL, ino, 0, ahead_fn, &q.p.ahead))
 		ra_cancel(z->fs, fino(ino), &q.p.ahead);
 	read_leave(z, size); /* after the read-ahead: its device reads are the reader's too */
@@ -439,17 +439,22 @@ static int may_write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, v
 void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
 		 size_t in_size)
 {
-	const struct zlfs_ioc_range *r = in_buf;
+	struct zlfs_ioc_range r = {0};
 	struct zfuse *z = zf(req);
 	int mode = cmd == ZLFS_IOC_COLLAPSE_RANGE ? FALLOC_FL_COLLAPSE_RANGE : FALLOC_FL_INSERT_RANGE;
-	int ret = in_size < sizeof(*r) || r->off > INT64_MAX || r->len > INT64_MAX ? -EINVAL : 0;
+	int ret = in_buf && in_size >= sizeof(r) ? 0 : -EINVAL;
+
+	if (!ret) /* the caller's bytes, copied: FUSE promises no alignment */
+		memcpy(&r, in_buf, sizeof(r));
+	if (!ret && (r.off > INT64_MAX || r.len > INT64_MAX))
+		ret = -EINVAL;
 
 	if (!ret && z->opts.writeback_cache)
 		ret = -EOPNOTSUPP; /* dirty pages in the kernel would land at their old offsets */
 	if (!ret)
 		ret = with_inode(z, req, ino, 0, may_write_fn, NULL);
 	if (!ret)
-		ret = fallocate_any(z, req, ino, mode, (off_t)r->off, (off_t)r->len);
+		ret = fallocate_any(z, req, ino, mode, (off_t)r.off, (off_t)r.len);
 	if (!ret) /* the data moved under the kernel's cached pages and size */
 		fuse_lowlevel_notify_inval_inode(z->se, ino, 0, 0);
 	if (ret)

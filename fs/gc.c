@@ -299,6 +299,13 @@ static int gc_victim_step(struct zlfs_fs *fs, uint32_t budget)
 	if (!ret)
 		ret = gc_step_blocks(fs, budget);
 	zrw_unlock(&fs->cp_lock);
+	if (ret == -EUCLEAN && !ATOMIC_GET(&fs->readonly)) {
+		/* A summary, a SIT bit or an owner that contradict each other: moving more would
+		 * build on them, and the next pass would pick the same victim again. */
+		zlog_err("GC met damaged metadata in zone %u; filesystem switched to read-only: "
+			 "run fsck.zlfs", fs->gc.victim);
+		ATOMIC_SET(&fs->readonly, 1);
+	}
 	if (ret < 0)
 		gc_drop_victim(fs, 0);
 	else if (!ret || fs->gc.cursor >= fs->sb.segs_per_zone * fs->sb.seg_blocks)

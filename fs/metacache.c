@@ -120,26 +120,44 @@ static struct mpage *mc_evict(struct mcache *c)
 	return NULL;
 }
 
-static void nat_decode(struct mpage *p, const struct zlfs_nat_block *nb)
+/* NAT block BLK: every entry names a main-area block and an inode of this filesystem. */
+static int nat_decode(const struct zlfs_fs *fs, struct mpage *p, uint32_t blk,
+		      const struct zlfs_nat_block *nb)
 {
+	char why[160];
+
 	for (uint32_t i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
-		p->u.nat[i].blkaddr = le32_get(nb->e[i].blkaddr);
-		p->u.nat[i].ino = le32_get(nb->e[i].ino);
-		p->u.nat[i].version = le32_get(nb->e[i].version);
+		struct nat_ent *e = &p->u.nat[i];
+
+		e->blkaddr = le32_get(nb->e[i].blkaddr);
+		e->ino = le32_get(nb->e[i].ino);
+		e->version = le32_get(nb->e[i].version);
+		if (zlfs_nat_entry_check(&fs->sb, blk * ZLFS_NAT_PER_BLOCK + i, e->blkaddr, e->ino,
+					 why, sizeof(why))) {
+			zlog_err("NAT block %u is damaged: %s", blk, why);
+			return -EUCLEAN;
+		}
 	}
+	return 0;
 }
 
-static int sit_decode(const struct zlfs_fs *fs, struct mpage *p, const struct zlfs_sit_block *sb)
+static int sit_decode(const struct zlfs_fs *fs, struct mpage *p, uint32_t blk,
+		      const struct zlfs_sit_block *sb)
 {
+	char why[160];
+
 	for (uint32_t i = 0; i < ZLFS_SIT_PER_BLOCK; i++) {
 		struct seg_ent *se = &p->u.sit[i];
 
+		if (zlfs_sit_entry_check(&fs->sb, blk * ZLFS_SIT_PER_BLOCK + i, &sb->e[i], why,
+					 sizeof(why))) {
+			zlog_err("SIT block %u is damaged: %s", blk, why);
+			return -EUCLEAN;
+		}
 		se->valid = le16_get(sb->e[i].valid);
 		se->log = sb->e[i].log;
 		se->mtime = le64_get(sb->e[i].mtime);
 		memcpy(se->bitmap, sb->e[i].bitmap, sizeof(se->bitmap));
-		if (se->valid > fs->sb.seg_blocks - 1)
-			return -EUCLEAN;
 	}
 	return 0;
 }
@@ -160,11 +178,9 @@ static int mc_fill(struct zlfs_fs *fs, struct mcache *c, struct mpage *p, uint32
 	ret = ckpt_meta_read(fs, addr, c->iobuf, c->kind, c->base + blk);
 	if (ret)
 		return ret;
-	if (c->kind == ZLFS_KIND_NAT) {
-		nat_decode(p, (const void *)c->iobuf);
-		return 0;
-	}
-	return sit_decode(fs, p, (const void *)c->iobuf);
+	if (c->kind == ZLFS_KIND_NAT)
+		return nat_decode(fs, p, blk, (const void *)c->iobuf);
+	return sit_decode(fs, p, blk, (const void *)c->iobuf);
 }
 
 static int c_err(const struct mcache *c) { return c->err ? c->err : -EIO; }
@@ -335,22 +351,26 @@ int sit_scan(struct zlfs_fs *fs)
 	return 0;
 }
 
+/* Every NAT and SIT block the checkpoint references reads, checksums and decodes. */
 int mcache_verify_all(struct zlfs_fs *fs)
 {
+	struct mpage *p = malloc(sizeof(*p));
 	uint32_t b;
-	int ret;
+	int ret = p ? 0 : -ENOMEM;
 
-	for (b = 0; b < fs->nr_meta; b++) {
+	for (b = 0; !ret && b < fs->nr_meta; b++) {
 		int sit = b >= fs->sb.nat_blocks;
 
 		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
 			continue;
 		ret = ckpt_meta_read(fs, fs->meta_addr[b], fs->iobuf,
 				     sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, b);
-		if (ret)
-			return ret;
+		if (!ret)
+			ret = sit ? sit_decode(fs, p, b - fs->sb.nat_blocks, (const void *)fs->iobuf)
+				  : nat_decode(fs, p, b, (const void *)fs->iobuf);
 	}
-	return 0;
+	free(p);
+	return ret;
 }
 
 /* ---- setup ---------------------------------------------------------------------------------- */

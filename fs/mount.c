@@ -66,12 +66,15 @@ static void log_trim_summary(struct zlfs_fs *fs, struct zlog_state *l, uint32_t 
 
 	if (l->next_blk / seg != cp_blk / seg) {
 		memset(&l->sum, 0, sizeof(l->sum));
+		l->nr_entries = 0;
 		return;
 	}
 	for (i = cp_blk % seg; i < seg - 1; i++) {
 		l->sum.nid[i] = 0;
 		l->sum.ofs[i] = 0;
 	}
+	if (l->nr_entries > cp_blk % seg)
+		l->nr_entries = cp_blk % seg;
 }
 
 static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)

@@ -16,6 +16,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,16 +299,26 @@ static int node_is_kind(unsigned kind)
 	       kind == ZLFS_KIND_XATTR;
 }
 
-static int node_check(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, const void *buf)
+/* A node block as read: checksum, then every field against the format's limits, so that
+ * nothing above reads past a buffer or loops on what it holds. */
+int node_block_check(struct zlfs_fs *fs, uint32_t nid, const void *buf, char *why, size_t len)
 {
-	const struct zlfs_blkhdr *h = buf;
 	int ret = zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX);
 
-	if (!ret && (!node_is_kind(le16_get(h->kind)) || le32_get(h->index) != nid))
-		ret = -EUCLEAN;
+	if (ret) {
+		snprintf(why, len, "%s", ret == -EUCLEAN ? "bad checksum or magic" : "wrong kind");
+		return -EUCLEAN;
+	}
+	return zlfs_node_check(&fs->sb, nid, buf, why, len);
+}
+
+static int node_check(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, const void *buf)
+{
+	char why[200];
+	int ret = node_block_check(fs, nid, buf, why, sizeof(why));
+
 	if (ret)
-		zlog_err("node %u at block %u is damaged (%s): run fsck.zlfs", nid, addr,
-			 strerror(-ret));
+		zlog_err("node %u at block %u is damaged (%s): run fsck.zlfs", nid, addr, why);
 	return ret;
 }
 
@@ -336,9 +347,11 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	struct node_page *np;
 	struct nat_ent e;
 
+	char why[8]; /* a block read ahead that does not check is simply not kept */
+
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
 	    ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
-	    zlfs_blk_verify(buf, fs->sb.seed, ZLFS_KIND_MAX) || ncache_add(fs, nid, &np))
+	    node_block_check(fs, nid, buf, why, sizeof(why)) || ncache_add(fs, nid, &np))
 		return;
 	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
 	np->refs = 0;
@@ -423,6 +436,44 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	if (!ret)
 		*out = np;
 	return ret;
+}
+
+int node_explain(struct zlfs_fs *fs, uint32_t nid, char *why, size_t len)
+{
+	uint8_t *buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	struct nat_ent e;
+	int ret = buf ? nat_get(fs, nid, &e) : -ENOMEM;
+
+	snprintf(why, len, "unreadable");
+	if (!ret && (e.blkaddr == ZLFS_ADDR_NULL || e.blkaddr == ZLFS_ADDR_NEW))
+		ret = -ENOENT;
+	if (!ret)
+		ret = seg_read(fs, e.blkaddr, buf);
+	if (!ret)
+		ret = node_block_check(fs, nid, buf, why, len);
+	zdev_buf_free(buf);
+	return ret;
+}
+
+int node_get_as(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,
+		uint32_t ofs, struct node_page **out)
+{
+	const struct zlfs_node *n;
+	int ret = node_get(fs, nid, out);
+
+	if (ret)
+		return ret == -ENOENT ? -EUCLEAN : ret; /* a pointer to a free node is damage */
+	n = (*out)->buf;
+	if (le16_get(n->hdr.kind) == kind && le32_get(n->hdr.ino) == ino &&
+	    (ofs == NODE_OFS_ANY || le32_get(n->ofs) == ofs))
+		return 0;
+	zlog_err("inode %u points to node %u, but that is a %s of inode %u (offset %u), not "
+		 "its %s%s: run fsck.zlfs", ino, nid, zlfs_kind_name(le16_get(n->hdr.kind)),
+		 le32_get(n->hdr.ino), le32_get(n->ofs), zlfs_kind_name(kind),
+		 ofs == NODE_OFS_ANY ? "" : " at that offset");
+	node_put_unchanged(fs, *out);
+	*out = NULL;
+	return -EUCLEAN;
 }
 
 int node_new(struct zlfs_fs *fs, uint32_t nid, uint32_t ino, enum zlfs_blk_kind kind,

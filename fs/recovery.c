@@ -89,6 +89,7 @@ static int is_new_node(const struct rec *r, const void *blk)
 static int collect(struct rec *r, const void *blk, uint32_t addr)
 {
 	const struct zlfs_blkhdr *h = blk;
+	char why[200];
 	int ret;
 
 	if (le64_get(h->seq) > r->max_seq)
@@ -96,6 +97,14 @@ static int collect(struct rec *r, const void *blk, uint32_t addr)
 	if (!is_new_node(r, blk) || le32_get(h->index) >= r->fs->sb.max_nid ||
 	    !le32_get(h->index) || le32_get(h->ino) >= r->fs->sb.max_nid)
 		return 0;
+	/* Written by this filesystem for the coming checkpoint (the checksum holds), yet out of
+	 * the format's limits: damage, which no mount may roll forward or silently drop. */
+	if (zlfs_node_check(&r->fs->sb, le32_get(h->index), blk, why, sizeof(why))) {
+		zlog_err("recovery: node %u at block %u, written after checkpoint %llu, is damaged "
+			 "(%s): run fsck.zlfs", le32_get(h->index), addr,
+			 (unsigned long long)r->fs->cp.version, why);
+		return -EUCLEAN;
+	}
 	ret = grow((void **)&r->nodes, &r->cap_nodes, r->nnodes + 1, sizeof(*r->nodes));
 	if (ret)
 		return ret;
@@ -249,6 +258,7 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 {
 	struct zlfs_fs *fs = r->fs;
 	struct nat_ent e;
+	char why[200];
 	uint32_t old;
 	int ret = nat_get(fs, rn->nid, &e);
 
@@ -260,8 +270,9 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 		ret = zdev_read(fs->dev, r->old, ZLFS_BLOCK_SIZE, (uint64_t)old * ZLFS_BLOCK_SIZE);
 	if (ret)
 		return ret;
-	if (old != ZLFS_ADDR_NULL && zlfs_blk_verify(r->old, fs->sb.seed, ZLFS_KIND_MAX)) {
-		zlog_err("recovery: node %u's checkpointed copy at block %u is damaged", rn->nid, old);
+	if (old != ZLFS_ADDR_NULL && node_block_check(fs, rn->nid, r->old, why, sizeof(why))) {
+		zlog_err("recovery: node %u's checkpointed copy at block %u is damaged (%s)",
+			 rn->nid, old, why);
 		return -EUCLEAN;
 	}
 	ret = diff_data(r, rn->nid, old != ZLFS_ADDR_NULL ? r->old : NULL, r->buf);

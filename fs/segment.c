@@ -31,12 +31,14 @@ uint32_t seg_usable_per_zone(const struct zlfs_fs *fs)
 	return fs->sb.segs_per_zone * (fs->sb.seg_blocks - 1);
 }
 
-/* Main-area zone index of ADDR, or -1 if ADDR is not in the main area. */
+/* Main-area zone index of ADDR, or -1 if ADDR is not a block of a main-area segment (past
+ * a zone's segments it would name another zone's segment, or one past the SIT). */
 static int64_t main_zone_of(const struct zlfs_fs *fs, uint32_t addr)
 {
 	uint32_t zone = addr / zone_blocks(fs);
 
-	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones)
+	if (zone < fs->sb.main_zone_first || zone >= fs->sb.nr_zones ||
+	    addr % zone_blocks(fs) >= fs->sb.segs_per_zone * fs->sb.seg_blocks)
 		return -1;
 	return zone - fs->sb.main_zone_first;
 }
@@ -75,7 +77,8 @@ static void seg_mark_locked(struct zlfs_fs *fs, uint32_t addr, int valid, uint64
 		return; /* read-only from here: nothing will be written with this count */
 	if (!valid && fs->remap)
 		remap_drop_locked(fs, addr); /* a dead or moved block needs no owner */
-	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid) {
+	if (!!(se->bitmap[bit / 8] & (1u << (bit % 8))) == !!valid || (!valid && !se->valid) ||
+	    (valid && se->valid >= fs->sb.seg_blocks - 1)) {
 		zlog_err("segment %u block %u already %s: accounting error", segno, bit,
 			 valid ? "valid" : "invalid");
 		return;

@@ -11,6 +11,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +32,10 @@ int zlfs_first_seq_zone(struct zdev *dev)
 	return -ENODEV;
 }
 
-/* Decode the record at the start of ZONE: 0, -ENOENT when the zone holds none. */
-static int sb_read_zone(struct zdev *dev, uint32_t zone, void *buf, struct zlfs_sb_info *sbi)
+/* Decode the record at the start of ZONE: 0, -ENOENT when the zone holds none. *WHOLE is set
+ * when the record's checksum holds, whatever else is wrong with it. */
+static int sb_read_zone(struct zdev *dev, uint32_t zone, void *buf, struct zlfs_sb_info *sbi,
+			int *whole)
 {
 	struct zdev_zone z;
 	int ret = zdev_report_one(dev, zone, &z);
@@ -47,13 +50,56 @@ static int sb_read_zone(struct zdev *dev, uint32_t zone, void *buf, struct zlfs_
 		return ret;
 	if (le32_get(((const struct zlfs_blkhdr *)buf)->magic) != ZLFS_MAGIC)
 		return -ENOENT;
+	*whole = !zlfs_blk_verify(buf, zlfs_csum_seed(((const struct zlfs_super *)buf)->uuid),
+				  ZLFS_KIND_SUPER);
 	return zlfs_sb_decode(buf, sbi);
+}
+
+/* The layout was made for a device: this one must still be it (zone size, enough zones, each
+ * zone the layout uses sequential and at least as large as the capacity it was given). The
+ * superblock is found in the first two sequential zones, so it must say it lies there. */
+int zlfs_sb_check_device(struct zdev *dev, const struct zlfs_sb_info *sbi, char *why, size_t len)
+{
+	const struct zdev_geometry *g = zdev_geometry(dev);
+	struct zdev_zone *zones;
+	int first = zlfs_first_seq_zone(dev), ret = 0;
+	uint32_t i;
+
+	if (g->zone_size != sbi->zone_size || g->nr_zones < sbi->nr_zones) {
+		snprintf(why, len, "superblock zone_size = %llu, nr_zones = %u; the device has %u "
+			 "zones of %llu bytes", (unsigned long long)sbi->zone_size, sbi->nr_zones,
+			 g->nr_zones, (unsigned long long)g->zone_size);
+		return -EUCLEAN;
+	}
+	if (first < 0 || sbi->sb_zone[0] != (uint32_t)first) {
+		snprintf(why, len, "superblock sb_zone[0] = %u, but the device's first sequential "
+			 "zone is %d", sbi->sb_zone[0], first);
+		return -EUCLEAN;
+	}
+	zones = calloc(sbi->nr_zones, sizeof(*zones));
+	if (!zones)
+		return -ENOMEM;
+	ret = zdev_report(dev, 0, sbi->nr_zones, zones);
+	for (i = (uint32_t)first; !ret && i < sbi->nr_zones; i++) {
+		int gone = zones[i].cond == ZDEV_COND_OFFLINE || zones[i].cond == ZDEV_COND_RDONLY;
+
+		if (zones[i].type != ZDEV_ZONE_SEQ || (!gone && zones[i].capacity < sbi->zone_capacity)) {
+			snprintf(why, len, "zone %u is %s with a capacity of %llu bytes; the superblock "
+				 "needs sequential zones of at least zone_capacity = %llu", i,
+				 zdev_type_name(zones[i].type), (unsigned long long)zones[i].capacity,
+				 (unsigned long long)sbi->zone_capacity);
+			ret = -EUCLEAN;
+		}
+	}
+	free(zones);
+	return ret;
 }
 
 int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out)
 {
 	struct zlfs_sb_info cand[2];
 	int first = zlfs_first_seq_zone(dev), ret[2], best = -1, i;
+	char why[256];
 	void *buf;
 
 	if (first < 0)
@@ -66,9 +112,14 @@ int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out)
 	/* The newest record whose checksum holds decides, even one this reader cannot use:
 	 * falling back to the older half of the ping-pong would hide a feature the filesystem
 	 * has since turned on. */
+	/* A record whose checksum holds but whose layout does not was written by no zlfs: it
+	 * takes part, and if it is the newest the filesystem is damaged (the older record may
+	 * describe what is no longer there). */
 	for (i = 0; i < 2; i++) {
-		ret[i] = sb_read_zone(dev, (uint32_t)first + i, buf, &cand[i]);
-		if ((!ret[i] || ret[i] == -EPROTONOSUPPORT) &&
+		int whole = 0;
+
+		ret[i] = sb_read_zone(dev, (uint32_t)first + i, buf, &cand[i], &whole);
+		if ((!ret[i] || ret[i] == -EPROTONOSUPPORT || (ret[i] == -EUCLEAN && whole)) &&
 		    (best < 0 || cand[i].sb_seq > cand[best].sb_seq))
 			best = i;
 	}
@@ -78,6 +129,13 @@ int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out)
 	*sbi = cand[best];
 	if (zone_out)
 		*zone_out = best;
+	if (ret[best] == -EUCLEAN) {
+		zlfs_sb_check_layout(sbi, why, sizeof(why));
+		zlog_err("superblock in zone %u is damaged: %s", (uint32_t)first + best, why);
+	} else if (!ret[best] && zlfs_sb_check_device(dev, sbi, why, sizeof(why))) {
+		zlog_err("superblock does not fit the device: %s", why);
+		return -EUCLEAN;
+	}
 	return ret[best];
 }
 

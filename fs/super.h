@@ -70,6 +70,10 @@ int zlfs_first_seq_zone(struct zdev *dev);
  * decoder's error (-EUCLEAN, -EPROTONOSUPPORT) for the newest record found damaged or too
  * new. ZONE_OUT (may be NULL) receives the index (0/1) of the zone holding it. */
 int zlfs_sb_read(struct zdev *dev, struct zlfs_sb_info *sbi, int *zone_out);
+/* The superblock against the device it was read from: zone size and count, the layout's
+ * zones sequential and large enough. 0, or -EUCLEAN with the reason in WHY (zlfs_sb_read
+ * runs it). */
+int zlfs_sb_check_device(struct zdev *dev, const struct zlfs_sb_info *sbi, char *why, size_t len);
 /* Write SBI (with sb_seq bumped by the caller) into the superblock zone that does not hold
  * the newest record: reset it, append, flush, finish. */
 int zlfs_sb_write(struct zdev *dev, const struct zlfs_sb_info *sbi, int newest_zone);

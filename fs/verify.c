@@ -21,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DIR_DEPTH_MAX 22 /* dir.c never grows a directory past this many levels */
 
-enum { SEEN_NODE = 1, SEEN_REACHED = 2, SEEN_LOST = 3 };
+enum { SEEN_NODE = 1, SEEN_REACHED = 2, SEEN_LOST = 3, SEEN_DAMAGED = 4 };
 
 struct chk {
 	struct zlfs_fs *fs;
@@ -180,27 +179,45 @@ static void check_prealloc(struct chk *c)
 	propose(c, ZLFS_FIX_PREALLOC_COUNT, (uint32_t)c->prealloc, 0, NULL, 0);
 }
 
-static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth);
+/* Where a child node hangs: the pointer at SLOT of node PARENT, and the node offset the
+ * child must have there (NODE_OFS_ANY for an xattr node). */
+struct ptr {
+	uint32_t parent, slot, ofs;
+};
+
+static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, struct ptr at);
+
+/* The daemon refuses to follow the pointer AT: -y clears it (the node, unreachable then, is
+ * freed in a later round), and nothing is freed in this one. */
+static void bad_pointer(struct chk *c, struct ptr at)
+{
+	propose(c, ZLFS_FIX_PTR_CLEAR, at.parent, at.slot, NULL, 0);
+	c->rep->incomplete = 1;
+}
 
 /* A child node NID under inode INO: NAT must agree, then walk it. DEPTH < 0: xattr node. */
-static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth)
+static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth, struct ptr at)
 {
 	struct nat_ent e = chk_nat(c, nid);
 
 	if (nid >= c->fs->sb.max_nid || e.blkaddr == ZLFS_ADDR_NULL) {
 		finding(c, ZLFS_FIND_ERROR, "inode %u points to node %u, which the NAT lists as free",
 			ino, nid);
+		bad_pointer(c, at);
 		return;
 	}
-	if (e.ino != ino)
+	if (e.ino != ino) {
 		finding(c, ZLFS_FIND_ERROR, "node %u belongs to inode %u in the NAT but hangs under "
 			"inode %u", nid, e.ino, ino);
+		bad_pointer(c, at);
+		return;
+	}
 	if (c->seen[nid]) {
 		finding(c, ZLFS_FIND_ERROR, "node %u is reached twice", nid);
 		return;
 	}
 	c->seen[nid] = SEEN_NODE;
-	check_node(c, nid, ino, depth);
+	check_node(c, nid, ino, depth, at);
 }
 
 /* Packed entries {u8 index, u8 name_len, le16 value_size, name, value}, 4-byte aligned. */
@@ -234,8 +251,20 @@ static unsigned node_kind_expected(int depth)
 	return depth < 0 ? ZLFS_KIND_XATTR : depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE;
 }
 
+/* A node that cannot be used: why, in the finding, as the daemon logs it. */
+static void node_damaged(struct chk *c, uint32_t nid, uint32_t ino, int err)
+{
+	char why[200];
+
+	if (err == -EUCLEAN && node_explain(c->fs, nid, why, sizeof(why)))
+		finding(c, ZLFS_FIND_ERROR, "inode %u: node %u is damaged: %s", ino, nid, why);
+	else
+		finding(c, ZLFS_FIND_ERROR, "inode %u: node %u unreadable (%s)", ino, nid,
+			strerror(-err));
+}
+
 /* DEPTH: levels of nodes below NID (0: direct node, -1: xattr node). */
-static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
+static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, struct ptr at)
 {
 	struct node_page *np;
 	struct zlfs_node *n;
@@ -244,31 +273,35 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth)
 	int ret = node_get(c->fs, nid, &np);
 
 	if (ret) {
-		finding(c, ZLFS_FIND_ERROR, "inode %u: node %u unreadable (%s)", ino, nid,
-			strerror(-ret));
+		node_damaged(c, nid, ino, ret);
+		if (ret == -EUCLEAN)
+			bad_pointer(c, at);
 		c->rep->incomplete = 1;
 		return ret;
 	}
 	ref_block(c, chk_nat(c, nid).blkaddr, ino, "node");
 	n = np->buf;
 	kind = le16_get(n->hdr.kind);
-	if (le32_get(n->hdr.ino) != ino)
-		finding(c, ZLFS_FIND_ERROR, "node %u names inode %u, expected %u", nid,
-			le32_get(n->hdr.ino), ino);
-	if (kind != node_kind_expected(depth)) {
-		finding(c, ZLFS_FIND_ERROR, "node %u is a %s node where a %s node belongs", nid,
-			zlfs_kind_name(kind), zlfs_kind_name(node_kind_expected(depth)));
-		c->rep->incomplete = 1; /* what it points to is unknown */
+	if (le32_get(n->hdr.ino) != ino || kind != node_kind_expected(depth) ||
+	    (at.ofs != NODE_OFS_ANY && le32_get(n->ofs) != at.ofs)) {
+		/* the daemon follows no such pointer: what lies below is nobody's */
+		finding(c, ZLFS_FIND_ERROR, "inode %u points to node %u, but that is a %s of inode "
+			"%u (offset %u), not its %s%s", ino, nid, zlfs_kind_name(kind),
+			le32_get(n->hdr.ino), le32_get(n->ofs),
+			zlfs_kind_name(node_kind_expected(depth)),
+			at.ofs == NODE_OFS_ANY ? "" : " at that offset");
+		bad_pointer(c, at);
 	} else if (depth < 0) {
 		check_xattrs(c, np->buf, ino);
 	} else {
 		for (i = 0; i < ZLFS_NODE_ADDRS; i++) {
 			uint32_t p = le32_get(n->ptr[i]);
+			struct ptr sub = {nid, i, data_child_ofs(at.ofs, i)};
 
 			if (!p)
 				continue;
 			if (depth)
-				walk_child(c, p, ino, depth - 1);
+				walk_child(c, p, ino, depth - 1, sub);
 			else
 				ref_data(c, p, ino);
 		}
@@ -288,9 +321,9 @@ static void check_inode_fields(struct chk *c, struct node_page *np)
 	if ((flags & ZLFS_IFLAG_INLINE) && le32_get(in->inline_size) > sizeof(in->addr))
 		finding(c, ZLFS_FIND_ERROR, "inode %u: inline size %u exceeds %zu bytes", np->nid,
 			le32_get(in->inline_size), sizeof(in->addr));
-	if (S_ISDIR(le32_get(in->mode)) && le32_get(in->dir_depth) > DIR_DEPTH_MAX)
+	if (S_ISDIR(le32_get(in->mode)) && le32_get(in->dir_depth) > ZLFS_DIR_DEPTH_MAX)
 		finding(c, ZLFS_FIND_ERROR, "directory %u: hash depth %u exceeds %u", np->nid,
-			le32_get(in->dir_depth), DIR_DEPTH_MAX);
+			le32_get(in->dir_depth), ZLFS_DIR_DEPTH_MAX);
 }
 
 static void check_inode_tree(struct chk *c, struct node_page *np)
@@ -307,10 +340,13 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 				ref_data(c, le32_get(in->addr[i]), np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
-				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i]);
+				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i],
+					   (struct ptr){np->nid, ZLFS_INODE_ADDRS + i,
+							data_child_ofs(0, i)});
 	}
 	if (xnid)
-		walk_child(c, xnid, np->nid, -1);
+		walk_child(c, xnid, np->nid, -1,
+			   (struct ptr){np->nid, ZLFS_FIX_SLOT_XATTR, NODE_OFS_ANY});
 }
 
 static int is_inode(struct chk *c, uint32_t ino)
@@ -327,7 +363,7 @@ static int dir_readable(struct chk *c, struct node_page *np)
 {
 	if (le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE)
 		finding(c, ZLFS_FIND_ERROR, "directory %u is flagged inline", np->nid);
-	else if (le32_get(inode_of(np)->dir_depth) <= DIR_DEPTH_MAX)
+	else if (le32_get(inode_of(np)->dir_depth) <= ZLFS_DIR_DEPTH_MAX)
 		return 1;
 	c->rep->incomplete = 1; /* depth: already reported with the inode's fields */
 	return 0;
@@ -376,6 +412,23 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 	return 0;
 }
 
+/* A directory block the daemon refuses: -y drops it with its names (they go to lost+found
+ * once the block is gone; until then they look lost, so nothing else is settled). */
+static void dir_block_damaged(struct chk *c, uint32_t dir, uint32_t blk, const char *why)
+{
+	finding(c, ZLFS_FIND_ERROR, "directory %u block %u is damaged: %s", dir, blk, why);
+	propose(c, ZLFS_FIX_DIRBLOCK_DROP, dir, blk, NULL, 0);
+	c->rep->incomplete = 1;
+}
+
+static int dir_block_bad(void *arg, uint32_t blk, const char *why)
+{
+	struct dirwalk *w = arg;
+
+	dir_block_damaged(w->c, w->dir, blk, why);
+	return 0;
+}
+
 static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
 {
 	uint32_t ino = np->nid, parent = le32_get(inode_of(np)->parent_ino);
@@ -391,11 +444,33 @@ static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
 	if (!dir_readable(c, np))
 		return;
 	w->encrypted = fcrypt_is_encrypted(np);
-	ret = dir_iterate(c->fs, np, 0, dir_entry, w);
+	ret = dir_iterate_check(c->fs, np, dir_entry, dir_block_bad, w);
 	if (ret) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u unreadable (%s)", ino, strerror(-ret));
 		c->rep->incomplete = 1;
 	}
+}
+
+/* INO's inode page, or 0 when it cannot be had: a damaged inode (other than the root) is
+ * proposed for dropping (-y), and its names follow it as names of no inode. */
+static int inode_usable(struct chk *c, uint32_t ino, struct node_page **np)
+{
+	char why[200];
+	int ret = inode_get(c->fs, ino, np);
+
+	if (!ret)
+		return 1;
+	c->rep->incomplete = 1;
+	if (ret == -EUCLEAN) /* its block is the inode's, damaged or not: not a leak */
+		ref_block(c, chk_nat(c, ino).blkaddr, ino, "inode");
+	if (ret != -EUCLEAN || !node_explain(c->fs, ino, why, sizeof(why))) {
+		finding(c, ZLFS_FIND_ERROR, "inode %u unreadable (%s)", ino, strerror(-ret));
+		return 0;
+	}
+	finding(c, ZLFS_FIND_ERROR, "inode %u is damaged: %s", ino, why);
+	if (ino != ZLFS_ROOT_INO)
+		propose(c, ZLFS_FIX_NODE_DROP, ino, 0, NULL, 0);
+	return 0;
 }
 
 /* Breadth-first from the root: every inode reached gets its tree and entries checked. */
@@ -418,11 +493,8 @@ static void check_tree(struct chk *c)
 
 		if (!(qi & 1023))
 			progress(c, ZLFS_PHASE_TREE, qi, c->fs->valid_inodes);
-		if (inode_get(c->fs, ino, &np)) {
-			finding(c, ZLFS_FIND_ERROR, "inode %u unreadable", ino);
-			c->rep->incomplete = 1;
+		if (!inode_usable(c, ino, &np))
 			continue;
-		}
 		c->rep->inodes++;
 		check_inode_tree(c, np);
 		if (S_ISDIR(le32_get(inode_of(np)->mode)))
@@ -496,6 +568,12 @@ static int lost_entry(void *arg, const char *name, size_t len, uint32_t ino, uin
 	return 0;
 }
 
+static int lost_block_bad(void *arg, uint32_t blk, const char *why)
+{
+	(void)arg, (void)blk, (void)why;
+	return 0; /* the directory is unreachable: what it names is found lost anyway */
+}
+
 /* Inodes in the NAT that no directory reaches: their trees are walked (their blocks are
  * theirs, not leaked), and those no lost directory names either go to /lost+found. */
 static void walk_lost_inodes(struct chk *c)
@@ -506,15 +584,14 @@ static void walk_lost_inodes(struct chk *c)
 	for (ino = 2; ino < c->fs->sb.max_nid; ino++) {
 		if (c->seen[ino] || !is_inode(c, ino))
 			continue;
-		if (inode_get(c->fs, ino, &np)) {
-			finding(c, ZLFS_FIND_ERROR, "unreachable inode %u unreadable", ino);
-			c->rep->incomplete = 1;
+		if (!inode_usable(c, ino, &np)) {
+			c->seen[ino] = SEEN_DAMAGED; /* reported: dropped, not moved to lost+found */
 			continue;
 		}
 		c->seen[ino] = SEEN_LOST;
 		check_inode_tree(c, np);
 		if (S_ISDIR(le32_get(inode_of(np)->mode)) && dir_readable(c, np) &&
-		    dir_iterate(c->fs, np, 0, lost_entry, c))
+		    dir_iterate_check(c->fs, np, lost_entry, lost_block_bad, c))
 			c->rep->incomplete = 1;
 		node_put(c->fs, np);
 	}
@@ -548,7 +625,7 @@ static void check_unreachable(struct chk *c)
 		}
 		en = chk_nat(c, nid);
 		if (e->blkaddr == ZLFS_ADDR_NULL || c->seen[nid] == SEEN_NODE ||
-		    c->seen[nid] == SEEN_REACHED)
+		    c->seen[nid] == SEEN_REACHED || c->seen[nid] == SEEN_DAMAGED)
 			continue;
 		if (c->seen[nid] == SEEN_LOST && c->named_lost[nid]) {
 			finding(c, ZLFS_FIND_ERROR, "inode %u is named only in an unreachable directory",

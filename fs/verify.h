@@ -30,7 +30,16 @@ enum zlfs_fix_kind {
 	ZLFS_FIX_PREALLOC_COUNT, /* safe: the filesystem's count of reserved blocks becomes A */
 	ZLFS_FIX_DENTRY_DROP,  /* -y: directory A's entry NAME points to B, which does not exist */
 	ZLFS_FIX_LOST_FOUND,   /* -y: inode A (DT_* type B) is named nowhere: to /lost+found */
+	/* Damage the daemon refuses to use (format_check.c); these lose what it held, as
+	 * e2fsck's clearing of an inode does, so only -y applies them: */
+	ZLFS_FIX_PTR_CLEAR,    /* -y: node A's pointer at slot B (node_slot's numbering, or
+				* ZLFS_FIX_SLOT_XATTR) leads to a damaged or foreign node */
+	ZLFS_FIX_NODE_DROP,    /* -y: inode A is damaged and no directory keeps it: its nid is
+				* freed (its nodes and blocks follow as unreachable ones) */
+	ZLFS_FIX_DIRBLOCK_DROP, /* -y: block B of directory A is damaged: dropped with its names
+				 * (the inodes it named go to /lost+found) */
 };
+#define ZLFS_FIX_SLOT_XATTR UINT32_MAX
 
 struct zlfs_fix {
 	enum zlfs_fix_kind kind;
@@ -41,7 +50,16 @@ struct zlfs_fix {
 
 static inline int zlfs_fix_is_safe(enum zlfs_fix_kind k)
 {
-	return k != ZLFS_FIX_DENTRY_DROP && k != ZLFS_FIX_LOST_FOUND;
+	return k != ZLFS_FIX_DENTRY_DROP && k != ZLFS_FIX_LOST_FOUND && k != ZLFS_FIX_PTR_CLEAR &&
+	       k != ZLFS_FIX_NODE_DROP && k != ZLFS_FIX_DIRBLOCK_DROP;
+}
+
+/* Repairs that remove damage: a round that has them applies only them, since until they are
+ * made the rest of the check sees a filesystem that will change (names behind a damaged
+ * block look lost, say). */
+static inline int zlfs_fix_drops_damage(enum zlfs_fix_kind k)
+{
+	return k == ZLFS_FIX_PTR_CLEAR || k == ZLFS_FIX_NODE_DROP || k == ZLFS_FIX_DIRBLOCK_DROP;
 }
 
 /* Phases the check goes through, for progress reports (-C). */

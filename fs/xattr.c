@@ -94,7 +94,7 @@ static int xnode_get(struct zlfs_fs *fs, struct node_page *inode, int create,
 	int ret;
 
 	if (nid)
-		return node_get(fs, nid, out);
+		return node_get_as(fs, nid, inode->nid, ZLFS_KIND_XATTR, NODE_OFS_ANY, out);
 	if (!create)
 		return -ENODATA;
 	ret = node_alloc_nid(fs, inode->nid, &nid);

@@ -349,3 +349,51 @@ void expect_device_error_everywhere(uint32_t first)
 	}
 	ck_assert_int_eq(sb_scan_time(), 0);
 }
+
+/* ---- damaging one block ------------------------------------------------------------------
+ * The image file maps device byte 0 at the start of the emulator's data area
+ * (docs/emulator.md, "Image format"). As tests/fuzz_image.c does, its offset is found by
+ * looking for the bytes of the first superblock record in the file; the block is then read
+ * both through the device and from the file (they must agree), edited in the file, and
+ * nothing else changes: not a write pointer, not a zone. */
+void edit_block(uint32_t addr, unsigned kind, void (*edit)(uint8_t *b, void *arg), void *arg,
+		int reseal)
+{
+	struct zdev_open_opts oo = {.readonly = 1};
+	struct zlfs_sb_info sb;
+	struct zdev *dev;
+	uint8_t *dv = zdev_buf_alloc(ZLFS_BLOCK_SIZE), *sbb = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	static uint8_t f[ZLFS_BLOCK_SIZE];
+	int64_t off0 = -1;
+	FILE *fp;
+
+	ck_assert(dv && sbb);
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zlfs_sb_read(dev, &sb, NULL), 0);
+	ck_assert_int_eq(zdev_read(dev, sbb, ZLFS_BLOCK_SIZE,
+				   (uint64_t)sb.sb_zone[0] * sb.zone_size), 0);
+	ck_assert_int_eq(zdev_read(dev, dv, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE), 0);
+	zdev_close(dev);
+	ck_assert_msg(!zlfs_blk_verify(dv, sb.seed, kind), "block %u is not a %s block", addr,
+		      zlfs_kind_name(kind));
+	fp = fopen(img, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	for (int64_t pos = 0; off0 < 0 && fread(f, 1, sizeof(f), fp) == sizeof(f);
+	     pos += ZLFS_BLOCK_SIZE)
+		if (!memcmp(f, sbb, ZLFS_BLOCK_SIZE))
+			off0 = pos - (int64_t)(sb.sb_zone[0] * sb.zone_size);
+	ck_assert_int_ge(off0, 0);
+	ck_assert_int_eq(fseeko(fp, off0 + (off_t)addr * ZLFS_BLOCK_SIZE, SEEK_SET), 0);
+	ck_assert_int_eq(fread(f, 1, sizeof(f), fp), sizeof(f));
+	ck_assert(!memcmp(f, dv, ZLFS_BLOCK_SIZE)); /* the file offset is the device block */
+	edit(f, arg);
+	if (reseal)
+		zlfs_blk_seal(f, kind == ZLFS_KIND_SUPER ? zlfs_csum_seed(f + offsetof(struct zlfs_super,
+										 uuid))
+							 : sb.seed);
+	ck_assert_int_eq(fseeko(fp, off0 + (off_t)addr * ZLFS_BLOCK_SIZE, SEEK_SET), 0);
+	ck_assert_int_eq(fwrite(f, 1, sizeof(f), fp), sizeof(f));
+	ck_assert_int_eq(fclose(fp), 0);
+	zdev_buf_free(dv);
+	zdev_buf_free(sbb);
+}

@@ -68,6 +68,11 @@ uint32_t data_block_of(uint32_t ino, uint64_t idx);
 /* The block the mounted FS's NAT gives node NID (the test fails if it cannot be read). */
 uint32_t nat_addr_of(struct zlfs_fs *fs, uint32_t nid);
 void expect_device_error_everywhere(uint32_t first);
+/* Edit device block ADDR of the image in place: it must verify as a block of KIND; EDIT
+ * changes its bytes; RESEAL gives it a valid checksum again (so the check of its values is
+ * what meets the damage). */
+void edit_block(uint32_t addr, unsigned kind, void (*edit)(uint8_t *b, void *arg), void *arg,
+		int reseal);
 
 /* ---- the tests, by file; test_fsck.c puts them in order ------------------------------- */
 
@@ -76,5 +81,6 @@ int fsck_modes_tests(const TTest **t);
 int fsck_device_tests(const TTest **t);
 int fsck_flips_tests(const TTest **t);
 int fsck_encrypt_tests(const TTest **t);
+int fsck_hostile_tests(const TTest **t);
 
 #endif

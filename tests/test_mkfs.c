@@ -304,6 +304,11 @@ START_TEST(t_cp_newest_and_torn_pack)
 	uint32_t next = pos.blk + cp->pack_blocks;
 	cp->version = 2;
 	cp->nr_orphans = 3;
+	/* the two summaries belong to open segments of those logs: the pack must say so */
+	cp->logs[ZLFS_LOG_HOT_NODE].zone = sbi.main_zone_first;
+	cp->logs[ZLFS_LOG_HOT_NODE].next_blk = 1;
+	cp->logs[ZLFS_LOG_WARM_DATA].zone = sbi.main_zone_first + 1;
+	cp->logs[ZLFS_LOG_WARM_DATA].next_blk = 1;
 	ck_assert_int_eq(ckpt_write_pack(dev, &sbi, cp, 0, next, sum, logs, 2, orphans, NULL), 0);
 	ck_assert_uint_eq(cp->pack_blocks, 5);
 	ck_assert_int_eq(ckpt_read_newest(dev, &sbi, cp, &pos), 0);

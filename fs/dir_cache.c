@@ -1,0 +1,446 @@
+/*
+ * dir_cache.c - the cache of directory blocks (see dir_int.h).
+ *
+ * Owns: directory blocks in memory - read and checked once (a block a device hands us is
+ * input: format_check.c's limits), held while in use, dirty until dir_flush writes them
+ * before a checkpoint, counted per directory while not yet on the device (st_blocks) - and
+ * the table where the name indexes of large directories hang.
+ * May call: data.c (block addresses, writes), node/log (core.h), format.h, log.h.
+ *
+ * Locks: the cache's chains, page refs, dirty flags and the index table are under its own
+ * lock (a leaf); a block's contents belong to its directory's inode lock.
+ */
+#include "dir_int.h"
+#include "dir_index.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dir_cache *dcache(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+
+	if (dc)
+		return dc;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc)
+		return NULL;
+	dc->nbuckets = 8192;
+	dc->bucket = calloc(dc->nbuckets, sizeof(*dc->bucket));
+	if (!dc->bucket) {
+		free(dc);
+		return NULL;
+	}
+	zlock_init(&dc->lock, LR_DCACHE, "dcache_lock");
+	fs->dcache = dc;
+	return dc;
+}
+
+int dir_cache_init(struct zlfs_fs *fs) { return dcache(fs) ? 0 : -ENOMEM; }
+
+struct dindex_ent **dindex_slot(struct dir_cache *dc, uint32_t ino)
+{
+	struct dindex_ent **pp = &dc->ixb[ino % DINDEX_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void dindex_unlink(struct dir_cache *dc, struct dindex_ent **pp)
+{
+	struct dindex_ent *e = *pp;
+
+	*pp = e->next;
+	dc->ix_bytes -= dix_bytes(e->ix);
+	dix_free(e->ix);
+	free(e);
+}
+
+void dindex_drop(struct dir_cache *dc, uint32_t ino)
+{
+	struct dindex_ent **pp = dindex_slot(dc, ino);
+
+	if (*pp)
+		dindex_unlink(dc, pp);
+}
+
+static void dindex_drop_all(struct dir_cache *dc)
+{
+	for (uint32_t b = 0; b < DINDEX_BUCKETS; b++)
+		while (dc->ixb[b])
+			dindex_unlink(dc, &dc->ixb[b]);
+}
+
+static uint32_t dhash(const struct dir_cache *dc, uint32_t ino, uint32_t idx)
+{
+	return (ino * 2654435761u ^ idx * 40503u) % dc->nbuckets;
+}
+
+/* Under the cache's lock. A failed allocation only leaves st_blocks short until the write. */
+static void dpend_add(struct dir_cache *dc, uint32_t ino, int d)
+{
+	struct dpend **pp = &dc->pend[ino % DPEND_BUCKETS], *e;
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	e = *pp;
+	if (!e && d > 0 && (e = calloc(1, sizeof(*e)))) {
+		e->ino = ino;
+		*pp = e;
+	}
+	if (!e)
+		return;
+	e->n = d > 0 ? e->n + 1 : (e->n ? e->n - 1 : 0);
+	if (!e->n) {
+		*pp = e->next;
+		free(e);
+	}
+}
+
+/* A directory's blocks count from the moment they are made, as a file's count from its
+ * write: the kernel keeps attributes for long and would never see the checkpoint's write
+ * change st_blocks. The caller holds the directory's lock, as the flush does. */
+uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpend *e;
+	uint32_t n = 0;
+
+	if (!dc)
+		return 0;
+	zlock_lock(&dc->lock);
+	for (e = dc->pend[ino % DPEND_BUCKETS]; e && !n; e = e->next)
+		if (e->ino == ino)
+			n = e->n;
+	zlock_unlock(&dc->lock);
+	return n;
+}
+
+/* A changed block owes room in the hot data log until it is written (seg_owe). The caller
+ * holds the directory exclusively; the flag is the cache's, for eviction. */
+void dpage_dirty(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct dir_cache *dc = fs->dcache;
+
+	zlock_lock(&dc->lock);
+	if (!p->dirty) {
+		seg_owe(fs, ZLFS_LOG_HOT_DATA, 1);
+		if (p->fresh)
+			dpend_add(dc, p->ino, 1);
+	}
+	p->dirty = 1;
+	zlock_unlock(&dc->lock);
+}
+
+/* Under the cache's lock. */
+static void dpage_clean(struct zlfs_fs *fs, struct dpage *p)
+{
+	if (p->dirty) {
+		seg_owe(fs, ZLFS_LOG_HOT_DATA, -1);
+		if (p->fresh)
+			dpend_add(fs->dcache, p->ino, -1);
+	}
+	p->dirty = 0;
+	p->fresh = 0;
+}
+
+static void dpage_free(struct zlfs_fs *fs, struct dpage *p)
+{
+	dpage_clean(fs, p);
+	zdev_page_free(p->blk);
+	free(p);
+}
+
+void dpage_put(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct dir_cache *dc = fs->dcache;
+
+	zlock_lock(&dc->lock);
+	p->refs--;
+	zlock_unlock(&dc->lock);
+}
+
+/* Under the directory's lock, held exclusively. */
+static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct node_page *dir;
+	int ret = inode_get(fs, p->ino, &dir);
+
+	if (ret)
+		return ret;
+	blk_seal(fs, p->blk);
+	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
+	node_put(fs, dir);
+	if (!ret) {
+		zlock_lock(&dc->lock);
+		dpage_clean(fs, p);
+		zlock_unlock(&dc->lock);
+	}
+	return ret;
+}
+
+static int dpage_cmp(const void *a, const void *b)
+{
+	const struct dpage *x = *(struct dpage *const *)a, *y = *(struct dpage *const *)b;
+
+	return x->ino != y->ino ? (x->ino < y->ino ? -1 : 1) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The dirty pages, held, by directory: *N of them in *OUT (free it). */
+static int dirty_pages(struct dir_cache *dc, struct dpage ***out, uint32_t *n)
+{
+	struct dpage *p, **v;
+	uint32_t b, k = 0, cap = 0;
+
+	zlock_lock(&dc->lock);
+	for (b = 0; b < dc->nbuckets; b++)
+		for (p = dc->bucket[b]; p; p = p->next)
+			cap += p->dirty;
+	v = malloc((cap + 1) * sizeof(*v));
+	for (b = 0; v && b < dc->nbuckets; b++)
+		for (p = dc->bucket[b]; p; p = p->next)
+			if (p->dirty) {
+				p->refs++;
+				v[k++] = p;
+			}
+	zlock_unlock(&dc->lock);
+	if (!v)
+		return -ENOMEM;
+	qsort(v, k, sizeof(*v), dpage_cmp);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int dir_flush(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct ilock *il = NULL;
+	struct dpage **v;
+	uint32_t i, n, locked = 0;
+	int ret = dc ? dirty_pages(dc, &v, &n) : 0;
+
+	if (!dc || ret)
+		return ret;
+	/* Under cp_lock exclusive nothing changes a directory, but lookups may be reading the
+	 * node slots a write re-points: each directory is locked while its blocks go. */
+	for (i = 0; i < n; i++) {
+		if (!ret && (!il || locked != v[i]->ino)) {
+			ilock_drop(fs, il);
+			locked = v[i]->ino;
+			il = ilock_take(fs, locked, 1, LR_ICHILD, locked);
+			if (!il)
+				ret = -ENOMEM;
+		}
+		if (!ret)
+			ret = dpage_write(fs, v[i]);
+		dpage_put(fs, v[i]);
+	}
+	ilock_drop(fs, il);
+	free(v);
+	return ret;
+}
+
+/* Keep the cache bounded: forget clean pages nobody holds. Dirty ones wait for the
+ * checkpoint that ckpt_due asks for as they pile up. Under the cache's lock. */
+static void dcache_shrink(struct zlfs_fs *fs, struct dir_cache *dc)
+{
+	struct dpage **pp, *p;
+	uint32_t b;
+
+	if (dc->count < DCACHE_MAX)
+		return;
+	for (b = 0; b < dc->nbuckets && dc->count >= DCACHE_MAX / 2; b++) {
+		for (pp = &dc->bucket[b]; (p = *pp);) {
+			if (p->dirty || p->refs) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			dpage_free(fs, p);
+			dc->count--;
+		}
+	}
+}
+
+void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpage **pp, *p;
+	uint32_t b;
+
+	if (!dc)
+		return;
+	zlock_lock(&dc->lock);
+	dindex_drop(dc, ino);
+	for (b = 0; b < dc->nbuckets; b++) {
+		for (pp = &dc->bucket[b]; (p = *pp);) {
+			if (p->ino == ino) {
+				*pp = p->next;
+				dpage_free(fs, p);
+				dc->count--;
+			} else {
+				pp = &p->next;
+			}
+		}
+	}
+	zlock_unlock(&dc->lock);
+}
+
+void dir_cache_destroy(struct zlfs_fs *fs)
+{
+	struct dir_cache *dc = fs->dcache;
+	struct dpage *p;
+	uint32_t b;
+
+	if (!dc)
+		return;
+	dindex_drop_all(dc);
+	for (b = 0; b < dc->nbuckets; b++)
+		while ((p = dc->bucket[b])) {
+			dc->bucket[b] = p->next;
+			dpage_free(fs, p);
+		}
+	for (b = 0; b < DPEND_BUCKETS; b++)
+		while (dc->pend[b]) {
+			struct dpend *e = dc->pend[b];
+
+			dc->pend[b] = e->next;
+			free(e);
+		}
+	zlock_destroy(&dc->lock);
+	free(dc->bucket);
+	free(dc);
+	fs->dcache = NULL;
+}
+
+/* The page of block IDX of INO in chain H, held; under the cache's lock. */
+static struct dpage *dcache_find(struct dir_cache *dc, uint32_t h, uint32_t ino, uint32_t idx)
+{
+	struct dpage *p;
+
+	for (p = dc->bucket[h]; p; p = p->next)
+		if (p->ino == ino && p->idx == idx) {
+			p->refs++;
+			return p;
+		}
+	return NULL;
+}
+
+/* Add page P read in (or made) by this thread, held, unless another reader of the same
+ * directory added the block meanwhile: then that page is the one. */
+static int dcache_insert(struct zlfs_fs *fs, struct dir_cache *dc, uint32_t h, struct dpage *p,
+			 struct dpage **out)
+{
+	struct dpage *had;
+
+	zlock_lock(&dc->lock);
+	had = dcache_find(dc, h, p->ino, p->idx);
+	if (!had) {
+		dcache_shrink(fs, dc);
+		p->refs = 1;
+		p->next = dc->bucket[h];
+		dc->bucket[h] = p;
+		dc->count++;
+	}
+	zlock_unlock(&dc->lock);
+	if (had) /* a made (dirty) page cannot be raced: making needs the directory exclusively */
+		dpage_free(fs, p);
+	*out = had ? had : p;
+	return 0;
+}
+
+/* Block IDX of directory DIR, read on a miss, held (dpage_put). With CREATE a hole becomes an empty block;
+ * without it a hole is -ENOENT. */
+/* A directory block as read: checksum, owner, place, and every entry (format_check.c).
+ * Continuation slots of a name carry no entry of their own: readdir walks slot by slot. */
+static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b, uint32_t ino,
+			      uint32_t idx, char *why, size_t len)
+{
+	uint32_t s, n;
+	int ret = zlfs_blk_verify(b, fs->sb.seed, ZLFS_KIND_DENTRY);
+
+	if (ret) {
+		snprintf(why, len, "%s", ret == -EUCLEAN ? "bad checksum or magic" : "not a dentry block");
+		return -EUCLEAN;
+	}
+	if (le32_get(b->hdr.ino) != ino || le32_get(b->hdr.index) != idx) {
+		snprintf(why, len, "header names inode %u block %u", le32_get(b->hdr.ino),
+			 le32_get(b->hdr.index));
+		return -EUCLEAN;
+	}
+	ret = zlfs_dentry_check(&fs->sb, b, why, len);
+	for (s = 0; !ret && s < SLOTS; s += n) {
+		n = bit_test(b->bitmap, s) && b->d[s].name_len ? name_slots(le16_get(b->d[s].name_len)) : 1;
+		for (uint32_t i = 1; i < n; i++)
+			if (b->d[s + i].name_len) {
+				snprintf(why, len, "slot %u inside the name at slot %u holds an entry", s + i, s);
+				return -EUCLEAN;
+			}
+	}
+	return ret;
+}
+
+/* Block IDX of DIR, held: from the cache, or read and checked (the reason for refusing it in
+ * WHY), or made for a hole when CREATE. -ENOENT: a hole. */
+int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
+			 struct dpage **out, char *why, size_t whylen)
+{
+	struct dir_cache *dc = dcache(fs);
+	struct dpage *p;
+	uint32_t addr, h;
+	int ret;
+
+	if (!dc)
+		return -ENOMEM;
+	h = dhash(dc, dir->nid, idx);
+	zlock_lock(&dc->lock);
+	p = dcache_find(dc, h, dir->nid, idx);
+	zlock_unlock(&dc->lock);
+	if (p) {
+		*out = p;
+		return 0;
+	}
+	ret = data_addr(fs, dir, idx, &addr);
+	if (ret)
+		return ret;
+	if (addr == ZLFS_ADDR_NULL && !create)
+		return -ENOENT;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->blk = zdev_page_alloc())) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->ino = dir->nid;
+	p->idx = idx;
+	if (addr == ZLFS_ADDR_NULL) {
+		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
+		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, idx, dir->nid, fs->cp_ver);
+		p->fresh = 1;
+		dpage_dirty(fs, p);
+	} else {
+		ret = seg_read(fs, addr, p->blk);
+		if (!ret)
+			ret = dentry_block_check(fs, p->blk, dir->nid, idx, why, whylen);
+		if (ret) {
+			zlog_err("directory %u block %u is damaged (%s): run fsck.zlfs", dir->nid,
+				 idx, ret == -EUCLEAN ? why : strerror(-ret));
+			dpage_free(fs, p);
+			return ret == -EBADMSG ? -EUCLEAN : ret;
+		}
+	}
+	return dcache_insert(fs, dc, h, p, out);
+}
+
+int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
+		     struct dpage **out)
+{
+	char why[200];
+
+	return dpage_get_why(fs, dir, idx, create, out, why, sizeof(why));
+}

@@ -1,0 +1,356 @@
+/*
+ * test_hostile.c - crafted images: one value of one block set out of the format's range and
+ * the block resealed (a valid checksum, so the check of the value is what meets it), as a
+ * hostile or badly broken device would present it (docs/fsck.md, "Threat model").
+ *
+ * Each case checks the promises: the library and the daemon refuse the value with EUCLEAN and
+ * a message naming the field, never a crash (the ASan/UBSan build runs this); fsck.zlfs -n
+ * reports it as damage (exit 4, the field named) and writes nothing; -y either repairs it
+ * (exit 1; what was undamaged is intact; a second -n is clean) or refuses, writing nothing
+ * (exit 4). A damaged name on a mounted filesystem fails alone while the rest works, and
+ * damaged tables turn the filesystem read-only; unmount always ends the daemon.
+ */
+#include "fsck_testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- crafting ------------------------------------------------------------------------------ */
+
+struct set32 {
+	size_t off;
+	uint32_t val;
+};
+
+static void put32(uint8_t *b, void *arg)
+{
+	const struct set32 *s = arg;
+
+	memcpy(b + s->off, &s->val, 4);
+}
+
+/* Set the le32 at byte OFF of device block ADDR (of KIND) to VAL, resealed. */
+static void set_field(uint32_t addr, unsigned kind, size_t off, uint32_t val)
+{
+	struct set32 s = {off, le32_put(val)};
+
+	edit_block(addr, kind, put32, &s, 1);
+}
+
+/* The device block holding node NID. */
+static uint32_t node_addr(uint32_t nid)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	uint32_t a = nat_addr_of(fs, nid);
+
+	files_unmount(fs);
+	return a;
+}
+
+/* An inline symlink /link -> "d/f1" made through the library, as the daemon makes one. */
+static uint32_t add_symlink(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *root, *np;
+	uint32_t ino;
+
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(inode_new(fs, S_IFLNK | 0777, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
+	ino = np->nid;
+	memcpy(inode_of(np)->addr, "d/f1", 4);
+	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
+	inode_of(np)->inline_size = le32_put(4);
+	inode_of(np)->size = le64_put(4);
+	node_dirty(fs, np);
+	ck_assert_int_eq(dir_add(fs, root, "link", 4, ino, DT_LNK), 0);
+	node_put(fs, np);
+	node_put(fs, root);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	return ino;
+}
+
+/* fsck -n reports FIELD as damage and writes nothing. */
+static void reported(const char *field)
+{
+	struct snap a, b;
+
+	snapshot_raw(&a);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert_msg(said(field) || said_err(field), "fsck -n did not name \"%s\"", field);
+	snapshot_raw(&b);
+	ck_assert_uint_eq(a.sum, b.sum);
+}
+
+/* fsck -y cannot repair it: exit 4, nothing written. */
+static void refused(void)
+{
+	struct snap a, b;
+
+	snapshot_raw(&a);
+	ck_assert_int_eq(fsck("-y", img), 4);
+	snapshot_raw(&b);
+	ck_assert_uint_eq(a.sum, b.sum);
+}
+
+/* fsck -y repairs it (exit 1), a second -n is clean, and both files are whole. */
+static void repaired(void)
+{
+	struct zlfs_fs *fs;
+
+	ck_assert_int_eq(fsck("-y", img), 1);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	ck_assert(same_data(fs, ino_f2, F2_SIZE));
+	files_unmount(fs);
+}
+
+/* A fresh image NAME with /link whose inode says it is 5000 bytes long, inline. */
+static uint32_t damaged_symlink(const char *name)
+{
+	uint32_t ino;
+
+	populate(name, NULL);
+	ino = add_symlink();
+	set_field(node_addr(ino), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, size), 5000);
+	return ino;
+}
+
+/* ---- the cases ------------------------------------------------------------------------------ */
+
+/* An inline symlink whose size passes its inline area: readlink would copy past the node. The
+ * inode is refused; -y drops it and its name; the files stay whole. */
+START_TEST(t_symlink_size)
+{
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	uint32_t ino;
+
+	ino = damaged_symlink("symlink.img");
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, ino, &np), -EUCLEAN);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	files_unmount(fs);
+	reported("inode size of an inline symlink");
+	repaired();
+}
+END_TEST
+
+/* A directory whose hash depth would shift past 31 bits. */
+START_TEST(t_dir_depth)
+{
+	struct zlfs_fs *fs;
+
+	populate("depth.img", NULL);
+	set_field(node_addr(ino_d), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, dir_depth), 40);
+	reported("inode dir_depth = 40");
+	repaired();
+	fs = mount_expect_lost_found(ino_f1, F1_SIZE); /* its only file, named nowhere now */
+	files_unmount(fs);
+}
+END_TEST
+
+static void long_name_at_end(uint8_t *b, void *arg)
+{
+	struct zlfs_dentry_block *d = (void *)b;
+
+	(void)arg;
+	d->bitmap[200 / 8] |= 1u << (200 % 8);
+	d->d[200].name_len = le16_put(255); /* 32 slots from the last one */
+	d->d[200].ino = le32_put(ZLFS_ROOT_INO);
+	d->d[200].type = 4;
+}
+
+/* A name that runs past the end of its directory block. */
+START_TEST(t_dentry_overrun)
+{
+	struct zlfs_fs *fs;
+
+	populate("dentry.img", NULL);
+	edit_block(data_block_of(ino_d, 0), ZLFS_KIND_DENTRY, long_name_at_end, NULL, 1);
+	reported("name_len = 255 needs 32 slots");
+	repaired();
+	fs = mount_expect_lost_found(ino_f1, F1_SIZE);
+	files_unmount(fs);
+}
+END_TEST
+
+/* An xattr pointer to another file's inode: following it would read (and a setxattr write)
+ * that inode as an xattr node. */
+START_TEST(t_foreign_node)
+{
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	char v[8];
+
+	populate("foreign.img", NULL);
+	set_field(node_addr(ino_f1), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, xattr_nid),
+		  ino_f2);
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, ino_f1, &np), 0);
+	ck_assert_int_eq(xattr_get(fs, np, "user.x", v, sizeof(v)), -EUCLEAN);
+	node_put(fs, np);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	files_unmount(fs);
+	reported("belongs");
+	repaired();
+}
+END_TEST
+
+/* Superblock geometry: meta_zones 0 would divide by zero in the first checkpoint. Nothing can
+ * be trusted, so no mode repairs it. */
+START_TEST(t_sb_meta_zones)
+{
+	struct zlfs_sb_info sb;
+	struct zlfs_fs *fs = NULL;
+	struct zlfs_mount_opts mo = {.readonly = 1};
+	int fs_sb_zone;
+
+	populate("metazones.img", NULL);
+	ck_assert_int_eq(fsck("-p", img), 0); /* a second record: both zones hold one */
+	fs = mount_rw(img, 1);
+	sb = fs->sb;
+	fs_sb_zone = fs->sb_zone;
+	files_unmount(fs);
+	/* the older record first: once the newest is damaged, no record reads */
+	set_field(sb.sb_zone[!fs_sb_zone] * zlfs_zone_blocks(&sb), ZLFS_KIND_SUPER,
+		  offsetof(struct zlfs_super, meta_zones), 0);
+	set_field(sb.sb_zone[fs_sb_zone] * zlfs_zone_blocks(&sb), ZLFS_KIND_SUPER,
+		  offsetof(struct zlfs_super, meta_zones), 0);
+	ck_assert_int_eq(files_mount(img, &mo, &fs), -EUCLEAN);
+	reported("meta_zones = 0");
+	refused();
+}
+END_TEST
+
+/* A checkpoint pack resealed whole with its meta log position outside the meta area. */
+START_TEST(t_cp_meta_zone)
+{
+	struct zlfs_fs *fs;
+	struct zlfs_mount_opts mo = {.readonly = 1};
+	uint32_t head, tail, zb;
+	struct set32 s;
+
+	populate("cpmeta.img", NULL);
+	fs = mount_rw(img, 1);
+	zb = zlfs_zone_blocks(&fs->sb);
+	head = fs->sb.cp_zone[fs->cp_pos.slot] * zb + fs->cp_pos.blk;
+	tail = head + fs->cp.pack_blocks - 1;
+	s.val = le32_put(fs->sb.main_zone_first + 1);
+	files_unmount(fs);
+	s.off = offsetof(struct zlfs_cp_head, meta_zone);
+	edit_block(head, ZLFS_KIND_CP_HEAD, put32, &s, 1);
+	fs = NULL;
+	{ /* the tail names the head's new checksum, so the pack is whole */
+		struct zdev_open_opts oo = {.readonly = 1};
+		struct zlfs_sb_info sb;
+		struct zdev *dev;
+		uint8_t *b = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+		uint64_t c;
+
+		ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+		ck_assert_int_eq(zlfs_sb_read(dev, &sb, NULL), 0);
+		ck_assert_int_eq(zdev_read(dev, b, ZLFS_BLOCK_SIZE, (uint64_t)head * ZLFS_BLOCK_SIZE), 0);
+		c = le64_put(zlfs_blk_csum(b, sb.seed));
+		zdev_close(dev);
+		zdev_buf_free(b);
+		s.off = offsetof(struct zlfs_cp_tail, head_csum);
+		{
+			struct set32 lo = {s.off, (uint32_t)c}, hi = {s.off + 4, (uint32_t)(c >> 32)};
+
+			edit_block(tail, ZLFS_KIND_CP_TAIL, put32, &lo, 1);
+			edit_block(tail, ZLFS_KIND_CP_TAIL, put32, &hi, 1);
+		}
+	}
+	ck_assert_int_eq(files_mount(img, &mo, &fs), -EUCLEAN);
+	reported("checkpoint meta_zone");
+	refused();
+}
+END_TEST
+
+/* A NAT entry pointing into the meta area. The mount reads NAT pages on demand: the first
+ * use of that page finds it and the filesystem goes read-only; fsck reads them all first. */
+START_TEST(t_nat_entry)
+{
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	uint32_t nat, slot, meta;
+
+	populate("natent.img", NULL);
+	fs = mount_rw(img, 1);
+	nat = fs->meta_addr[ino_f1 / ZLFS_NAT_PER_BLOCK];
+	slot = ino_f1 % ZLFS_NAT_PER_BLOCK;
+	meta = fs->sb.meta_zone_first * zlfs_zone_blocks(&fs->sb);
+	files_unmount(fs);
+	set_field(nat, ZLFS_KIND_NAT, offsetof(struct zlfs_nat_block, e) +
+		  slot * sizeof(struct zlfs_nat_entry), meta);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(inode_get(fs, ino_f1, &np), -EUCLEAN);
+	ck_assert_int_eq(ATOMIC_GET(&fs->readonly), 1);
+	files_unmount(fs);
+	reported("blkaddr");
+	refused();
+}
+END_TEST
+
+/* The real daemon on an image with a damaged symlink: readlink fails with EUCLEAN, the rest of
+ * the filesystem reads and writes, and unmount ends the daemon. */
+START_TEST(t_daemon_damaged_name)
+{
+	char path[600], buf[64];
+	pid_t pid;
+	int fd;
+
+	if (tu_fuse_missing())
+		return;
+	damaged_symlink("daemon.img");
+	pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(pid, 0);
+	snprintf(path, sizeof(path), "%s/link", mnt);
+	errno = 0;
+	ck_assert_int_lt(readlink(path, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(errno, EUCLEAN);
+	snprintf(path, sizeof(path), "%s/d/f1", mnt);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), sizeof(buf));
+	ck_assert_uint_eq((uint8_t)buf[9], pat(ino_f1, 9));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/new", mnt);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "hello", 5), 5);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(kill(pid, 0), -1); /* gone */
+	reported("inode size of an inline symlink");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hostile");
+	TCase *tc = tcase_create("hostile");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, t_symlink_size);
+	tcase_add_test(tc, t_dir_depth);
+	tcase_add_test(tc, t_dentry_overrun);
+	tcase_add_test(tc, t_foreign_node);
+	tcase_add_test(tc, t_sb_meta_zones);
+	tcase_add_test(tc, t_cp_meta_zone);
+	tcase_add_test(tc, t_nat_entry);
+	tcase_add_test(tc, t_daemon_damaged_name);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}

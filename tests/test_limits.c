@@ -1,0 +1,331 @@
+/*
+ * test_limits.c - the format's limits (format_check.c; docs/format.md, "Limits"): what mkfs
+ * and the daemon write passes, and each field set just out of its range is refused with
+ * -EUCLEAN and a reason that names it. Pure tests: no device is opened.
+ */
+#include "testutil.h"
+
+#include "format.h"
+#include "super.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char why[256];
+
+/* A layout mkfs would choose for 64 zones of 4 MiB. */
+static void good_sb(struct zlfs_sb_info *s)
+{
+	struct zdev_geometry g = {.lblock_size = 4096, .nr_zones = 64, .zone_size = 4 << 20,
+				  .zone_capacity = 4 << 20, .capacity = 64ULL << 22};
+	struct zdev_zone z[64];
+	struct zlfs_mkfs_opts o = {0};
+
+	memset(z, 0, sizeof(z));
+	for (int i = 0; i < 64; i++) {
+		z[i].start = (uint64_t)i << 22;
+		z[i].len = z[i].capacity = 4 << 20;
+		z[i].wp = z[i].start;
+		z[i].type = ZDEV_ZONE_SEQ;
+		z[i].cond = ZDEV_COND_EMPTY;
+	}
+	ck_assert_int_eq(zlfs_layout(&g, z, &o, s, why, sizeof(why)), 0);
+}
+
+#define REFUSED(call, field)                                                                    \
+	do {                                                                                   \
+		why[0] = 0;                                                                    \
+		ck_assert_int_eq((call), -EUCLEAN);                                            \
+		ck_assert_msg(strstr(why, field), "reason \"%s\" does not name %s", why, field); \
+	} while (0)
+
+START_TEST(t_sb_limits)
+{
+	struct zlfs_sb_info g, s;
+
+	good_sb(&g);
+	ck_assert_int_eq(zlfs_sb_check_layout(&g, why, sizeof(why)), 0);
+#define SB(stmt, field)                                                                        \
+	do {                                                                                   \
+		s = g;                                                                         \
+		stmt;                                                                          \
+		REFUSED(zlfs_sb_check_layout(&s, why, sizeof(why)), field);                    \
+	} while (0)
+	SB(s.meta_zones = 0, "meta_zones = 0");
+	SB(s.meta_zones = 1, "meta_zones = 1");
+	SB(s.meta_zones = 3, "meta_zones = 3");
+	SB(s.block_size = 512, "block_size");
+	SB(s.dev_lblock_size = 3000, "dev_lblock_size");
+	SB(s.zone_size = 4097, "zone_size");
+	SB(s.zone_capacity = 64 * 1024, "zone_capacity");
+	SB(s.seg_blocks = 100, "seg_blocks");
+	SB(s.segs_per_zone += 1, "segs_per_zone");
+	SB(s.nr_conv = 3, "nr_conv");
+	SB(s.sb_zone[1] = 9, "sb_zone");
+	SB(s.cp_zone[0] = 0, "cp_zone");
+	SB(s.meta_zone_first += 1, "meta_zone_first");
+	SB(s.main_zone_first -= 1, "main_zone_first");
+	SB(s.main_zones += 1, "main_zones");
+	SB(s.nr_logs = 5, "nr_logs");
+	SB(s.ovp_percent = 60, "ovp_percent");
+	SB(s.reserved_zones = s.main_zones, "reserved_zones");
+	SB(s.root_ino = 2, "root_ino");
+	SB(s.max_nid = 1, "max_nid");
+	SB(s.max_nid = s.nat_blocks * ZLFS_NAT_PER_BLOCK + 1, "max_nid");
+	SB(s.nat_blocks += 5, "nat_blocks");
+	SB(s.sit_blocks += 1, "sit_blocks");
+	SB((s.feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT, s.enc_kdf = 7), "enc_kdf");
+	SB((s.feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT, s.enc_kdf = 2, s.scrypt_n = 1ULL << 40,
+	    s.scrypt_r = 8, s.scrypt_p = 1), "scrypt_n");
+	SB((s.feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT, s.enc_kdf = 2, s.scrypt_n = 1 << 14,
+	    s.scrypt_r = 1000, s.scrypt_p = 1), "scrypt_r");
+#undef SB
+}
+END_TEST
+
+/* The checkpoint mkfs writes: every log without a zone, the meta log at its start. */
+static void good_cp(const struct zlfs_sb_info *s, struct zlfs_cp_info *c)
+{
+	uint32_t meta = s->nat_blocks + s->sit_blocks;
+
+	memset(c, 0, sizeof(*c));
+	c->version = 1;
+	c->nr_logs = s->nr_logs;
+	for (int t = 0; t < ZLFS_NR_LOG_TYPES; t++)
+		c->logs[t].zone = ZLFS_ZONE_NONE;
+	c->logs[ZLFS_LOG_WARM_NODE].zone = s->main_zone_first;
+	c->logs[ZLFS_LOG_WARM_NODE].next_blk = 1;
+	c->logs[ZLFS_LOG_WARM_NODE].nr_entries = 1;
+	c->meta_zone = s->meta_zone_first;
+	c->meta_next_blk = 3;
+	c->nr_map = (meta + ZLFS_MAP_PER_BLOCK - 1) / ZLFS_MAP_PER_BLOCK;
+	c->map_addr[0] = s->meta_zone_first * zlfs_zone_blocks(s) + 2;
+	c->pack_blocks = 3;
+	c->nr_summaries = 1;
+	c->valid_nodes = c->valid_inodes = 1;
+}
+
+START_TEST(t_cp_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_cp_info *g = malloc(sizeof(*g)), *c = malloc(sizeof(*c));
+
+	good_sb(&s);
+	good_cp(&s, g);
+	ck_assert_int_eq(zlfs_cp_check(&s, g, why, sizeof(why)), 0);
+#define CP(stmt, field)                                                                        \
+	do {                                                                                   \
+		*c = *g;                                                                       \
+		stmt;                                                                          \
+		REFUSED(zlfs_cp_check(&s, c, why, sizeof(why)), field);                        \
+	} while (0)
+	CP(c->flags = 0x100, "flags");
+	CP(c->nr_logs = 2, "nr_logs");
+	CP(c->logs[ZLFS_LOG_WARM_NODE].zone = s.meta_zone_first, "log zone");
+	CP(c->logs[ZLFS_LOG_WARM_NODE].zone = s.nr_zones, "log zone");
+	CP(c->logs[ZLFS_LOG_WARM_NODE].next_blk = s.segs_per_zone * s.seg_blocks + 1, "next_blk");
+	CP(c->logs[ZLFS_LOG_WARM_NODE].nr_entries = 600, "nr_entries");
+	CP(c->logs[ZLFS_LOG_HOT_DATA].zone = s.main_zone_first, "both append");
+	CP(c->nr_summaries = 2, "nr_summaries");
+	CP(c->meta_zone = s.main_zone_first, "meta_zone");
+	CP(c->meta_next_blk = zlfs_cap_blocks(&s) + 1, "meta_next_blk");
+	CP(c->nr_map += 1, "nr_map");
+	CP(c->map_addr[0] = s.main_zone_first * zlfs_zone_blocks(&s), "map_addr[0]");
+	CP(c->prealloc_blocks = 1, "prealloc_blocks");
+	CP(c->nr_remaps = 1, "nr_remaps");
+	CP(c->nr_orphans = 5, "nr_orphans");
+	CP(c->valid_inodes = 2, "valid_inodes");
+	CP(c->pack_blocks = zlfs_cap_blocks(&s) + 1, "pack_blocks");
+	/* a layout of fewer logs has no cold data log */
+	s.nr_logs = 4;
+	good_cp(&s, g);
+	CP(c->logs[ZLFS_LOG_COLD_DATA].zone = s.main_zone_first + 3, "no such log");
+#undef CP
+	free(g);
+	free(c);
+}
+END_TEST
+
+START_TEST(t_table_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_sit_entry e;
+	uint32_t zb, main0;
+
+	good_sb(&s);
+	zb = zlfs_zone_blocks(&s);
+	main0 = s.main_zone_first * zb;
+	ck_assert_int_eq(zlfs_nat_entry_check(&s, 5, main0 + 1, 5, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_nat_entry_check(&s, s.max_nid + 9, 0, 0, why, sizeof(why)), 0);
+	REFUSED(zlfs_nat_entry_check(&s, 5, s.meta_zone_first * zb, 5, why, sizeof(why)), "blkaddr");
+	REFUSED(zlfs_nat_entry_check(&s, 5, main0 + s.seg_blocks - 1, 5, why, sizeof(why)),
+		"blkaddr"); /* a summary slot */
+	s.segs_per_zone--; /* as if the zone's capacity ended a segment earlier */
+	REFUSED(zlfs_nat_entry_check(&s, 5, main0 + s.segs_per_zone * s.seg_blocks, 5, why,
+				     sizeof(why)), "blkaddr"); /* past the zone's segments */
+	s.segs_per_zone++;
+	REFUSED(zlfs_nat_entry_check(&s, 5, main0 + 1, 0, why, sizeof(why)), "ino");
+	REFUSED(zlfs_nat_entry_check(&s, s.max_nid, main0 + 1, 5, why, sizeof(why)), "nid");
+	memset(&e, 0, sizeof(e));
+	e.log = ZLFS_LOG_NONE;
+	ck_assert_int_eq(zlfs_sit_entry_check(&s, 0, &e, why, sizeof(why)), 0);
+	e.valid = le16_put((uint16_t)s.seg_blocks);
+	REFUSED(zlfs_sit_entry_check(&s, 0, &e, why, sizeof(why)), "valid");
+	e.valid = 0;
+	e.log = 99;
+	REFUSED(zlfs_sit_entry_check(&s, 0, &e, why, sizeof(why)), "log = 99");
+	e.log = ZLFS_LOG_WARM_DATA;
+	e.bitmap[(s.seg_blocks - 1) / 8] |= (uint8_t)(1u << ((s.seg_blocks - 1) % 8));
+	REFUSED(zlfs_sit_entry_check(&s, 0, &e, why, sizeof(why)), "bitmap bit");
+	ck_assert_int_eq(zlfs_sum_entry_check(&s, 5, ZLFS_SUM_NODE, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_sum_entry_check(&s, 5, ZLFS_NODE_ADDRS - 1, why, sizeof(why)), 0);
+	REFUSED(zlfs_sum_entry_check(&s, s.max_nid, 3, why, sizeof(why)), "nid");
+	REFUSED(zlfs_sum_entry_check(&s, 5, ZLFS_NODE_ADDRS, why, sizeof(why)), "ofs");
+}
+END_TEST
+
+static uint8_t nb[ZLFS_BLOCK_SIZE] __attribute__((aligned(4096)));
+
+static struct zlfs_inode *fresh_inode(uint32_t nid, uint32_t mode)
+{
+	struct zlfs_inode *in = (void *)nb;
+
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_INODE, nid, nid, 1);
+	in->mode = le32_put(mode);
+	in->parent_ino = le32_put(1);
+	return in;
+}
+
+START_TEST(t_node_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_inode *in;
+	struct zlfs_node *n = (void *)nb;
+	struct zlfs_xattr_block *x = (void *)nb;
+	uint32_t main0;
+
+	good_sb(&s);
+	main0 = s.main_zone_first * zlfs_zone_blocks(&s);
+#define INODE(mode, stmt, field)                                                               \
+	do {                                                                                   \
+		in = fresh_inode(7, mode);                                                     \
+		stmt;                                                                          \
+		REFUSED(zlfs_node_check(&s, 7, nb, why, sizeof(why)), field);                  \
+	} while (0)
+	in = fresh_inode(7, S_IFDIR | 0755);
+	in->addr[3] = le32_put(main0 + 4);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
+	REFUSED(zlfs_node_check(&s, 8, nb, why, sizeof(why)), "index");
+	INODE(0, (void)0, "mode");
+	INODE(S_IFREG, in->flags = le32_put(1u << 9), "flags");
+	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_ENCRYPT), "encrypted");
+	INODE(S_IFREG, in->size = le64_put(ZLFS_FILE_MAX_BYTES + 1), "inode size");
+	INODE(S_IFREG, in->xattr_nid = le32_put(s.max_nid), "xattr_nid");
+	INODE(S_IFREG, in->hdr.ino = le32_put(8), "header ino");
+	INODE(S_IFDIR, in->dir_depth = le32_put(ZLFS_DIR_DEPTH_MAX + 1), "dir_depth");
+	INODE(S_IFDIR, in->parent_ino = 0, "parent_ino");
+	INODE(S_IFDIR, in->dir_entries = le32_put(ZLFS_DIR_ENTRIES_MAX + 1), "dir_entries");
+	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_INLINE), "only symlinks");
+	INODE(S_IFLNK, (in->flags = le32_put(ZLFS_IFLAG_INLINE),
+			in->inline_size = le32_put(ZLFS_INLINE_MAX + 1)), "inline_size");
+	INODE(S_IFLNK, (in->flags = le32_put(ZLFS_IFLAG_INLINE), in->inline_size = le32_put(4),
+			in->size = le64_put(5000)), "inline symlink");
+	INODE(S_IFREG, in->nid[2] = le32_put(s.max_nid), "nid[2]");
+	INODE(S_IFREG, in->addr[9] = le32_put(s.meta_zone_first * zlfs_zone_blocks(&s)),
+	      "addr[9]");
+	INODE(S_IFREG, in->addr[9] = le32_put(ZLFS_ADDR_PREALLOC), "fallocate feature");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_FALLOC;
+	in = fresh_inode(7, S_IFREG);
+	in->addr[9] = le32_put(ZLFS_ADDR_PREALLOC);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
+	/* direct and indirect nodes: their place in the tree, and their pointers */
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_DNODE, 9, 7, 1);
+	n->ofs = le32_put(2);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	n->ofs = le32_put(3);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "direct node ofs");
+	n->ofs = le32_put(1);
+	n->ptr[1011] = le32_put(1);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "ptr[1011]");
+	zlfs_blk_init(nb, ZLFS_KIND_INDNODE, 9, 7, 1);
+	n->ptr[1011] = 0;
+	n->ofs = le32_put(4);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	n->ofs = le32_put(1);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "indirect node ofs");
+	n->ofs = le32_put(4);
+	n->ptr[7] = le32_put(s.max_nid);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "ptr[7]");
+	n->hdr.ino = 0;
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "header ino");
+	/* xattr nodes: packed entries that fill exactly what is used */
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_XATTR, 9, 7, 1);
+	x->data[0] = 1, x->data[1] = 3, x->data[2] = 2; /* user.abc = 2 bytes: 12 bytes */
+	x->used = le32_put(12);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	x->used = le32_put(sizeof(x->data) + 4);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "used");
+	x->used = le32_put(8);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	x->used = le32_put(16);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	zlfs_blk_init(nb, ZLFS_KIND_SIT, 9, 7, 1);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "not a node");
+#undef INODE
+}
+END_TEST
+
+START_TEST(t_dentry_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_dentry_block *b = (void *)nb;
+
+	good_sb(&s);
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_DENTRY, 0, 7, 1);
+	b->bitmap[0] = 0x07; /* a 20-byte name in slots 0-2 */
+	b->d[0].name_len = le16_put(20);
+	b->d[0].ino = le32_put(9);
+	b->d[0].type = 8;
+	ck_assert_int_eq(zlfs_dentry_check(&s, nb, why, sizeof(why)), 0);
+	b->bitmap[0] = 0x05;
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "slot 1 is free");
+	b->bitmap[0] = 0x07;
+	b->d[0].ino = le32_put(s.max_nid);
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "ino");
+	b->d[0].ino = le32_put(9);
+	b->d[0].type = 3;
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "type");
+	b->d[0].type = 8;
+	b->d[0].name_len = le16_put(256);
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "name_len");
+	b->d[0].name_len = le16_put(20);
+	b->bitmap[201 / 8] |= 1u << (201 % 8);
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "bitmap bit 201");
+	b->bitmap[201 / 8] = 0;
+	b->bitmap[200 / 8] |= 1u << (200 % 8);
+	b->d[200].name_len = le16_put(9); /* two slots from the last one */
+	b->d[200].ino = le32_put(9);
+	b->d[200].type = 8;
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "past the block");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("limits");
+	TCase *tc = tcase_create("limits");
+
+	tcase_add_test(tc, t_sb_limits);
+	tcase_add_test(tc, t_cp_limits);
+	tcase_add_test(tc, t_table_limits);
+	tcase_add_test(tc, t_node_limits);
+	tcase_add_test(tc, t_dentry_limits);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
