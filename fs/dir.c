@@ -26,11 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 static uint32_t name_hash(const struct zlfs_fs *fs, const char *name, size_t len)
 {
-	return (uint32_t)XXH3_64bits_withSeed(name, len, fs->sb.seed);
+	return zlfs_name_hash(&fs->sb, name, len);
 }
 
 /* Slot of FN in block B, or -1. */

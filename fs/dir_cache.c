@@ -5,7 +5,8 @@
  * input: format_check.c's limits), held while in use, dirty until dir_flush writes them
  * before a checkpoint, counted per directory while not yet on the device (st_blocks) - and
  * the table where the name indexes of large directories hang.
- * May call: data.c (block addresses, writes), node/log (core.h), format.h, log.h.
+ * May call: data.c (block addresses, writes), fcrypt.c (whether names are ciphertext),
+ * node/log (core.h), format.h, log.h.
  *
  * Locks: the cache's chains, page refs, dirty flags and the index table are under its own
  * lock (a leaf); a block's contents belong to its directory's inode lock.
@@ -359,8 +360,50 @@ static int dcache_insert(struct zlfs_fs *fs, struct dir_cache *dc, uint32_t h, s
  * without it a hole is -ENOENT. */
 /* A directory block as read: checksum, owner, place, and every entry (format_check.c).
  * Continuation slots of a name carry no entry of their own: readdir walks slot by slot. */
-static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b, uint32_t ino,
-			      uint32_t idx, char *why, size_t len)
+/* The hash bucket block IDX serves: names whose hash has BUCKET in its low LEVEL bits. */
+static void block_bucket(uint32_t idx, uint32_t *level, uint32_t *bucket)
+{
+	uint32_t l = 0;
+
+	while (l < 31 && level_first_block(l + 1) <= idx)
+		l++;
+	*level = l;
+	*bucket = (idx - level_first_block(l)) / BUCKET_BLOCKS;
+}
+
+/* One entry of block IDX: where a lookup will look for it, and, in a plain directory, a name
+ * a user could have given (no NUL, no '/', not a dot entry: those are never stored). */
+static int dentry_entry_check(const struct zlfs_dentry_block *b, uint32_t s, uint32_t idx,
+			      int plain, char *why, size_t len)
+{
+	uint32_t l, bucket, nl = le16_get(b->d[s].name_len);
+	const uint8_t *name = b->name[s];
+
+	for (uint32_t i = 1; i < name_slots(nl); i++)
+		if (b->d[s + i].name_len) {
+			snprintf(why, len, "slot %u inside the name at slot %u holds an entry", s + i, s);
+			return -EUCLEAN;
+		}
+	block_bucket(idx, &l, &bucket);
+	if ((le32_get(b->d[s].hash) & ((1u << l) - 1)) != bucket) {
+		snprintf(why, len, "dentry at slot %u: hash 0x%08x belongs in another block than %u "
+			 "(level %u, bucket %u)", s, le32_get(b->d[s].hash), idx, l, bucket);
+		return -EUCLEAN;
+	}
+	if (plain && (memchr(name, 0, nl) || memchr(name, '/', nl) ||
+		      (nl <= 2 && name[0] == '.' && (nl == 1 || name[1] == '.')))) {
+		snprintf(why, len, "dentry at slot %u: the name holds a NUL or '/' or is a dot entry",
+			 s);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* A directory block as read: checksum, owner, place, and every entry (format_check.c's
+ * limits, then where lookups look for it). Continuation slots of a name carry no entry of
+ * their own: readdir walks slot by slot. */
+static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b,
+			      struct node_page *dir, uint32_t idx, char *why, size_t len)
 {
 	uint32_t s, n;
 	int ret = zlfs_blk_verify(b, fs->sb.seed, ZLFS_KIND_DENTRY);
@@ -369,19 +412,18 @@ static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block
 		snprintf(why, len, "%s", ret == -EUCLEAN ? "bad checksum or magic" : "not a dentry block");
 		return -EUCLEAN;
 	}
-	if (le32_get(b->hdr.ino) != ino || le32_get(b->hdr.index) != idx) {
+	if (le32_get(b->hdr.ino) != dir->nid || le32_get(b->hdr.index) != idx) {
 		snprintf(why, len, "header names inode %u block %u", le32_get(b->hdr.ino),
 			 le32_get(b->hdr.index));
 		return -EUCLEAN;
 	}
 	ret = zlfs_dentry_check(&fs->sb, b, why, len);
 	for (s = 0; !ret && s < SLOTS; s += n) {
-		n = bit_test(b->bitmap, s) && b->d[s].name_len ? name_slots(le16_get(b->d[s].name_len)) : 1;
-		for (uint32_t i = 1; i < n; i++)
-			if (b->d[s + i].name_len) {
-				snprintf(why, len, "slot %u inside the name at slot %u holds an entry", s + i, s);
-				return -EUCLEAN;
-			}
+		int taken = bit_test(b->bitmap, s) && b->d[s].name_len;
+
+		n = taken ? name_slots(le16_get(b->d[s].name_len)) : 1;
+		if (taken)
+			ret = dentry_entry_check(b, s, idx, !fcrypt_is_encrypted(dir), why, len);
 	}
 	return ret;
 }
@@ -426,7 +468,7 @@ int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int c
 	} else {
 		ret = seg_read(fs, addr, p->blk);
 		if (!ret)
-			ret = dentry_block_check(fs, p->blk, dir->nid, idx, why, whylen);
+			ret = dentry_block_check(fs, p->blk, dir, idx, why, whylen);
 		if (ret) {
 			zlog_err("directory %u block %u is damaged (%s): run fsck.zlfs", dir->nid,
 				 idx, ret == -EUCLEAN ? why : strerror(-ret));

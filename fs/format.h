@@ -84,7 +84,11 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* Data pointers may hold ZLFS_ADDR_PREALLOC and checkpoints remapped owners (set by the first
  * fallocate that reserves or moves blocks: older code would read those as bad pointers). */
 #define ZLFS_FEAT_INCOMPAT_FALLOC (1u << 1)
-#define ZLFS_FEAT_INCOMPAT_SUPP (ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC)
+/* fsync writes data and nodes under one device flush, and marks its inode FSYNC_GROUP (set by
+ * mkfs: an older reader would roll a torn group forward). */
+#define ZLFS_FEAT_INCOMPAT_FSYNC_GROUP (1u << 2)
+#define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
+	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_FSYNC_GROUP)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -157,6 +161,12 @@ enum zlfs_blk_kind {
 /* Node block flags (struct zlfs_blkhdr.flags). */
 #define ZLFS_NODE_FSYNC (1u << 0)  /* written by fsync: roll forward after a crash */
 #define ZLFS_NODE_DENTRY (1u << 1) /* the fsync also made the file's directory entry durable */
+/* With FSYNC, on an inode (FSYNC_GROUP feature): the fsync wrote its data, its nodes and this
+ * inode with one device flush after them all, so the marker alone does not prove the rest is
+ * there. fsync_nodes counts the node copies of the inode written before it since its previous
+ * marker; recovery takes the group only when all of them are found and every data block they
+ * point to lies below its zone's write pointer (docs/design.md, "fsync without a checkpoint"). */
+#define ZLFS_NODE_FSYNC_GROUP (1u << 2)
 
 struct zlfs_blkhdr {
 	le32 magic;   /* ZLFS_MAGIC */
@@ -416,7 +426,8 @@ struct zlfs_inode {
 	uint8_t nonce[16];  /* per-file encryption nonce */
 	le32 nid[ZLFS_INODE_NIDS];
 	le32 dir_entries;   /* directories: entries stored (not counting . and ..) */
-	le32 reserved[3];
+	le32 fsync_nodes;   /* on a FSYNC_GROUP marker: its group's other node copies */
+	le32 reserved[2];
 	le32 addr[ZLFS_INODE_ADDRS];
 	le64 csum;
 };
@@ -580,7 +591,9 @@ int zlfs_sum_entry_check(const struct zlfs_sb_info *sbi, uint32_t nid, uint16_t 
 /* A node block read for NID, of any node kind: its header and every field its kind has. */
 int zlfs_node_check(const struct zlfs_sb_info *sbi, uint32_t nid, const void *blk, char *why,
 		    size_t len);
-/* A directory block: bitmap, and every entry's name length, slots, inode and type. */
+/* The hash a name (its disk form: ciphertext in an encrypted directory) is placed by. */
+uint32_t zlfs_name_hash(const struct zlfs_sb_info *sbi, const void *name, size_t len);
+/* A directory block: bitmap, and every entry's name length, slots, inode, type and hash. */
 int zlfs_dentry_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
 
 /* Geometry helpers shared by mkfs, the daemon and fsck. */

@@ -8,11 +8,12 @@
  * with one line naming the field, its value and the range it had to be in. A device is input
  * and may be hostile: a value that sizes a loop, indexes an array or shifts is refused here,
  * once, where it is decoded, so the code above may trust it.
- * May call: libc. Pure functions of the superblock and the block: the daemon, fsck, mkfs and
- * the tests share them.
+ * May call: xxHash, libc. Pure functions of the superblock and the block: the daemon, fsck,
+ * mkfs and the tests share them.
  */
 #include "format.h"
 
+#include <xxhash.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -524,6 +525,11 @@ int zlfs_node_check(const struct zlfs_sb_info *s, uint32_t nid, const void *blk,
 
 /* ---- directory blocks ----------------------------------------------------------------------- */
 
+uint32_t zlfs_name_hash(const struct zlfs_sb_info *s, const void *name, size_t len)
+{
+	return (uint32_t)XXH3_64bits_withSeed(name, len, s->seed);
+}
+
 static int dt_ok(uint8_t t)
 {
 	return t == 1 || t == 2 || t == 4 || t == 6 || t == 8 || t == 10 || t == 12; /* DT_* */
@@ -567,6 +573,11 @@ int zlfs_dentry_check(const struct zlfs_sb_info *s, const void *blk, char *why, 
 		if (!dt_ok(d->type))
 			return bad(why, len, "dentry at slot %u: type = %u is no DT_* file type", slot,
 				   d->type);
+		/* a lookup hashes the name it is given: an entry under another hash is found by
+		 * readdir and by no lookup, so it could never be opened or removed */
+		if (le32_get(d->hash) != zlfs_name_hash(s, b->name[slot], nl))
+			return bad(why, len, "dentry at slot %u: hash = 0x%08x is not its name's", slot,
+				   le32_get(d->hash));
 		slot += n;
 	}
 	return 0;

@@ -125,6 +125,27 @@ static int mount_meta_position(struct zlfs_fs *fs)
 	return 0;
 }
 
+/* The checkpoint and meta zones must take writes: a read-write mount on a device that made
+ * one offline or read-only would fail its first checkpoint. Refused, as a write pointer
+ * behind the checkpoint is; a read-only mount goes on. */
+static int mount_check_meta_zones(struct zlfs_fs *fs, int readonly)
+{
+	uint32_t z, last = fs->sb.meta_zone_first + fs->sb.meta_zones;
+	struct zdev_zone r;
+	int ret = 0;
+
+	for (z = fs->sb.cp_zone[0]; !ret && z < last; z++) {
+		ret = zdev_report_one(fs->dev, z, &r);
+		if (!ret && (r.cond == ZDEV_COND_OFFLINE || r.cond == ZDEV_COND_RDONLY)) {
+			zlog_err("device write-pointer error: %s zone %u is %s; run fsck.zlfs -n",
+				 z < fs->sb.meta_zone_first ? "checkpoint" : "metadata", z,
+				 zdev_cond_name(r.cond));
+			ret = readonly ? 0 : -EIO;
+		}
+	}
+	return ret;
+}
+
 static int orphans_alloc(struct zlfs_fs *fs)
 {
 	if (!fs->orphans)
@@ -307,6 +328,8 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 		ret = mount_reconcile_log(fs, t, readonly);
 	if (!ret)
 		ret = mount_meta_position(fs);
+	if (!ret)
+		ret = mount_check_meta_zones(fs, readonly);
 	fs->readonly = readonly;
 	/* Zone states first: a zone recovery empties is prefree (the durable checkpoint still
 	 * points into it), one it fills becomes used. */

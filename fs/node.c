@@ -696,6 +696,7 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	struct node_page *inode = NULL, **v = NULL;
+	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FSYNC_GROUP);
 	uint32_t n = 0, i;
 	int ret = copy ? 0 : -ENOMEM;
 
@@ -703,10 +704,13 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 		ret = -EAGAIN;
 	if (!ret)
 		ret = node_dirty_of(fs, ino, &v, &n);
-	/* The data first: a node that reaches the device before the blocks it points to would
-	 * give the file contents it never had if power failed in between. */
+	/* The data first. Without FSYNC_GROUP it is made durable before any node is written: a
+	 * node that reaches the device before the blocks it points to would give the file
+	 * contents it never had if power failed in between. With it, the data is only issued:
+	 * one flush after the marker makes all of it durable, and recovery tells a group cut
+	 * short by its count and by the write pointers of the zones its blocks lie in. */
 	if (!ret)
-		ret = node_make_durable(fs);
+		ret = group ? wbuf_flush_all(fs->wb) : node_make_durable(fs);
 	/* Then the nodes, all in one zone (a zone keeps writes in order through a power cut),
 	 * the inode last and marked: recovery takes the group only when the marker is there. */
 	for (i = 0; !ret && i < n; i++)
@@ -717,7 +721,10 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 	if (!ret)
 		ret = node_get(fs, ino, &inode);
 	if (!ret) {
-		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC, ZLFS_LOG_WARM_NODE, copy);
+		/* the count is read only with FSYNC_GROUP, on this copy: no need to dirty */
+		((struct zlfs_inode *)inode->buf)->fsync_nodes = le32_put(group ? n : 0);
+		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC | (group ? ZLFS_NODE_FSYNC_GROUP : 0),
+				    ZLFS_LOG_WARM_NODE, copy);
 		node_put(fs, inode);
 	}
 	if (!ret)

@@ -32,7 +32,10 @@ struct rnode {
 	uint32_t ino;
 	uint32_t addr;
 	uint64_t seq;
-	int fsync;     /* the last node an fsync wrote: everything of INO before it is durable */
+	uint8_t fsync;   /* the last node an fsync wrote: everything of INO before it is durable */
+	uint8_t group;   /* ... when its group is whole (FSYNC_GROUP): COUNT copies before it */
+	uint8_t data_ok; /* every data block it points to is below its zone's write pointer */
+	uint32_t count;
 };
 
 struct rsum {
@@ -86,6 +89,29 @@ static int is_new_node(const struct rec *r, const void *blk)
 	       is_node_kind(le16_get(h->kind)) && le64_get(h->cp_ver) == r->fs->cp_ver;
 }
 
+static const le32 *data_ptrs(const void *blk, uint32_t *n);
+static uint32_t zone_wp_blk(const struct rec *r, uint32_t zone);
+
+/* Every data block BLK points to is on the device: below its zone's write pointer (all of a
+ * full zone). A block written after the checkpoint and lost with the volatile cache lies at
+ * or past it; one the checkpoint knew lies below it, since no zone it needs is reset before
+ * the next checkpoint. */
+static int data_durable(const struct rec *r, const void *blk)
+{
+	uint32_t n, i, zb = zlfs_zone_blocks(&r->fs->sb);
+	const le32 *p = data_ptrs(blk, &n);
+
+	for (i = 0; i < n; i++) {
+		uint32_t a = le32_get(p[i]);
+
+		if (a == ZLFS_ADDR_NULL || a == ZLFS_ADDR_PREALLOC)
+			continue;
+		if (a / zb >= r->fs->sb.nr_zones || a % zb >= zone_wp_blk(r, a / zb))
+			return 0;
+	}
+	return 1;
+}
+
 static int collect(struct rec *r, const void *blk, uint32_t addr)
 {
 	const struct zlfs_blkhdr *h = blk;
@@ -108,9 +134,13 @@ static int collect(struct rec *r, const void *blk, uint32_t addr)
 	ret = grow((void **)&r->nodes, &r->cap_nodes, r->nnodes + 1, sizeof(*r->nodes));
 	if (ret)
 		return ret;
-	r->nodes[r->nnodes++] = (struct rnode){le32_get(h->index), le32_get(h->ino), addr,
-					       le64_get(h->seq),
-					       !!(le16_get(h->flags) & ZLFS_NODE_FSYNC)};
+	r->nodes[r->nnodes++] = (struct rnode){
+		.nid = le32_get(h->index), .ino = le32_get(h->ino), .addr = addr,
+		.seq = le64_get(h->seq), .fsync = !!(le16_get(h->flags) & ZLFS_NODE_FSYNC),
+		.group = !!(le16_get(h->flags) & ZLFS_NODE_FSYNC_GROUP),
+		.count = le16_get(h->kind) == ZLFS_KIND_INODE ?
+				 le32_get(((const struct zlfs_inode *)blk)->fsync_nodes) : 0,
+		.data_ok = data_durable(r, blk)};
 	return 0;
 }
 
@@ -384,20 +414,53 @@ static int by_ino_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Keep, per inode, the node copies written up to its last fsync marker: an fsync writes the
- * file's nodes into one zone and its inode last, marked, so the marker on the device means
- * every copy before it is there too. Copies after the last marker were never fsync'ed. */
+/* The sequence number of the last marker of inode nodes [I, J) (sorted by seq) whose group
+ * and every group before it are whole, or 0. A marker without FSYNC_GROUP was written after
+ * its data and nodes were flushed: it is whole by its presence. One with it counts the copies
+ * of its group, and every copy and the marker point only to blocks on the device. */
+static uint64_t last_whole_mark(const struct rec *r, size_t i, size_t j)
+{
+	uint64_t mark = 0;
+	uint32_t since = 0;
+	int ok = 1;
+
+	for (size_t k = i; k < j; k++) {
+		const struct rnode *n = &r->nodes[k];
+
+		ok &= n->data_ok;
+		if (!n->fsync) {
+			since++;
+			continue;
+		}
+		if (n->group && (!ok || since != n->count)) {
+			zlog_warn("recovery: inode %u's last fsync after checkpoint %llu did not "
+				  "finish before the power cut (%u of its %u node copies found, %s): "
+				  "the state its previous fsync made durable is kept", n->ino,
+				  (unsigned long long)r->fs->cp.version, since, n->count,
+				  ok ? "its data whole" : "data blocks missing");
+			break; /* nothing after a torn group was acknowledged */
+		}
+		mark = n->seq;
+		since = 0;
+		ok = 1;
+	}
+	return mark;
+}
+
+/* Keep, per inode, the node copies written up to its last whole fsync group: an fsync writes
+ * the file's nodes into one zone and its inode last, marked. Copies after that marker were
+ * never (or not wholly) made durable by an fsync that returned. */
 static void keep_fsynced(struct rec *r)
 {
 	size_t i = 0, j, k, out = 0;
 
 	qsort(r->nodes, r->nnodes, sizeof(*r->nodes), by_ino_seq);
 	while (i < r->nnodes) {
-		uint64_t mark = 0;
+		uint64_t mark;
 
 		for (j = i; j < r->nnodes && r->nodes[j].ino == r->nodes[i].ino; j++)
-			if (r->nodes[j].fsync)
-				mark = r->nodes[j].seq;
+			;
+		mark = last_whole_mark(r, i, j);
 		for (k = i; k < j; k++)
 			if (mark && r->nodes[k].seq <= mark)
 				r->nodes[out++] = r->nodes[k];

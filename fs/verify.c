@@ -310,11 +310,32 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 	return 0;
 }
 
+/* An encrypted inline symlink's target must decrypt with the key (readlink would fail with
+ * EUCLEAN): checked when fsck has the key. */
+static void check_symlink_target(struct chk *c, struct node_page *np)
+{
+	struct zlfs_inode *in = inode_of(np);
+	char *buf;
+
+	if (!S_ISLNK(le32_get(in->mode)) || !(le32_get(in->flags) & ZLFS_IFLAG_INLINE) ||
+	    !fcrypt_is_encrypted(np) || !c->fs->master || !(buf = malloc(ZLFS_INLINE_MAX + 1)))
+		return;
+	if (fcrypt_symlink_decrypt(c->fs, np, (const uint8_t *)in->addr,
+				   le32_get(in->inline_size), buf) < 0) {
+		finding(c, ZLFS_FIND_ERROR, "inode %u is damaged: its symlink target does not "
+			"decrypt with the key", np->nid);
+		if (np->nid != ZLFS_ROOT_INO)
+			propose(c, ZLFS_FIX_NODE_DROP, np->nid, 0, NULL, 0);
+	}
+	free(buf);
+}
+
 static void check_inode_fields(struct chk *c, struct node_page *np)
 {
 	struct zlfs_inode *in = inode_of(np);
 	uint32_t flags = le32_get(in->flags);
 
+	check_symlink_target(c, np);
 	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
 		finding(c, ZLFS_FIND_ERROR, "inode %u is flagged encrypted on a filesystem without "
 			"encryption", np->nid);
@@ -732,10 +753,31 @@ static void check_zone(struct chk *c, uint32_t mz)
 				c->fs->cp.logs[t].next_blk);
 }
 
+/* The superblock, checkpoint and meta zones: a device that took one offline or made it
+ * read-only keeps zlfs from writing its metadata (the daemon refuses a read-write mount). */
+static void check_meta_zones(struct chk *c)
+{
+	const struct zlfs_sb_info *s = &c->fs->sb;
+	uint32_t z;
+	struct zdev_zone r;
+
+	for (z = s->sb_zone[0]; z < s->meta_zone_first + s->meta_zones; z++) {
+		if (zdev_report_one(c->fs->dev, z, &r)) {
+			finding(c, ZLFS_FIND_DEVICE, "zone %u cannot be reported", z);
+			continue;
+		}
+		if (r.cond == ZDEV_COND_OFFLINE || r.cond == ZDEV_COND_RDONLY)
+			finding(c, ZLFS_FIND_DEVICE, "%s zone %u is %s: zlfs cannot write its metadata "
+				"there", z < s->cp_zone[0] ? "superblock" : z < s->meta_zone_first ?
+				"checkpoint" : "metadata", z, zdev_cond_name(r.cond));
+	}
+}
+
 static void check_zones(struct chk *c)
 {
 	uint32_t mz;
 
+	check_meta_zones(c);
 	for (mz = 0; mz < c->fs->sb.main_zones; mz++) {
 		if (!(mz & 63))
 			progress(c, ZLFS_PHASE_ZONES, mz, c->fs->sb.main_zones);

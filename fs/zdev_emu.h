@@ -146,6 +146,9 @@ long zemu_log_count(const char *log_path);
 /* The kind of each logged operation, one letter each, in order: W write, F flush, R reset,
  * X finish, O open, C close, T trim. Fills at most MAX letters; returns the number of operations. */
 long zemu_log_kinds(const char *log_path, char *kinds, long max);
+/* The same, and the zone of each operation in ZONES (UINT32_MAX for a flush); either array
+ * may be NULL. */
+long zemu_log_ops(const char *log_path, char *kinds, uint32_t *zones, long max);
 /*
  * Rebuild OUT as the image was when LOG started, plus the first N operations recorded in LOG,
  * all of them durable. The starting image comes from the log itself: its header says whether
@@ -156,6 +159,12 @@ long zemu_log_kinds(const char *log_path, char *kinds, long max);
  * first half of blocks (at least one block) is kept. OUT is overwritten.
  */
 int zemu_replay(const char *image, const char *log_path, long n, const char *out, int torn);
+/* zemu_replay, and writes to LOSE_ZONE from operation LOSE_FROM (0-based) on are dropped, as
+ * a device keeps of each zone only what reached its media in order: a power cut that took
+ * that zone's unflushed writes and kept other zones'. No zone management of LOSE_ZONE may
+ * follow (-EINVAL). */
+int zemu_replay_lose(const char *image, const char *log_path, long n, const char *out,
+		     int torn, uint32_t lose_zone, long lose_from);
 
 /* Discard [OFF, OFF + LEN) of a conventional-mode device (NBD's TRIM): the range reads as
  * zeros from then on and the FTL unmaps it. Multiples of the block size. Like a reset, a trim

@@ -439,6 +439,7 @@ long zemu_log_count(const char *log_path)
 
 struct kinds_ctx {
 	char *kinds;
+	uint32_t *zones;
 	long n, max;
 };
 
@@ -450,8 +451,10 @@ static int kind_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_t 
 	(void)payload;
 	(void)pos;
 	if (log_is_op(r->type)) {
-		if (k->n < k->max)
+		if (k->n < k->max && k->kinds)
 			k->kinds[k->n] = letters[r->type];
+		if (k->n < k->max && k->zones)
+			k->zones[k->n] = r->type == LOG_FLUSH ? UINT32_MAX : r->zone;
 		k->n++;
 	} else if (r->type == LOG_ABORT && k->n > 0) {
 		k->n--;
@@ -461,7 +464,12 @@ static int kind_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_t 
 
 long zemu_log_kinds(const char *log_path, char *kinds, long max)
 {
-	struct kinds_ctx k = {kinds, 0, max};
+	return zemu_log_ops(log_path, kinds, NULL, max);
+}
+
+long zemu_log_ops(const char *log_path, char *kinds, uint32_t *zones, long max)
+{
+	struct kinds_ctx k = {kinds, zones, 0, max};
 	struct emu_lhdr lh;
 	uint64_t end;
 	int fd, ret;
@@ -478,6 +486,8 @@ struct replay_ctx {
 	struct zdev *dev;
 	long n, done;
 	int torn;
+	uint32_t lose_zone;   /* writes to it from operation LOSE_FROM on are dropped */
+	long lose_from;
 	uint64_t *aborted;    /* log offsets of aborted operations, ascending */
 	size_t nr_aborted, cap_aborted, next_aborted;
 };
@@ -521,6 +531,16 @@ static int replay_op(void *ctx, const struct emu_lrec *r, void *payload, uint64_
 		return 1;
 	if (log_is_op(r->type) && is_aborted(c, pos))
 		return 0;
+	if (log_is_op(r->type) && r->type != LOG_FLUSH && z == c->lose_zone &&
+	    c->done >= c->lose_from) {
+		if (r->type != LOG_WRITE) {
+			zlog_err("write log operation %ld manages zone %u after the writes to drop "
+				 "from it: a device keeps no such state", c->done + 1, z);
+			return -EINVAL;
+		}
+		c->done++; /* lost with the volatile cache, with every later write to the zone */
+		return 0;
+	}
 	switch (r->type) {
 	case LOG_POWERON:
 		emu_power_cycle_zones(to_emu(c->dev));
@@ -605,10 +625,12 @@ static int replay_check(const char *image, const char *log, const struct emu_lhd
 	return 0;
 }
 
-static int replay_run(int fd, const char *out, long n, int torn)
+static int replay_run(int fd, const char *out, long n, int torn, uint32_t lose_zone,
+		      long lose_from)
 {
 	static const struct zdev_open_opts opts;
-	struct replay_ctx c = {.n = n, .torn = torn};
+	struct replay_ctx c = {.n = n, .torn = torn, .lose_zone = lose_zone,
+			       .lose_from = lose_from};
 	struct emu_dev *d;
 	uint64_t end;
 	int ret;
@@ -640,6 +662,12 @@ static int replay_run(int fd, const char *out, long n, int torn)
 
 int zemu_replay(const char *image, const char *log_path, long n, const char *out, int torn)
 {
+	return zemu_replay_lose(image, log_path, n, out, torn, UINT32_MAX, 0);
+}
+
+int zemu_replay_lose(const char *image, const char *log_path, long n, const char *out,
+		     int torn, uint32_t lose_zone, long lose_from)
+{
 	struct emu_lhdr lh;
 	long count;
 	int fd, ret;
@@ -661,7 +689,7 @@ int zemu_replay(const char *image, const char *log_path, long n, const char *out
 		/* from here on OUT is ours: a half-built one is removed, never left behind */
 		ret = replay_base(log_path, &lh, out);
 		if (!ret)
-			ret = replay_run(fd, out, n, torn);
+			ret = replay_run(fd, out, n, torn, lose_zone, lose_from);
 		if (ret)
 			unlink(out);
 	}

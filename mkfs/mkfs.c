@@ -272,7 +272,10 @@ static int apply_stamp(struct zdev *dev, struct zlfs_sb_info *s, const struct mk
 	}
 	s->revision = (uint16_t)st->rev;
 	s->min_revision = (uint16_t)st->min_rev;
-	s->feat_compat |= st->feat[0]; /* added to what mkfs set (ENCRYPT, say) */
+	/* Added to what mkfs set that the filesystem needs (ENCRYPT); the features a mkfs of
+	 * this code adds by default (FSYNC_GROUP) are another writer's choice: the stamp's. */
+	s->feat_incompat &= ZLFS_FEAT_INCOMPAT_ENCRYPT;
+	s->feat_compat |= st->feat[0];
 	s->feat_ro_compat |= st->feat[1];
 	s->feat_incompat |= st->feat[2];
 	for (i = 0, ret = 0; i < 2 && !ret; i++) { /* zone 1, then zone 0 */

@@ -115,8 +115,12 @@ void workload_encrypted(void);
 void workload_threads(void);
 void workload_falloc(void);
 void workload_hot(void);
+void workload_fsync(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
- * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). */
+ * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With
+ * LOSE_ZONE set (not UINT32_MAX), the writes to it from operation LOSE_FROM on are lost. */
+extern uint32_t lose_zone;
+extern long lose_from;
 const char *try_point(long n, int torn, char *why, size_t wl);
 
 #endif

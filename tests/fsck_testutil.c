@@ -123,6 +123,18 @@ void populate(const char *name, const char *log)
 	populate_tree();
 }
 
+/* The same on a filesystem without the FSYNC_GROUP feature (stamped as a mkfs of revision 3
+ * before it made one flush per fsync): an fsync flushes its data before its nodes. */
+void populate_two_flush(const char *name)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(tu_sh("%s -q -f --revision 3:2 --features 0:0:0 %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	populate_tree();
+}
+
 /* The same made by mkfs.zlfs --encrypt (an encrypted root), the library mounting with the
  * key from then on; fsck runs without it unless given with_key(). */
 void populate_encrypted(const char *name)

@@ -44,6 +44,7 @@ uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, int dir, size
 int same_data(struct zlfs_fs *fs, uint32_t ino, size_t size);
 void populate(const char *name, const char *log);
 void populate_encrypted(const char *name);
+void populate_two_flush(const char *name);
 void set_nlink(uint32_t ino, uint32_t n);
 struct zlfs_fs *mount_expect_lost_found(uint32_t ino, size_t size);
 void add_ghost(void);

@@ -285,6 +285,9 @@ static const char *check_mounted(int si, char *why, size_t wl, int *was_full)
 	return life_after(why, wl, was_full); /* recovered: can it go on? */
 }
 
+uint32_t lose_zone = UINT32_MAX;
+long lose_from;
+
 /* Rebuild, mount, compare, write more, unmount, remount, fsck. NULL when the point passes. */
 const char *try_point(long n, int torn, char *why, size_t wl)
 {
@@ -296,7 +299,7 @@ const char *try_point(long n, int torn, char *why, size_t wl)
 		if (stages[i].ops <= n)
 			si = i;
 	unlink(out);
-	if (zemu_replay(img, logpath, n, out, torn)) {
+	if (zemu_replay_lose(img, logpath, n, out, torn, lose_zone, lose_from)) {
 		snprintf(why, wl, "replay failed");
 		return why;
 	}

@@ -1,7 +1,8 @@
 /*
  * test_crash_workloads.c - the workloads test_crash cuts power in: files and renames, GC under
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
- * checkpoints, a full device, four writers at once, an encrypted root and fallocate. Each
+ * checkpoints, a full device, four writers at once, an encrypted root, fallocate, and fsync's
+ * one flush with each zone's unflushed writes lost alone. Each
  * notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -195,6 +196,40 @@ void workload_hot(void)
 		stage_take(s, rel);
 		stage_seal(s);
 	}
+}
+
+/* fsync with one device flush (the FSYNC_GROUP feature mkfs sets): files a checkpoint knows,
+ * rewritten in place and grown, fsync'ed over and over - one of them large enough for direct
+ * and indirect nodes, the other rewritten often enough to turn hot - so that each flush
+ * follows data, node copies and a marker in different zones, and test_crash loses each zone's
+ * share alone (try_zone_losses). */
+void workload_fsync(void)
+{
+	struct stage *s;
+	int i;
+
+	write_file("a", 80, 64 * 1024, 0, 0);
+	write_file("big", 81, 5 * 1024 * 1024, 0, 0);
+	ctl_sync(); /* both known to a checkpoint: their fsyncs need none */
+	s = stage_next();
+	stage_take(s, "a");
+	stage_take(s, "big");
+	stage_seal(s);
+	for (i = 0; i < 6; i++) {
+		write_file("a", 82 + (uint32_t)i, 16 * 1024, (size_t)(i % 4) * 16 * 1024, 1);
+		write_file("big", 90 + (uint32_t)i, 64 * 1024, (size_t)(4 + i) * 1024 * 1024 / 2, 1);
+		s = stage_next();
+		stage_take(s, "a");
+		stage_take(s, "big");
+		stage_seal(s);
+	}
+	write_file("big", 100, 8192, 12 * 1024 * 1024, 1); /* past the direct nodes */
+	write_file("a", 101, 4096, 8192, 0);
+	fdatasync_path("a");
+	s = stage_next();
+	stage_take(s, "a");
+	stage_take(s, "big");
+	stage_seal(s);
 }
 
 /* Unlink while open: the orphan goes into checkpoints while it is still written to; after a

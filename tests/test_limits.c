@@ -289,9 +289,13 @@ START_TEST(t_dentry_limits)
 	memset(nb, 0, sizeof(nb));
 	zlfs_blk_init(nb, ZLFS_KIND_DENTRY, 0, 7, 1);
 	b->bitmap[0] = 0x07; /* a 20-byte name in slots 0-2 */
+	memcpy(b->name[0], "twenty-bytes-of-name", 20);
 	b->d[0].name_len = le16_put(20);
 	b->d[0].ino = le32_put(9);
 	b->d[0].type = 8;
+	b->d[0].hash = le32_put(zlfs_name_hash(&s, b->name[0], 20) ^ 1);
+	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "hash");
+	b->d[0].hash = le32_put(zlfs_name_hash(&s, b->name[0], 20));
 	ck_assert_int_eq(zlfs_dentry_check(&s, nb, why, sizeof(why)), 0);
 	b->bitmap[0] = 0x05;
 	REFUSED(zlfs_dentry_check(&s, nb, why, sizeof(why)), "slot 1 is free");
