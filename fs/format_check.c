@@ -483,6 +483,9 @@ static int xattr_check(const struct zlfs_xattr_block *x, char *why, size_t len)
 			return bad(why, len, "xattr node: the entry at byte %u (index %u, name_len %u, "
 				   "value_size %u) does not fit the %u bytes used", off, e[0], e[1],
 				   e[2] | e[3] << 8, used);
+		if (memchr(e + 4, 0, e[1])) /* no name given through the API holds one */
+			return bad(why, len, "xattr node: the name of the entry at byte %u holds a NUL",
+				   off);
 		off += size;
 	}
 	if (off != used)

@@ -267,6 +267,8 @@ START_TEST(t_node_limits)
 	zlfs_blk_init(nb, ZLFS_KIND_XATTR, 9, 7, 1);
 	x->data[0] = 1, x->data[1] = 3, x->data[2] = 2; /* user.abc = 2 bytes: 12 bytes */
 	x->used = le32_put(12);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "holds a NUL");
+	memcpy(x->data + 4, "abc", 3);
 	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
 	x->used = le32_put(sizeof(x->data) + 4);
 	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "used");
