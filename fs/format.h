@@ -84,11 +84,13 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* Data pointers may hold ZLFS_ADDR_PREALLOC and checkpoints remapped owners (set by the first
  * fallocate that reserves or moves blocks: older code would read those as bad pointers). */
 #define ZLFS_FEAT_INCOMPAT_FALLOC (1u << 1)
-/* fsync writes data and nodes under one device flush, and marks its inode FSYNC_GROUP (set by
- * mkfs: an older reader would roll a torn group forward). */
-#define ZLFS_FEAT_INCOMPAT_FSYNC_GROUP (1u << 2)
+/* fsync makes its data and nodes durable with one device flush and marks its inode
+ * FSYNC_GROUP (set by mkfs: an older reader would roll a torn group forward). Checkpoints
+ * keep their two flushes: a pack must be provably whole on its own, or a device that lost
+ * acknowledged blocks would pass for a power cut and roll the filesystem back silently. */
+#define ZLFS_FEAT_INCOMPAT_ONE_FLUSH (1u << 2)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
-	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_FSYNC_GROUP)
+	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -161,7 +163,7 @@ enum zlfs_blk_kind {
 /* Node block flags (struct zlfs_blkhdr.flags). */
 #define ZLFS_NODE_FSYNC (1u << 0)  /* written by fsync: roll forward after a crash */
 #define ZLFS_NODE_DENTRY (1u << 1) /* the fsync also made the file's directory entry durable */
-/* With FSYNC, on an inode (FSYNC_GROUP feature): the fsync wrote its data, its nodes and this
+/* With FSYNC, on an inode (ONE_FLUSH feature): the fsync wrote its data, its nodes and this
  * inode with one device flush after them all, so the marker alone does not prove the rest is
  * there. fsync_nodes counts the node copies of the inode written before it since its previous
  * marker; recovery takes the group only when all of them are found and every data block they

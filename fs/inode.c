@@ -279,7 +279,11 @@ int files_sync(struct zlfs_fs *fs)
 
 	zrw_wrlock(&fs->cp_lock);
 	ret = dir_flush(fs);
-	if (!ret)
+	/* Nothing changed since the last checkpoint (every change marks the filesystem dirty,
+	 * and that checkpoint drained the write buffer): it already says all a new one would,
+	 * and a second costs two device flushes for nothing. SQLite's rollback journal asks for
+	 * one right after the journal's own fsync took one (its directory's fsync). */
+	if (!ret && ATOMIC_GET(&fs->dirty))
 		ret = ckpt_write(fs, 0);
 	zrw_unlock(&fs->cp_lock);
 	return ret;

@@ -468,7 +468,7 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 	s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80);
 	if (o->label)
 		snprintf(s->label, sizeof(s->label), "%s", o->label);
-	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_FSYNC_GROUP; /* one flush per fsync */
+	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ONE_FLUSH; /* one flush per fsync */
 	if (o->enc) {
 		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT;
 		s->enc_kdf = o->enc->kdf;

@@ -696,7 +696,7 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	struct node_page *inode = NULL, **v = NULL;
-	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FSYNC_GROUP);
+	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH);
 	uint32_t n = 0, i;
 	int ret = copy ? 0 : -ENOMEM;
 
@@ -704,7 +704,7 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 		ret = -EAGAIN;
 	if (!ret)
 		ret = node_dirty_of(fs, ino, &v, &n);
-	/* The data first. Without FSYNC_GROUP it is made durable before any node is written: a
+	/* The data first. Without ONE_FLUSH it is made durable before any node is written: a
 	 * node that reaches the device before the blocks it points to would give the file
 	 * contents it never had if power failed in between. With it, the data is only issued:
 	 * one flush after the marker makes all of it durable, and recovery tells a group cut

@@ -123,7 +123,7 @@ void populate(const char *name, const char *log)
 	populate_tree();
 }
 
-/* The same on a filesystem without the FSYNC_GROUP feature (stamped as a mkfs of revision 3
+/* The same on a filesystem without the ONE_FLUSH feature (stamped as a mkfs of revision 3
  * before it made one flush per fsync): an fsync flushes its data before its nodes. */
 void populate_two_flush(const char *name)
 {

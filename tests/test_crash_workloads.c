@@ -198,7 +198,7 @@ void workload_hot(void)
 	}
 }
 
-/* fsync with one device flush (the FSYNC_GROUP feature mkfs sets): files a checkpoint knows,
+/* fsync with one device flush (the ONE_FLUSH feature mkfs sets): files a checkpoint knows,
  * rewritten in place and grown, fsync'ed over and over - one of them large enough for direct
  * and indirect nodes, the other rewritten often enough to turn hot - so that each flush
  * follows data, node copies and a marker in different zones, and test_crash loses each zone's

@@ -209,7 +209,7 @@ static void fsync_lost_quietly(void)
  * this (it drops only unflushed writes), so zone_truncate() moves the zone's write pointer
  * back below the fsync'ed blocks, keeping what lies before them.
  * - The data blocks are lost, the fsync'ed node survives. With two flushes per fsync (a
- *   filesystem without FSYNC_GROUP) the data was durable before the node was written, so
+ *   filesystem without ONE_FLUSH) the data was durable before the node was written, so
  *   the node needing blocks past the data zone's write pointer proves the device lost them:
  *   a device write-pointer error, exit 4 in every mode, nothing written or reset. With one
  *   flush the same state is what a power cut before that flush leaves (docs/fsck.md): the
