@@ -71,6 +71,7 @@ def walk(mnt):
         dirs.append(d)
         try:
             names = sorted(os.listdir(d))
+            os.path.lexists(os.path.join(d, "fz-absent"))  # a lookup that finds nothing
         except OSError as e:
             err("readdir", d, e)
             continue
@@ -208,9 +209,10 @@ class Runner:
         d = subprocess.Popen(argv + [img, mnt], env=self.env, stdout=dlog,
                              stderr=subprocess.STDOUT)
         result, t0 = None, time.time()
-        while time.time() - t0 < MOUNT_WAIT and d.poll() is None and not os.path.ismount(mnt):
+        while time.time() - t0 < MOUNT_WAIT and d.poll() is None and mount_opts(mnt) is None:
             time.sleep(0.02)
-        if os.path.ismount(mnt):
+        opts = mount_opts(mnt)
+        if opts is not None:
             result = self._walk(mnt, fails, log)
             self._unmount(d, mnt, fails, log)
         elif d.poll() is None:
@@ -220,6 +222,8 @@ class Runner:
         dlog.seek(0)
         out = dlog.read().decode(errors="replace")
         dlog.close()
+        if result is not None:  # the daemon chose to mount read-only, and said why
+            result["ro"] = "ro" in opts.split(",") or "mounting read-only" in out
         log.append("$ %s\n%s[exit %s]\n" % (" ".join(argv + [img, mnt]), out[-4000:], d.returncode))
         reported = self._sanitized("daemon", out, fails)
         if d.returncode is not None and d.returncode not in (0, 1) and \
@@ -303,8 +307,10 @@ class Runner:
             fails.append(("inv:clean-not-mounted", "fsck -n calls it clean, the daemon "
                           "did not mount it (exit %s)" % info["daemon"]))
             return
-        if walked:
-            bad = [e for e in walked["errors"] if e[2] not in ("ENOSPC", "EDQUOT")]
+        crashed = any(f[0].startswith("san:") for f in fails)  # errors that follow from it
+        if walked and not crashed:
+            ok = ("ENOSPC", "EDQUOT") + (("EROFS",) if walked.get("ro") else ())
+            bad = [e for e in walked["errors"] if e[2] not in ok]  # read-only by choice
             if bad:
                 fails.append(("inv:clean-walk-error:%s:%s" % (bad[0][0], bad[0][2]),
                               "fsck -n calls it clean; the walk met %s" % bad[:5]))
@@ -312,6 +318,20 @@ class Runner:
         if info["n_after"] not in (0, None):
             fails.append(("inv:clean-dirty-after-use", "fsck -n called it clean, and %d after "
                           "the daemon used it" % info["n_after"]))
+
+
+def mount_opts(mnt):
+    """The options MNT is mounted with, or None: from the mount table, since a stat of a
+    mount whose root inode is damaged fails (os.path.ismount would say no)."""
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                p = line.split()
+                if len(p) > 3 and p[1] == mnt:
+                    return p[3]
+    except OSError:
+        pass
+    return None
 
 
 def dedup(fails):
@@ -330,8 +350,8 @@ def signature(report, stage):
     if not kind and "LeakSanitizer" in report:
         kind = "leak"
     if not kind:
-        m = re.search(r"runtime error: ([a-z][a-z -]+?)(?: of| by|:|\(|$)", report, re.M)
-        kind = "ubsan-" + (m.group(1).strip().replace(" ", "-") if m else "error")
+        m = re.search(r"runtime error: ([a-z]+(?: [a-z]+){0,2})", report)
+        kind = "ubsan-" + (m.group(1).replace(" ", "-") if m else "error")
     frame = None
     for m in re.finditer(r"#\d+ 0x[0-9a-f]+ in (\S+) (\S+?):(\d+)", report):
         if any(d in m.group(2) for d in PROJECT_DIRS):

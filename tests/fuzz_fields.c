@@ -121,7 +121,8 @@ static const struct fz_field f_dentry[] = {
 	FS(struct zlfs_dentry_block, d, ino, ZLFS_DENTRY_SLOTS),
 	FS(struct zlfs_dentry_block, d, name_len, ZLFS_DENTRY_SLOTS),
 	FS(struct zlfs_dentry_block, d, type, ZLFS_DENTRY_SLOTS),
-	FA(struct zlfs_dentry_block, name, ZLFS_DENTRY_SLOTS * ZLFS_DENTRY_SLOT_LEN, 1), END};
+	{"name", offsetof(struct zlfs_dentry_block, name), 1,
+	 ZLFS_DENTRY_SLOTS * ZLFS_DENTRY_SLOT_LEN, 1}, END};
 
 /* The emulator's header (kind 0 here) and a zone table entry (ZLFS_KIND_MAX). */
 static const struct fz_field f_emu_hdr[] = { /* the region offsets only rarely: they are

@@ -407,9 +407,12 @@ static void walk_tree(struct walk *w)
 	for (unsigned d = 0; d < w->ndirs && w->visited < WALK_MAX_INODES; d++) {
 		unsigned n = 0;
 
+		struct fuse_entry_param e;
+
 		list_dir(w, w->dirs[d], names, &n);
 		for (unsigned i = 0; i < n; i++)
 			visit(w, w->dirs[d], names[i]);
+		do_lookup(w, w->dirs[d], "fz-absent", &e); /* a name that is not there: every level */
 	}
 }
 

@@ -414,6 +414,15 @@ static void op_emu(struct fz_img *img, struct fz_edit *e, int code, uint32_t sel
 			return;
 		ent = b + at % BLK;
 		set_field(img, ent, ZLFS_KIND_MAX, off, v & 0x7fffff, NULL, desc, dl);
+		if ((off % 3) == 2 && (v & 0x700000)) { /* cond: mostly one the device may report */
+			static const uint8_t conds[] = {ZDEV_COND_EMPTY, ZDEV_COND_CLOSED,
+							ZDEV_COND_FULL, ZDEV_COND_RDONLY,
+							ZDEV_COND_OFFLINE};
+
+			ent[offsetof(struct emu_zent, cond)] = conds[v % 5];
+			if (desc)
+				snprintf(desc, dl, "emu_zent.cond: -> %u", conds[v % 5]);
+		}
 		if (!torn) {
 			uint32_t c = emu_crc_of(ent, sizeof(struct emu_zent),
 						offsetof(struct emu_zent, crc));

@@ -6,6 +6,7 @@
  *   fuzz_mutate set IN OUT KIND FIELD[IDX]=VALUE [WHERE]   copy IN to OUT and set one field,
  *       resealed (fuzz_mut.h, fz_set: KIND emu_hdr, emu_zent, super, cp_head, inode, ...;
  *       WHERE the zone or device block; the newest superblock or pack by default).
+ *   fuzz_mutate list IMG      the metadata blocks found: device block, kind, nid, inode mode.
  *   fuzz_mutate explain A B   how image B differs from A: region, block, structure, fields.
  * Exit 0 on success, 1 on failure, 2 on a usage error.
  * May call: fuzz_mut.h, libc.
@@ -109,8 +110,37 @@ static int set_field(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
+static int list_blocks(const char *path)
+{
+	struct fz_img img;
+	uint8_t b[ZLFS_BLOCK_SIZE];
+
+	if (fz_img_open(&img, path)) {
+		fz_img_close(&img);
+		return 1;
+	}
+	printf("newest superblock at %u, newest checkpoint pack at %u (%u blocks)\n", img.sb_blk,
+	       img.pack_head, img.pack_blocks);
+	for (uint32_t i = 0; i < img.nmeta; i++) {
+		const struct zlfs_inode *in = (const void *)b;
+
+		if (fz_pread(img.fd, b, sizeof(b), img.data_off + (uint64_t)img.meta[i] * sizeof(b)))
+			break;
+		printf("%u %s index %u ino %u", img.meta[i], zlfs_kind_name(img.kind[i]),
+		       le32_get(in->hdr.index), le32_get(in->hdr.ino));
+		if (img.kind[i] == ZLFS_KIND_INODE)
+			printf(" mode %o size %llu", le32_get(in->mode),
+			       (unsigned long long)le64_get(in->size));
+		printf("\n");
+	}
+	fz_img_close(&img);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "list"))
+		return list_blocks(argv[2]);
 	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "set"))
 		return set_field(argc, argv);
 	if (argc >= 5 && !strcmp(argv[1], "mutate")) {
@@ -126,6 +156,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: fuzz_mutate mutate IN OUT SEED [NOPS] [--seal]\n"
 			"       fuzz_mutate set IN OUT KIND FIELD[IDX]=VALUE [WHERE]\n"
+			"       fuzz_mutate list IMG\n"
 			"       fuzz_mutate explain A B\n");
 	return 2;
 }
