@@ -247,20 +247,20 @@ static void restore_written(struct base *b, int emu_edited)
 
 static void keep_image(const struct base *b, const char *to)
 {
-	char cmd[1400];
+	static const uint8_t zero[4096];
+	char orig[1400];
+	int fd;
 
 	if (copy_image(b->path, to))
 		fprintf(stderr, "fuzz_image: could not keep the image as %s\n", to);
 	if (b->enc)
 		fprintf(stderr, "fuzz_image: %s is encrypted: key %s\n", to, G.key);
-	/* and the base it was damaged from, for fuzz_mutate explain and minimising */
-	snprintf(cmd, sizeof(cmd), "%s.orig", to);
-	int fd = open(cmd, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
+	/* and the base it was damaged from (sparse), for fuzz_mutate explain and minimising */
+	snprintf(orig, sizeof(orig), "%s.orig", to);
+	fd = open(orig, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || ftruncate(fd, (off_t)b->len))
 		die("keep the base", errno);
 	for (uint64_t off = 0; off < b->len; off += 4096) {
-		static const uint8_t zero[4096];
 		size_t n = b->len - off < 4096 ? (size_t)(b->len - off) : 4096;
 
 		if (memcmp(b->pristine + off, zero, n) &&
