@@ -1,46 +1,68 @@
 /*
- * fuzz_image.c - fuzz target: damaged metadata must never crash, hang or leak the check path
- * or the read path; errors are fine.
+ * fuzz_image.c - fuzz target: a damaged or crafted device must never crash, hang or leak the
+ * daemon's mount, its FUSE operations, a checkpoint written over the damage, or the check;
+ * errors are fine.
  *
- * Setup builds one small emulated image, formats and populates it (directories, files of
- * several sizes, an indirect tree, xattrs, an inline symlink, hard links, a file fsync'ed
- * after the last checkpoint), and lists every metadata block on it (every block whose header
- * and checksum verify). Each input is a list of mutations of those blocks (6 bytes each:
- * block, offset, value, operation); most are resealed with a valid checksum so they reach the
- * semantic checks, some are left torn. The mutated image is then mounted read-only
- * (roll-forward included), checked with zlfs_check (repairs proposed), every directory
- * listed and every file, symlink and xattr read; the blocks are restored afterwards.
+ * Setup builds small emulated base images through the daemon's own FUSE operations
+ * (fuzz_fuse.c): a plain one (6 logs) and an encrypted one (10 logs, a key file), each with a
+ * directory of files, an indirect tree, xattrs in an xattr node, an inline and a long
+ * symlink, a hard link, then an orphan in a checkpoint and files fsync'ed after it by a
+ * process that dies (roll-forward work), and a power cut. Each input is:
+ *   byte 0   which base (bits 0-1), what to run (bits 2-3: 0 mount read-only, check with
+ *            repairs proposed and read everything through the file layer; 1 walk the FUSE
+ *            operations read-only; 2-3 mount read-write, walk, change, collect, checkpoint,
+ *            unmount, then mount read-only and check), bit 4: mount without the key;
+ *   bytes 1-4 which names the changes hit;
+ *   then up to 16 mutations of 8 bytes (fuzz_mut.h): fields of any zlfs block by kind, the
+ *            newest superblock's geometry and layout, the newest checkpoint pack resealed
+ *            whole, the emulator's header, zone table and journal, raw bytes anywhere.
+ * The image is put back as it was after each input (the blocks edited, and whatever a
+ * read-write mount wrote).
  *
  * Built with libFuzzer (LLVMFuzzerTestOneInput) when ZLFS_FUZZ is on and the compiler is
- * clang, and always as a plain driver that replays files named on the command line or a
- * deterministic sweep of N generated inputs (default 300): the ctest fuzz_image_sweep.
- * May call: verify.h, files.h, super.h, zdev_emu.h, format.h, log.h.
+ * clang, and always as a plain driver that replays files named on the command line, or runs a
+ * deterministic sweep of N generated inputs (-nN; ctest fuzz_image_sweep). In the plain driver
+ * an input that runs over 30 s ends the process by SIGALRM: a hang is a failure, as is any
+ * sanitizer report (the build aborts on them). FUZZ_SAVE=FILE keeps the input under way in
+ * FILE (replayable after a crash), FUZZ_KEEP_IMAGE=FILE each damaged image, FUZZ_TRACE=1
+ * prints what each input changed.
+ * May call: verify.h, files.h, fuzz_mut.h, fuzz_fuse.h, zdev_emu.h, log.h, zcrypt.h.
  */
 #include "verify.h"
 #include "log.h"
 #include "zdev_emu.h"
+#include "zcrypt.h"
+#include "fuzz_mut.h"
+#include "fuzz_fuse.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define IMG_SIZE (24u << 20)
 #define ZONE_SIZE (1u << 20)
 #define READ_CAP (256u * 1024)  /* bytes read per file: fuzzed sizes can be huge */
-#define MAX_META 4096
+#define MAX_OPS 16
+#define NBASES 2
+#define HANG_SECS 30
+
+struct base {
+	char path[600];
+	struct fz_img img;
+	uint8_t *pristine;          /* the whole image file as set up */
+	uint64_t len;
+	int enc;
+};
 
 static struct {
-	char path[600];
-	uint64_t data_off;          /* where device byte 0 lies in the image file */
-	uint64_t seed;              /* checksum seed of the filesystem */
-	uint32_t meta[MAX_META];    /* device block numbers of metadata blocks */
-	uint32_t nmeta;
-	int fd;                     /* the image file, for mutations */
+	struct base b[NBASES];
+	char key[600];
+	int ready;
 } G;
 
 __attribute__((noreturn)) static void die(const char *what, int err)
@@ -49,322 +71,206 @@ __attribute__((noreturn)) static void die(const char *what, int err)
 	exit(2);
 }
 
-/* ---- building the image --------------------------------------------------------------- */
+/* ---- building the base images ------------------------------------------------------------ */
 
-static uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, uint32_t mode,
-		   size_t size)
+static void write_key(void)
 {
-	struct node_page *p, *np;
-	uint8_t *b = calloc(1, size + 1);
-	uint32_t ino;
-	int ret = inode_get(fs, parent, &p);
+	uint8_t k[64];
+	int fd;
 
-	if (ret || !b)
-		die("parent", ret ? ret : ENOMEM);
-	ret = inode_new(fs, mode, 0, 0, 0, parent, &np);
-	if (ret)
-		die("inode_new", ret);
-	ino = np->nid;
-	ret = dir_add(fs, p, name, strlen(name), ino, (uint8_t)IFTODT(mode));
-	if (S_ISDIR(mode)) {
-		inode_of(p)->nlink = le32_put(le32_get(inode_of(p)->nlink) + 1);
-		node_dirty(fs, p);
-	}
-	for (size_t i = 0; i < size; i++)
-		b[i] = (uint8_t)(ino + i * 13);
-	if (!ret && size && data_write(fs, np, b, size, 0) != (int)size)
-		ret = -EIO;
-	if (!ret)
-		ret = xattr_set(fs, np, "user.fuzz", name, strlen(name), 0);
-	if (ret)
-		die("populate", ret);
-	free(b);
-	node_put(fs, np);
-	node_put(fs, p);
-	return ino;
+	for (int i = 0; i < 64; i++)
+		k[i] = (uint8_t)(i * 37 + 11);
+	fd = open(G.key, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, k, sizeof(k)) != (ssize_t)sizeof(k) || close(fd))
+		die("key file", errno);
 }
 
-static void mk_symlink(struct zlfs_fs *fs, const char *target)
+static void mount_opts(const struct base *b, struct zlfs_mount_opts *mo,
+		       struct zlfs_key_source *ks, int readonly, int nokey)
 {
-	uint32_t ino = mk(fs, ZLFS_ROOT_INO, "link", S_IFLNK | 0777, 0);
-	struct node_page *np;
-
-	if (inode_get(fs, ino, &np))
-		die("symlink", EIO);
-	memcpy(inode_of(np)->addr, target, strlen(target));
-	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
-	inode_of(np)->inline_size = le32_put((uint32_t)strlen(target));
-	inode_of(np)->size = le64_put(strlen(target));
-	node_dirty(fs, np);
-	node_put(fs, np);
+	memset(mo, 0, sizeof(*mo));
+	memset(ks, 0, sizeof(*ks));
+	ks->keyfile = G.key;
+	mo->readonly = readonly;
+	mo->key = b->enc && !nokey ? ks : NULL;
 }
 
-static void populate(void)
+/* With FUZZ_BASE_CACHE=DIR, base images built once are reused by later processes (libFuzzer's
+ * fork mode and tools/fuzz-long start many): DIR must be fresh for each build of the code. */
+static int cache_path(const struct base *b, char *buf, size_t len)
 {
-	struct zlfs_mount_opts mo = {0};
-	struct zlfs_fs *fs;
-	struct node_page *root;
-	uint32_t d, f, i;
-	char name[32];
-	int ret = files_mount(G.path, &mo, &fs);
+	const char *dir = getenv("FUZZ_BASE_CACHE");
 
-	if (ret)
-		die("mount", ret);
-	d = mk(fs, ZLFS_ROOT_INO, "dir", S_IFDIR | 0755, 0);
-	for (i = 0; i < 40; i++) {
-		snprintf(name, sizeof(name), "file-with-a-longer-name-%02u", i);
-		mk(fs, d, name, S_IFREG | 0644, (size_t)i * 517);
-	}
-	mk(fs, mk(fs, d, "sub", S_IFDIR | 0755, 0), "deep", S_IFREG | 0600, 9000);
-	f = mk(fs, ZLFS_ROOT_INO, "big", S_IFREG | 0644, 5u << 20); /* past the inode: nodes */
-	mk_symlink(fs, "dir/sub/deep");
-	if (!inode_get(fs, ZLFS_ROOT_INO, &root)) { /* a hard link */
-		dir_add(fs, root, "big2", 4, f, DT_REG);
-		node_put(fs, root);
-	}
-	if (!inode_get(fs, f, &root)) {
-		inode_of(root)->nlink = le32_put(2);
-		node_dirty(fs, root);
-		node_put(fs, root);
-	}
-	ret = files_unmount(fs);
-	if (ret)
-		die("unmount", ret);
+	if (!dir || !*dir)
+		return 0;
+	snprintf(buf, len, "%s/base-%d.img", dir, (int)(b - G.b));
+	return 1;
 }
 
-/* A file fsync'ed after the last checkpoint, then the process dies: roll-forward work. */
-static void fsync_and_die(void)
+static int copy_image(const char *from, const char *to)
 {
-	pid_t pid = fork();
-	int st;
+	char cmd[1400];
 
-	if (pid < 0)
-		die("fork", errno);
-	if (!pid) {
-		struct zlfs_mount_opts mo = {0};
-		struct zlfs_fs *fs;
-		struct node_page *np;
-		uint32_t ino;
-		uint8_t b[12288];
-
-		memset(b, 0x5a, sizeof(b));
-		if (files_mount(G.path, &mo, &fs) || inode_get(fs, ZLFS_ROOT_INO, &np) ||
-		    dir_lookup(fs, np, "big", 3, &ino, NULL))
-			_exit(1);
-		node_put(fs, np);
-		if (inode_get(fs, ino, &np) || data_write(fs, np, b, sizeof(b), 4096) != sizeof(b))
-			_exit(1);
-		node_put(fs, np);
-		_exit(files_fsync(fs, ino) ? 1 : 0);
-	}
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		die("fsync child", EIO);
-	zemu_powercut(G.path, -1, 0, 0);
+	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s.tmp' && mv '%s.tmp' '%s'", from,
+		 to, to, to);
+	return system(cmd);
 }
 
-/* Every block below a write pointer whose header and checksum verify is metadata. */
-static void list_meta(struct zdev *dev)
+static int cached_base(struct base *b)
 {
-	const struct zdev_geometry *g = zdev_geometry(dev);
-	uint8_t *b = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
-	struct zdev_zone z;
-	uint32_t zone;
-	uint64_t off;
+	char p[700];
 
-	for (zone = 0; b && zone < g->nr_zones; zone++) {
-		if (zdev_report_one(dev, zone, &z))
-			die("report", EIO);
-		for (off = z.start; off < z.wp && G.nmeta < MAX_META; off += ZLFS_BLOCK_SIZE)
-			if (!zdev_read(dev, b, ZLFS_BLOCK_SIZE, off) &&
-			    !zlfs_blk_verify(b, G.seed, ZLFS_KIND_MAX))
-				G.meta[G.nmeta++] = (uint32_t)(off / ZLFS_BLOCK_SIZE);
-	}
-	zdev_buf_free(b);
+	return cache_path(b, p, sizeof(p)) && !access(p, R_OK) && !copy_image(p, b->path);
 }
 
-/* The image file offset of device byte 0: where the superblock's bytes sit in the file. */
-static void find_data_off(const uint8_t *sb)
+static void cache_base(const struct base *b)
 {
-	uint8_t *b = malloc(ZLFS_BLOCK_SIZE);
-	off_t pos;
+	char p[700];
 
-	for (pos = 0; b && pread(G.fd, b, ZLFS_BLOCK_SIZE, pos) == ZLFS_BLOCK_SIZE;
-	     pos += ZLFS_BLOCK_SIZE)
-		if (!memcmp(b, sb, ZLFS_BLOCK_SIZE)) {
-			G.data_off = (uint64_t)pos - (uint64_t)G.meta[0] * ZLFS_BLOCK_SIZE;
-			free(b);
-			return;
-		}
-	die("superblock not found in the image file", ENOENT);
+	if (cache_path(b, p, sizeof(p)) && copy_image(b->path, p))
+		fprintf(stderr, "fuzz_image: could not cache the base image as %s\n", p);
 }
 
-static void cleanup(void)
+static void make_base(struct base *b, uint64_t size, unsigned nr_logs, int enc, unsigned nfiles)
 {
-	unlink(G.path);
-}
-
-static void setup(void)
-{
-	struct zemu_create_opts o = {.size = IMG_SIZE, .zone_size = ZONE_SIZE};
-	struct zlfs_mkfs_opts mo = {.quiet = 1};
+	struct zemu_create_opts o = {.size = size, .zone_size = ZONE_SIZE};
+	struct zlfs_mkfs_opts mo = {.quiet = 1, .nr_logs = nr_logs};
+	struct zlfs_mkfs_enc e = {.kdf = 1};
 	struct zdev_open_opts oo = {0};
+	struct zlfs_mount_opts mnt;
+	struct zlfs_key_source ks;
+	struct zcrypt_master m;
 	struct zlfs_sb_info sbi;
+	struct zlfs_fs *fs;
 	struct zdev *dev;
-	uint8_t *sb;
-	const char *tmp = getenv("ZLFS_TEST_TMP");
+	pid_t pid;
+	int st, fd;
 
-	zlog_set_level(ZLOG_ERR);
-	snprintf(G.path, sizeof(G.path), "%s/fuzz-%d.img", tmp && *tmp ? tmp : "/tmp", getpid());
-	if (zemu_create(G.path, &o) || zdev_open(G.path, &oo, &dev))
+	b->enc = enc;
+	if (cached_base(b))
+		goto scan;
+	if (enc) {
+		if (zcrypt_keyfile_load(G.key, &m) || zcrypt_keycheck_make(&m, e.key_check))
+			die("key", EINVAL);
+		mo.enc = &e;
+	}
+	if (zemu_create(b->path, &o) || zdev_open(b->path, &oo, &dev))
 		die("create", EIO);
 	if (zlfs_mkfs(dev, &mo, &sbi))
 		die("mkfs", EIO);
 	zdev_close(dev);
-	G.seed = sbi.seed;
+	mount_opts(b, &mnt, &ks, 0, 0);
+	if (files_mount(b->path, &mnt, &fs) || fz_fuse_populate(fs, nfiles))
+		die("populate", EIO);
+	pid = fork(); /* work for the next mount, left by a process that dies */
+	if (pid < 0)
+		die("fork", errno);
+	if (!pid) {
+		if (files_mount(b->path, &mnt, &fs))
+			_exit(1);
+		fz_fuse_crash_work(fs);
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("crash child", EIO);
+	zemu_powercut(b->path, -1, 0, 0);
+	cache_base(b);
+scan:
+	if (fz_img_open(&b->img, b->path))
+		die("scan", EIO);
+	b->len = b->img.file_len;
+	b->pristine = malloc(b->len);
+	fd = open(b->path, O_RDONLY);
+	if (!b->pristine || fd < 0 || pread(fd, b->pristine, b->len, 0) != (ssize_t)b->len)
+		die("read image", errno);
+	close(fd);
+}
+
+static void cleanup(void)
+{
+	for (int i = 0; i < NBASES; i++)
+		if (G.b[i].path[0])
+			unlink(G.b[i].path);
+	if (G.key[0])
+		unlink(G.key);
+}
+
+static void setup(void)
+{
+	const char *tmp = getenv("ZLFS_TEST_TMP");
+
+	zlog_set_level(getenv("FUZZ_TRACE") ? ZLOG_WARN : ZLOG_ERR);
+	snprintf(G.key, sizeof(G.key), "%s/fuzz-%d.key", tmp && *tmp ? tmp : "/tmp", getpid());
+	for (int i = 0; i < NBASES; i++)
+		snprintf(G.b[i].path, sizeof(G.b[i].path), "%s/fuzz-%d-%d.img",
+			 tmp && *tmp ? tmp : "/tmp", getpid(), i);
 	atexit(cleanup);
-	populate();
-	fsync_and_die();
-	oo.readonly = 1;
-	if (zdev_open(G.path, &oo, &dev))
-		die("reopen", EIO);
-	list_meta(dev);
-	sb = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
-	if (!G.nmeta || !sb || zdev_read(dev, sb, ZLFS_BLOCK_SIZE,
-					  (uint64_t)G.meta[0] * ZLFS_BLOCK_SIZE))
-		die("no metadata", EIO);
-	zdev_close(dev);
-	G.fd = open(G.path, O_RDWR);
-	if (G.fd < 0)
-		die("open", errno);
-	find_data_off(sb);
-	zdev_buf_free(sb);
+	write_key();
+	make_base(&G.b[0], 16u << 20, 0, 0, 40);
+	make_base(&G.b[1], 24u << 20, 10, 1, 12);
+	G.ready = 1;
 }
 
-/* ---- one input ------------------------------------------------------------------------ */
+/* ---- putting an image back -------------------------------------------------------------- */
 
-static const uint32_t interesting[] = {0, 1, 2, 3, 7, 255, 256, 1023, 1024, 4095, 4096,
-				       65535, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff};
-#define NINTERESTING (sizeof(interesting) / sizeof(interesting[0]))
-
-static void put32(uint8_t *b, uint32_t off, uint32_t v)
+static void put_back(struct base *b, uint64_t off, uint64_t len)
 {
-	off &= ~3u;
-	if (off + 4 <= ZLFS_CSUM_OFF)
-		memcpy(b + off, &(le32){le32_put(v)}, 4);
+	if (off >= b->len)
+		return;
+	if (len > b->len - off)
+		len = b->len - off;
+	if (pwrite(b->img.fd, b->pristine + off, len, (off_t)off) != (ssize_t)len)
+		die("restore", errno);
 }
 
-static uint32_t get32(const uint8_t *b, uint32_t off)
+/* After a mount that wrote: the emulator's regions whole, and each zone whose table entry
+ * moved (zones are written only at their write pointer, so no other zone changed). An
+ * edited emulator header may have moved the zones themselves: then everything. */
+static void restore_written(struct base *b, int emu_edited)
 {
-	le32 v;
+	const struct fz_img *im = &b->img;
+	uint8_t ent[32];
 
-	memcpy(&v, b + (off & ~3u) % (ZLFS_CSUM_OFF - 4), 4);
-	return le32_get(v);
-}
-
-/* Apply mutation OP (val, off) to block B; another metadata block's address may be used. */
-static void mutate(uint8_t *b, uint32_t off, uint8_t val, uint8_t op)
-{
-	off %= ZLFS_BLOCK_SIZE;
-	switch (op & 7) {
-	case 0: b[off] = val; break;
-	case 1: b[off] ^= (uint8_t)(1u << (val & 7)); break;
-	case 2: put32(b, off, interesting[val % NINTERESTING]); break;
-	case 3: put32(b, off, get32(b, off) + (uint32_t)(int8_t)val); break;
-	case 4: memset(b + (off & ~63u) % (ZLFS_CSUM_OFF - 64), 0, 64); break;
-	case 5: put32(b, off, get32(b, (uint32_t)val * 16)); break;
-	case 6: put32(b, off, G.meta[val % G.nmeta]); break; /* point at metadata */
-	default: put32(b, off, G.meta[val % G.nmeta] + 1); break;
+	if (emu_edited) {
+		put_back(b, 0, b->len);
+		return;
 	}
-}
+	for (uint32_t z = 0; z < im->nr_zones; z++) {
+		uint64_t at = im->table_off + (uint64_t)z * sizeof(ent);
 
-struct touched {
-	uint32_t blk[64];
-	uint8_t *orig[64];
-	int n;
-};
-
-static uint8_t *block_at(struct touched *t, uint32_t blk)
-{
-	static uint8_t work[64][ZLFS_BLOCK_SIZE];
-	int i;
-
-	for (i = 0; i < t->n; i++)
-		if (t->blk[i] == blk)
-			return work[i];
-	if (t->n == 64)
-		return NULL;
-	t->orig[t->n] = malloc(ZLFS_BLOCK_SIZE);
-	if (!t->orig[t->n] || pread(G.fd, t->orig[t->n], ZLFS_BLOCK_SIZE,
-				     (off_t)(G.data_off + (uint64_t)blk * ZLFS_BLOCK_SIZE)) !=
-				      ZLFS_BLOCK_SIZE) {
-		free(t->orig[t->n]);
-		return NULL;
+		if (pread(im->fd, ent, sizeof(ent), (off_t)at) != (ssize_t)sizeof(ent) ||
+		    memcmp(ent, b->pristine + at, sizeof(ent)))
+			put_back(b, im->data_off + (uint64_t)z * im->zone_size, im->zone_size);
 	}
-	memcpy(work[t->n], t->orig[t->n], ZLFS_BLOCK_SIZE);
-	t->blk[t->n] = blk;
-	return work[t->n++];
+	put_back(b, 0, im->data_off);
 }
 
-static void write_block(uint32_t blk, const uint8_t *b)
+static void keep_image(const struct base *b, const char *to)
 {
-	if (pwrite(G.fd, b, ZLFS_BLOCK_SIZE, (off_t)(G.data_off + (uint64_t)blk * ZLFS_BLOCK_SIZE)) !=
-	    ZLFS_BLOCK_SIZE)
-		die("pwrite", errno);
-}
+	static const uint8_t zero[4096];
+	char orig[1400];
+	int fd;
 
-/* Mutate per the input, 6 bytes a mutation; returns the blocks touched (to restore). */
-static void apply_input(const uint8_t *data, size_t size, struct touched *t)
-{
-	size_t i;
-	int raw = 0, k;
+	if (copy_image(b->path, to))
+		fprintf(stderr, "fuzz_image: could not keep the image as %s\n", to);
+	if (b->enc)
+		fprintf(stderr, "fuzz_image: %s is encrypted: key %s\n", to, G.key);
+	/* and the base it was damaged from (sparse), for fuzz_mutate explain and minimising */
+	snprintf(orig, sizeof(orig), "%s.orig", to);
+	fd = open(orig, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)b->len))
+		die("keep the base", errno);
+	for (uint64_t off = 0; off < b->len; off += 4096) {
+		size_t n = b->len - off < 4096 ? (size_t)(b->len - off) : 4096;
 
-	for (i = 0; i + 6 <= size; i += 6) {
-		uint32_t blk = G.meta[(data[i] | data[i + 1] << 8) % G.nmeta];
-		uint8_t *b = block_at(t, blk);
-
-		if (!b)
-			break;
-		mutate(b, (uint32_t)(data[i + 2] | data[i + 3] << 8), data[i + 4], data[i + 5]);
-		raw |= data[i + 5] & 0x80;
+		if (memcmp(b->pristine + off, zero, n) &&
+		    pwrite(fd, b->pristine + off, n, (off_t)off) != (ssize_t)n)
+			die("keep the base", errno);
 	}
-	for (k = 0; k < t->n; k++) {
-		uint8_t *b = block_at(t, t->blk[k]);
-
-		if (!raw) /* keep the checksum valid: reach the checks behind it */
-			zlfs_blk_seal(b, G.seed);
-		write_block(t->blk[k], b);
-	}
+	close(fd);
 }
 
-static void restore(struct touched *t)
-{
-	for (int k = 0; k < t->n; k++) {
-		write_block(t->blk[k], t->orig[k]);
-		free(t->orig[k]);
-	}
-	t->n = 0;
-}
-
-/* Copy FROM over TO (the image file; G.fd stays valid: same file, rewritten in place). */
-__attribute__((unused)) static int copy_file(const char *from, const char *to)
-{
-	static uint8_t b[1 << 20];
-	int in = open(from, O_RDONLY), o = open(to, O_WRONLY | O_CREAT, 0644), ret = 0;
-	ssize_t n;
-
-	while (in >= 0 && o >= 0 && (n = read(in, b, sizeof(b))) > 0)
-		if (write(o, b, (size_t)n) != n)
-			ret = -1;
-	if (in < 0 || o < 0)
-		ret = -1;
-	if (in >= 0)
-		close(in);
-	if (o >= 0)
-		close(o);
-	return ret;
-}
-
-/* ---- the read path over everything ------------------------------------------------------ */
+/* ---- the file layer over everything (read-only mode) -------------------------------------- */
 
 struct walk {
 	struct zlfs_fs *fs;
@@ -377,7 +283,6 @@ static int on_entry(void *arg, const char *name, size_t len, uint32_t ino, uint8
 {
 	struct walk *w = arg;
 
-	(void)name;
 	(void)type;
 	(void)next;
 	if (len <= 2 && name[0] == '.' && (len == 1 || name[1] == '.'))
@@ -427,24 +332,69 @@ static void read_everything(struct zlfs_fs *fs)
 	free(w.seen);
 }
 
+/* ---- one input ------------------------------------------------------------------------------ */
+
+static void check_ro(struct base *b, int nokey, int files_layer)
+{
+	struct zlfs_check_report rep = {.want_fixes = 1};
+	struct zlfs_mount_opts mo;
+	struct zlfs_key_source ks;
+	struct zlfs_fs *fs;
+
+	mount_opts(b, &mo, &ks, 1, nokey);
+	if (files_mount(b->path, &mo, &fs))
+		return;
+	zlfs_check(fs, &rep);
+	zlfs_check_report_free(&rep);
+	if (files_layer) {
+		read_everything(fs);
+		files_unmount(fs);
+	} else {
+		fz_fuse_walk(fs, 0, NULL, 0);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct zlfs_mount_opts mo = {.readonly = 1};
-	struct zlfs_check_report rep = {.want_fixes = 1};
-	struct touched t = {.n = 0};
+	struct fz_edit e = {.n = 0};
+	struct zlfs_mount_opts mo;
+	struct zlfs_key_source ks;
 	struct zlfs_fs *fs;
+	struct base *b;
+	unsigned mode, nokey;
+	char desc[256];
+	int emu;
 
-	if (!G.nmeta)
+	if (!G.ready)
 		setup();
-	apply_input(data, size, &t);
-	if (!files_mount(G.path, &mo, &fs)) {
-		zlfs_check(fs, &rep);
-		zlfs_check_report_free(&rep);
-		read_everything(fs);
-		files_unmount(fs);
+	if (size < 5)
+		return 0;
+	b = &G.b[(data[0] & 3) % NBASES];
+	mode = data[0] >> 2 & 3;
+	nokey = data[0] >> 4 & 1;
+	for (size_t i = 5, n = 0; i + FZ_OP_SIZE <= size && n < MAX_OPS; i += FZ_OP_SIZE, n++) {
+		fz_apply(&b->img, &e, data + i, desc, sizeof(desc));
+		if (getenv("FUZZ_TRACE") && desc[0])
+			fprintf(stderr, "fuzz_image: %s\n", desc);
 	}
-	restore(&t);
+	if (fz_edit_commit(&b->img, &e))
+		die("commit", EIO);
+	if (getenv("FUZZ_KEEP_IMAGE")) /* the damaged image, for the real binaries */
+		keep_image(b, getenv("FUZZ_KEEP_IMAGE"));
+	if (mode < 2) {
+		check_ro(b, (int)nokey, mode == 0);
+		fz_edit_undo(&b->img, &e);
+		return 0;
+	}
+	mount_opts(b, &mo, &ks, 0, (int)nokey);
+	if (!files_mount(b->path, &mo, &fs)) {
+		fz_fuse_walk(fs, 1, data + 1, 4);
+		check_ro(b, (int)nokey, 1); /* what the checkpoint over the damage left */
+	}
+	emu = e.emu_meta;
+	fz_edit_undo(&b->img, &e);
+	restore_written(b, emu);
 	return 0;
 }
 
@@ -452,18 +402,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* The plain driver: inputs from files, or N generated ones (xorshift, fixed seed). */
 static size_t gen_input(uint64_t *s, uint8_t *buf, size_t max)
 {
-	size_t n = 6 * (1 + (*s >> 7) % 6), i;
+	size_t n;
 
-	for (i = 0; i < n && i < max; i++) {
-		*s ^= *s << 13;
-		*s ^= *s >> 7;
-		*s ^= *s << 17;
-		buf[i] = (uint8_t)(*s >> 24);
-	}
-	if (i > 5 && (*s >> 40) % 8) /* mostly resealed */
-		for (size_t k = 5; k < i; k += 6)
-			buf[k] &= 0x7f;
-	return i;
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	buf[0] = (uint8_t)(*s >> 8);
+	for (int i = 1; i < 5; i++)
+		buf[i] = (uint8_t)(*s >> (8 * i + 16));
+	n = 5;
+	for (unsigned k = 0, nops = 1 + (unsigned)(*s >> 58) % 6; k < nops && n + FZ_OP_SIZE <= max;
+	     k++, n += FZ_OP_SIZE)
+		fz_gen_op(s, buf + n, (*s >> 50) % 4 == 0);
+	return n;
+}
+
+static void save_input(const char *path, const uint8_t *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f))
+		die("save input", errno);
 }
 
 static int replay_file(const char *path)
@@ -478,95 +437,40 @@ static int replay_file(const char *path)
 	}
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
+	alarm(HANG_SECS);
 	LLVMFuzzerTestOneInput(buf, n);
+	alarm(0);
 	return 0;
-}
-
-/* Run fsck.zlfs ARGS on the image: its exit status, or -1 when it crashed. */
-static int run_fsck(const char *args)
-{
-	const char *dir = getenv("ZLFS_BIN_DIR");
-	char cmd[1400];
-	int st;
-
-	/* a sanitizer report must not pass for exit 1 ("errors corrected") */
-	snprintf(cmd, sizeof(cmd), "ASAN_OPTIONS=exitcode=66 %s/fsck.zlfs %s %s >/dev/null 2>&1",
-		 dir ? dir : "bin", args, G.path);
-	st = system(cmd);
-	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The repair sweep: fsck.zlfs -y on each mutated image must exit with a fsck(8) code and
- * leave an image that a second -y run does not make worse (0, 1 or 4 again). The image is
- * copied back whole afterwards: repair writes. */
-static int repair_sweep(long iters)
-{
-	uint64_t s = 0x2545f4914f6cdd1dull;
-	uint8_t buf[64];
-	char copy[700];
-	long k, bad = 0;
-
-	snprintf(copy, sizeof(copy), "%s.orig", G.path);
-	if (copy_file(G.path, copy))
-		die("copy", errno);
-	for (k = 0; k < iters; k++) {
-		struct touched t = {.n = 0};
-		size_t n = gen_input(&s, buf, sizeof(buf));
-		int a, b;
-
-		apply_input(buf, n, &t);
-		a = run_fsck("-y");
-		b = a == 8 ? 8 : run_fsck("-y");
-		for (int i = 0; i < t.n; i++)
-			free(t.orig[i]);
-		if ((a != 0 && a != 1 && a != 4 && a != 8) || (b != 0 && b != 1 && b != 4 && b != 8)) {
-			fprintf(stderr, "fuzz_image: repair input %ld: fsck -y exits %d then %d; input:",
-				k, a, b);
-			for (size_t i = 0; i < n; i++)
-				fprintf(stderr, " %02x", buf[i]);
-			fprintf(stderr, "\n");
-			bad++;
-		}
-		if (copy_file(copy, G.path))
-			die("restore", errno);
-	}
-	unlink(copy);
-	printf("fuzz_image: %ld repair runs, %ld bad\n", iters, bad);
-	return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	long iters = argc > 1 && argv[1][0] == '-' && argv[1][1] == 'n' ? atol(argv[1] + 2) : 0;
-
-	if (argc > 1 && !strncmp(argv[1], "-r", 2)) {
-		int rc;
-
-		setup();
-		rc = repair_sweep(atol(argv[1] + 2));
-		close(G.fd);
-		return rc;
-	}
+	long iters = argc > 1 && !strncmp(argv[1], "-n", 2) ? atol(argv[1] + 2) : 0;
 	uint64_t s = 0x9e3779b97f4a7c15ull;
-	uint8_t buf[64];
-	int i, rc = 0;
+	uint8_t buf[5 + MAX_OPS * FZ_OP_SIZE];
+	int rc = 0;
 
+	signal(SIGALRM, SIG_DFL); /* a hang ends the process: the run fails */
 	setup();
 	if (argc > 1 && !iters) {
-		for (i = 1; i < argc; i++)
+		for (int i = 1; i < argc; i++)
 			rc |= replay_file(argv[i]);
-	} else {
-		for (long k = 0; k < (iters ? iters : 300); k++) {
-			size_t n = gen_input(&s, buf, sizeof(buf));
-
-			if (getenv("FUZZ_TRACE"))
-				fprintf(stderr, "fuzz_image: input %ld\n", k);
-			LLVMFuzzerTestOneInput(buf, n);
-		}
-		printf("fuzz_image: %ld inputs over %u metadata blocks, no crash\n",
-		       iters ? iters : 300, G.nmeta);
+		return rc;
 	}
-	close(G.fd);
+	for (long k = 0; k < (iters ? iters : 300); k++) {
+		size_t n = gen_input(&s, buf, sizeof(buf));
+
+		if (getenv("FUZZ_TRACE"))
+			fprintf(stderr, "fuzz_image: input %ld (mode %u base %u)\n", k, buf[0] >> 2 & 3,
+				buf[0] & 1);
+		if (getenv("FUZZ_SAVE")) /* the input under way: replayable after a crash */
+			save_input(getenv("FUZZ_SAVE"), buf, n);
+		alarm(HANG_SECS);
+		LLVMFuzzerTestOneInput(buf, n);
+		alarm(0);
+	}
+	printf("fuzz_image: %ld inputs over %u + %u metadata blocks, no crash, no hang\n",
+	       iters ? iters : 300, G.b[0].img.nmeta, G.b[1].img.nmeta);
 	return rc;
 }
 #endif
