@@ -4,7 +4,8 @@ phase by phase with the device's figures around each, the summary table (from th
 so a test can feed it a known CSV) and the gnuplot plot. Standard library only.
 
   apps.py run APP DIR --csv FILE --fs LABEL --version NAME --round N --outdir D [options]
-      APP: rocksdb (db_bench fillrandom, overwrite, readrandom), sqlite (a messaging table,
+      APP: rocksdb (db_bench fillrandom, overwrite, readrandom; rocksdb-nofalloc: the same
+      with allow_fallocate=false, through an options file), sqlite (a messaging table,
       WAL then rollback journal) or tree (untar, git add, git commit, rm -rf); one CSV row
       per phase appended to FILE
   apps.py make-tree TARBALL DIR...      a deterministic tarball of the DIRs (prints files, bytes)
@@ -17,7 +18,8 @@ syncfs for a kernel filesystem: --sync-path) so that the device bytes of a phase
 Figures of a phase: the application's bytes written (wchar of its processes: what it handed
 the filesystem), the device's bytes written and flushes (zlfs: zlfs-ctl stats, the emulator's
 counters; ext4 and the passthrough over it: the loop device's /sys/block/NAME/stat), and for
-zlfs its own WAF (device over user bytes), GC bytes moved, zones reclaimed and phase changes.
+zlfs its own WAF (device over user bytes), GC bytes moved, zones reclaimed and phase changes
+(the "GC phase" lines of the daemon's log, or the stats' transitions, which keep the last 32).
 """
 import argparse
 import csv
@@ -43,6 +45,9 @@ COLUMNS = ["round", "version", "fs", "app", "phase", "status", "seconds", "ops",
 # phase -> (figure, higher is better, unit): the figure the ratios compare
 FIGURE = {"fillrandom": ("ops_per_s", True, "ops/s"), "overwrite": ("ops_per_s", True, "ops/s"),
           "readrandom": ("ops_per_s", True, "ops/s"),
+          "fillrandom-nofalloc": ("ops_per_s", True, "ops/s"),
+          "overwrite-nofalloc": ("ops_per_s", True, "ops/s"),
+          "readrandom-nofalloc": ("ops_per_s", True, "ops/s"),
           "untar": ("seconds", False, "s"), "git-add": ("seconds", False, "s"),
           "git-commit": ("seconds", False, "s"), "rm": ("seconds", False, "s")}
 for _m in ("wal", "rollback"):
@@ -59,7 +64,7 @@ class Probe:
 
     def __init__(self, a):
         self.ctl, self.mnt, self.blkdev, self.sync_path = a.ctl, a.mnt, a.blkdev, a.sync_path
-        self.dir = a.dir
+        self.dir, self.daemon_log = a.dir, a.daemon_log
 
     def sync(self):
         if self.ctl:
@@ -75,12 +80,21 @@ class Probe:
             s.update(user=st["bytes_written_by_users"], dev=st["bytes_written_to_device"],
                      flushes=st.get("device_model", {}).get("host_flushes"),
                      gc_moved=g["bytes_migrated"], gc_zones=g["zones_reclaimed"],
-                     transitions=[t["time_ns"] for t in g["transitions"]])
+                     transitions=[t["time_ns"] for t in g["transitions"]],
+                     logged=self.logged_changes())
         elif self.blkdev:
             with open("/sys/block/%s/stat" % self.blkdev) as f:
                 v = [int(x) for x in f.read().split()]
             s.update(dev=v[6] * 512, flushes=v[15] if len(v) > 15 else None)
         return s
+
+    def logged_changes(self):
+        """Phase changes the daemon logged so far (the stats keep only the last 32)."""
+        try:
+            with open(self.daemon_log, errors="replace") as f:
+                return sum(1 for l in f if "GC phase " in l)
+        except (OSError, TypeError):
+            return 0
 
     def used_pct(self):
         st = os.statvfs(self.dir)
@@ -183,16 +197,18 @@ class Runner:
             err = str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__
         secs = time.perf_counter() - t0
         self.perf.stop(name)
-        row["peak_used_pct"] = "%.1f" % peak.done()
+        peak = peak.done()
         try:
             self.probe.sync()
         except (OSError, subprocess.CalledProcessError) as e:
             err = err or "sync failed: %s" % e
         after = self.probe.snap()
-        row["used_pct"] = "%.1f" % self.probe.used_pct()
-        if err:
+        used = self.probe.used_pct()
+        row.update(used_pct="%.1f" % used, peak_used_pct="%.1f" % max(peak, used))
+        if err:  # what the device did up to the failure is kept; the summary skips the row
             self.failed = name
             row.update(status="failed", seconds="%.3f" % secs, note=err.replace(",", ";"))
+            self.figures(row, before, after, None)
             return self.emit(row)
         row.update(status="ok", seconds="%.3f" % secs, ops=ops,
                    ops_per_s="%.1f" % (rate if rate is not None else ops / secs if secs else 0))
@@ -215,8 +231,8 @@ class Runner:
             u = d("user")
             row.update(zlfs_user_bytes=u, zlfs_dev_bytes=dev, gc_moved_bytes=d("gc_moved"),
                        gc_zones=d("gc_zones"),
-                       gc_phase_changes=sum(1 for t in e["transitions"]
-                                            if t > max(b["transitions"], default=0)))
+                       gc_phase_changes=max(d("logged"), sum(1 for t in e["transitions"]
+                                                             if t > max(b["transitions"], default=0))))
             if u:
                 row["zlfs_waf"] = "%.3f" % (dev / u)
 
@@ -232,11 +248,36 @@ class Runner:
 DB_RATE = re.compile(r"^(\w+)\s*:\s*[\d.]+ micros/op (\d+) ops/sec", re.M)
 
 
-def rocksdb(a, r):
+def nofalloc_options(a, common):
+    """An options file of the same options but allow_fallocate=false (db_bench has no flag for
+    it): the OPTIONS file RocksDB writes for a one-key DB in OUTDIR, edited."""
+    tmp = os.path.join(a.outdir, "rocksdb-options-db")
+    subprocess.run(["rm", "-rf", tmp], check=True)
+    argv = [x for x in common if not x.startswith(("--db=", "--num="))]
+    subprocess.run(argv + ["--db=" + tmp, "--num=1", "--benchmarks=fillseq"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    src = sorted(f for f in os.listdir(tmp) if f.startswith("OPTIONS-"))[-1]
+    with open(os.path.join(tmp, src)) as f:
+        text = f.read()
+    if "allow_fallocate=true" not in text:
+        raise SystemExit("rocksdb-nofalloc: %s has no allow_fallocate=true" % src)
+    path = os.path.join(a.outdir, "rocksdb-nofalloc.ini")
+    with open(path, "w") as f:
+        f.write(text.replace("allow_fallocate=true", "allow_fallocate=false"))
+    subprocess.run(["rm", "-rf", tmp], check=True)
+    with open(a.commands, "a") as c:
+        c.write("# rocksdb-nofalloc: %s is the OPTIONS file of `%s --db=TMP --num=1 --benchmarks=fillseq`"
+                " with allow_fallocate=false\n" % (path, " ".join(argv)))
+    return path
+
+
+def rocksdb(a, r, nofalloc=False):
     db = os.path.join(a.dir, "db")
     common = ["db_bench", "--db=" + db, "--num=%d" % a.num, "--value_size=1000", "--key_size=16",
               "--compression_type=none", "--target_file_size_base=%d" % (64 << 20), "--seed=1",
               "--threads=1"]
+    if nofalloc:
+        common.append("--options_file=" + nofalloc_options(a, common))
     for bench, extra in (("fillrandom", []), ("overwrite", ["--use_existing_db=1"]),
                          ("readrandom", ["--use_existing_db=1", "--reads=%d" % a.reads])):
         argv = common + ["--benchmarks=" + bench] + extra
@@ -251,12 +292,24 @@ def rocksdb(a, r):
                 f.seek(start)
                 text = f.read()
             m = [x for x in DB_RATE.finditer(text) if x.group(1) == bench]
-            if rc or not m:
-                last = [l for l in text.splitlines() if l.strip()][-1:] or ["no output"]
-                raise RuntimeError("db_bench %s exited with %d: %s" % (bench, rc, last[0]))
+            if rc or not m:  # how far it got, and the first error it gave
+                done = re.findall(r"finished (\d+) ops", text)
+                errs = [l for l in re.split(r"[\r\n]+|\.\.\. finished \d+ ops", text)
+                        if re.search(r"error|assert|no space", l, re.I)] or ["no error message"]
+                try:  # RocksDB's own log says what the filesystem answered
+                    with open(os.path.join(db, "LOG"), errors="replace") as f:
+                        dblog = f.read().splitlines()
+                    with open(log[:-4] + "-LOG.txt", "w") as f:
+                        f.write("\n".join(dblog[-200:]) + "\n")
+                    errs = [l.split("] ", 1)[-1] for l in dblog
+                            if re.search(r"IO error|Corruption|No space", l)][:1] + errs
+                except OSError:
+                    pass
+                raise RuntimeError("db_bench %s exited with %d after %s ops: %s"
+                                   % (bench, rc, done[-1] if done else 0, errs[0].strip()))
             n = a.reads if bench == "readrandom" else a.num
             return n, w, float(m[-1].group(2))
-        r.phase(bench, fn)
+        r.phase(bench + ("-nofalloc" if nofalloc else ""), fn)
 
 
 # ---- SQLite as a messaging database -----------------------------------------------------------
@@ -362,7 +415,8 @@ def make_tree(a):
 
 def run(a):
     r = Runner(a)
-    {"rocksdb": rocksdb, "sqlite": sqlite_app, "tree": tree}[a.app](a, r)
+    {"rocksdb": rocksdb, "rocksdb-nofalloc": lambda a, r: rocksdb(a, r, True),
+     "sqlite": sqlite_app, "tree": tree}[a.app](a, r)
 
 
 def fsck_row(a):
@@ -386,6 +440,15 @@ SHORT = {"passthrough-ext4": "pt-ext4", "zlfs-buffered": "zlfs-buf"}
 def short(s):
     fs, _, v = s.partition("@")
     return SHORT.get(fs, fs) + ("@" + v if v else "")
+
+
+FS_ORDER = ["zlfs", "zlfs-buffered", "passthrough-ext4", "ext4"]
+
+
+def fs_sorted(systems):
+    """zlfs's kinds (each version in the order met), then the baselines."""
+    rank = lambda s: FS_ORDER.index(s.split("@")[0]) if s.split("@")[0] in FS_ORDER else len(FS_ORDER)
+    return sorted(systems, key=lambda s: (rank(s), systems.index(s)))
 
 
 def system(r, rows):
@@ -414,20 +477,21 @@ def summarise(a):
                   "zlfs_waf", "gc_moved_bytes", "gc_phase_changes", "ops", "peak_used_pct", "load1"):
             if r[k] != "":
                 c.setdefault(k, []).append(float(r[k]))
+    systems = fs_sorted(systems)
     med = {k: {m: median(v) for m, v in c.items()} for k, c in cells.items()}
     zl = [s for s in systems if s.startswith("zlfs")]
     base = [b for b in ("passthrough-ext4", "ext4") if b in systems]
     out = []
     print("Real applications (tools/bench-apps): medians of %d round(s); ratio > 1: zlfs is better"
           % len({r["round"] for r in rows}))
-    head = "%-16s %-8s" % ("phase", "unit") + "".join(" %13s" % short(s)[:13] for s in systems)
+    head = "%-19s %-8s" % ("phase", "unit") + "".join(" %13s" % short(s)[:13] for s in systems)
     head += "".join(" %16s" % ("%s/%s" % (short(z), short(b))) for z in zl for b in base)
     print(head)
     for ph in ORDER:
         fig, higher, unit = FIGURE[ph]
         if not any((s, ph) in med for s in systems):
             continue
-        line = "%-16s %-8s" % (ph, unit)
+        line = "%-19s %-8s" % (ph, unit)
         for s in systems:
             v = med.get((s, ph), {}).get(fig)
             line += " %13s" % fnum(v)
@@ -444,7 +508,7 @@ def summarise(a):
         print(line)
     print("\nWhat each phase cost the device (WAF: device bytes over the application's bytes written;"
           "\nzlfs WAF: over the bytes zlfs was handed; flushes and device KiB per operation):")
-    print("%-16s %-22s %7s %7s %9s %9s %9s %8s %7s %6s" % ("phase", "fs", "WAF", "zlfsWAF", "flush/op",
+    print("%-19s %-16s %7s %7s %9s %9s %9s %8s %7s %6s" % ("phase", "fs", "WAF", "zlfsWAF", "flush/op",
                                                          "devKiB/op", "appKiB/op", "GC MiB", "GCphch", "peak%"))
     for ph in ORDER:
         for s in systems:
@@ -453,8 +517,8 @@ def summarise(a):
                 continue
             ops = m.get("ops") or 0
             per = lambda k, scale=1.0: m[k] / ops / scale if ops and k in m else None
-            print("%-16s %-22s %7s %7s %9s %9s %9s %8s %7s %6s" % (
-                ph, short(s)[:22], fnum(m.get("waf")), fnum(m.get("zlfs_waf")), fnum(per("dev_flushes")),
+            print("%-19s %-16s %7s %7s %9s %9s %9s %8s %7s %6s" % (
+                ph, short(s)[:16], fnum(m.get("waf")), fnum(m.get("zlfs_waf")), fnum(per("dev_flushes")),
                 fnum(per("dev_write_bytes", 1024.0)), fnum(per("app_write_bytes", 1024.0)),
                 fnum(m["gc_moved_bytes"] / MiB) if "gc_moved_bytes" in m else "-",
                 fnum(m.get("gc_phase_changes")), fnum(m.get("peak_used_pct"))))
@@ -492,6 +556,7 @@ def plot(a):
         if key not in systems:
             systems.append(key)
         vals.setdefault((key, r["phase"]), []).append(float(r[FIGURE[r["phase"]][0]]))
+    systems = fs_sorted(systems)
     ref = "passthrough-ext4" if "passthrough-ext4" in systems else systems[0] if systems else None
     phases = [p for p in ORDER if (ref, p) in vals]
     if not phases:
@@ -529,7 +594,7 @@ def main():
     ap = argparse.ArgumentParser(prog="apps.py")
     sp = ap.add_subparsers(dest="cmd", required=True)
     p = sp.add_parser("run")
-    p.add_argument("app", choices=["rocksdb", "sqlite", "tree"])
+    p.add_argument("app", choices=["rocksdb", "rocksdb-nofalloc", "sqlite", "tree"])
     p.add_argument("dir")
     for k in ("csv", "fs", "version", "round", "outdir", "commands"):
         p.add_argument("--" + k, required=True)
@@ -537,6 +602,7 @@ def main():
     p.add_argument("--ctl")
     p.add_argument("--mnt")
     p.add_argument("--blkdev")
+    p.add_argument("--daemon-log", help="zlfs's log: its GC phase lines count the changes")
     p.add_argument("--sync-path")
     p.add_argument("--num", type=int, default=100000)
     p.add_argument("--reads", type=int, default=100000)
