@@ -1,7 +1,8 @@
 # shellcheck shell=bash disable=SC2034
-# tools/lib/wl.sh - shared by the workload scripts tools/age, tools/install-verify and
-# tools/bench-randrange (sourced, not run): building, the filesystems under test, the zoned
-# guest, commands.txt. The Python side (workloads, summaries, plots) is tools/lib/workloads.py.
+# tools/lib/wl.sh - shared by the workload scripts tools/age, tools/install-verify,
+# tools/bench-randrange and tools/bench-apps (sourced, not run): building, the filesystems
+# under test, the zoned guest, commands.txt. The Python side (workloads, summaries, plots) is
+# tools/lib/workloads.py (tools/lib/apps.py for tools/bench-apps).
 #
 # The script sets PROG and its defaults (BUILD, IMG_SIZE, ZONE_SIZE, FS_LIST, ...) first.
 #
