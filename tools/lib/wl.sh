@@ -1,7 +1,8 @@
 # shellcheck shell=bash disable=SC2034
-# tools/lib/wl.sh - shared by the workload scripts tools/age, tools/install-verify and
-# tools/bench-randrange (sourced, not run): building, the filesystems under test, the zoned
-# guest, commands.txt. The Python side (workloads, summaries, plots) is tools/lib/workloads.py.
+# tools/lib/wl.sh - shared by the workload scripts tools/age, tools/install-verify,
+# tools/bench-randrange and tools/bench-apps (sourced, not run): building, the filesystems
+# under test, the zoned guest, commands.txt. The Python side (workloads, summaries, plots) is
+# tools/lib/workloads.py (tools/lib/apps.py for tools/bench-apps).
 #
 # The script sets PROG and its defaults (BUILD, IMG_SIZE, ZONE_SIZE, FS_LIST, ...) first.
 #
@@ -27,6 +28,8 @@
 #                 and root with loop devices; without loop devices it falls back to fuse2fs
 #                 (ext4 in FUSE: a second FUSE layer, slower), and without that either it
 #                 exits with 77. ZLFS_WL_EXT4=fuse2fs forces fuse2fs.
+#   ext4          host only: that ext4 itself, without the passthrough (the kernel's own speed
+#                 on the same image; the workload runs in WORK/ext4, BLKDEV is its loop device)
 #   f2fs          guest only: kernel F2FS on the null_blk zoned disk, mkfs.f2fs -m (its
 #                 metadata goes to the disk's conventional zones)
 #   f2fs-conv     guest only: kernel F2FS on a conventional null_blk disk of the same size
@@ -100,7 +103,7 @@ wl_check_fs() { # FS: can it run here? dies with the reason if not
 	case $1 in
 	zlfs) ;;
 	passthrough) [[ -z $GUEST_DEV ]] || die "passthrough is a host baseline: not in the guest" ;;
-	passthrough-ext4)
+	passthrough-ext4|ext4)
 		[[ -z $GUEST_DEV ]] || die "$1 is a host baseline: not in the guest"
 		command -v mkfs.ext4 >/dev/null || {
 			echo "$PROG: $1: mkfs.ext4 is not installed (apt-get install e2fsprogs)" >&2
@@ -120,7 +123,7 @@ wl_check_fs() { # FS: can it run here? dies with the reason if not
 		[[ $GUEST_DEV == /dev/nullb* ]] || die "$1: F2FS on an NVMe ZNS namespace needs a second, conventional device for its metadata (mkfs.f2fs -c); use --guest nullb"
 		command -v mkfs.f2fs >/dev/null || die "$1: mkfs.f2fs is not installed; the guest runs the host's tools (apt-get install f2fs-tools, or tools/install-deps --tests)" ;;
 	dir:*) [[ -d ${1#dir:} ]] || die "$1: no such directory" ;;
-	*) die "unknown filesystem '$1' (zlfs, passthrough, passthrough-ext4, f2fs, f2fs-conv, f2fs-conv-model, ext4-conv-model, dir:PATH)" ;;
+	*) die "unknown filesystem '$1' (zlfs, passthrough, passthrough-ext4, ext4, f2fs, f2fs-conv, f2fs-conv-model, ext4-conv-model, dir:PATH)" ;;
 	esac
 }
 
@@ -298,7 +301,7 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 	passthrough)
 		rm -rf "$WORK/src"
 		mkdir -p "$WORK/src" ;;
-	passthrough-ext4) ext4_make "$tag" ;;
+	passthrough-ext4|ext4) ext4_make "$tag" ;;
 	f2fs)
 		log "mkfs.f2fs -f -m $GUEST_DEV"
 		mkfs.f2fs -f -m "$GUEST_DEV" >"$OUT/mkfs-$tag.log" 2>&1 ||
@@ -342,6 +345,12 @@ wl_mount() { # FS TAG: mount what wl_prepare made (again)
 		log "$BIN/zlfs-passthrough -f $WORK/src $MNT   # $tag"
 		"$BIN/zlfs-passthrough" -f "$WORK/src" "$MNT" >>"$DLOG" 2>&1 &
 		DPID=$! ;;
+	ext4)
+		ext4_attach
+		MNT=$EXT4_MNT DIR=$EXT4_MNT
+		[[ -z $EXT4_PID ]] || say "ext4: no loop device here: ext4 in FUSE (fuse2fs), not the kernel's"
+		log "# $tag: the workload runs in $EXT4_MNT"
+		return 0 ;;
 	passthrough-ext4)
 		ext4_attach
 		mkdir -p "$EXT4_MNT/src" || die "cannot create $EXT4_MNT/src"

@@ -5,16 +5,23 @@
  *   zlfs-passthrough [FUSE options] SOURCE_DIR MOUNTPOINT
  *
  * Every file under MOUNTPOINT is the file of the same name under SOURCE_DIR. The FUSE inode
- * number is the source inode number (the source root is FUSE_ROOT_ID); a hash table maps each
- * inode the kernel knows to its lookup count and its path relative to SOURCE_DIR, as of its
- * latest lookup, and every operation is a *at() call on that path from the SOURCE_DIR
+ * number is the source inode number (the source root is FUSE_ROOT_ID); pt_nodes.c keeps, for
+ * each inode the kernel knows, its lookup count and the names the kernel knows it by, and
+ * every operation is a *at() call on a path made from them, relative to the SOURCE_DIR
  * descriptor. (Paths rather than a descriptor per inode: one descriptor per known inode runs
  * into RLIMIT_NOFILE long before 100k files, and raising the hard limit needs
  * CAP_SYS_RESOURCE.) Requests are served by the multithreaded loop, writes may be up to
  * 1 MiB, and opens keep their flags, O_DIRECT included: O_DIRECT data goes through a
- * page-aligned bounce buffer. Only the operations a benchmark needs are here: no rename,
- * links, symlinks, xattrs or locks; and the source must be one filesystem (a mount point
- * below SOURCE_DIR is refused with EXDEV).
+ * page-aligned bounce buffer.
+ *
+ * Enough of POSIX for real applications (RocksDB, SQLite, tar, git): rename with renameat2's
+ * flags, hard links, symlinks, mknod, extended attributes, fallocate, fsync and fsyncdir,
+ * lseek's SEEK_DATA/SEEK_HOLE, statfs. Locks (fcntl, flock) are left to the kernel, which
+ * keeps them locally when a FUSE filesystem does not serve them. The source must be one
+ * filesystem (a mount point below SOURCE_DIR is refused with EXDEV) and nothing else may
+ * change it while it is mounted (the names pt_nodes.c knows would go stale: ESTALE).
+ *
+ * Owns: the FUSE operations and open-file handles. May call: libfuse, libc, pt_nodes.h.
  */
 #define FUSE_USE_VERSION 314
 #ifndef _GNU_SOURCE
@@ -32,18 +39,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include "pt_nodes.h"
 
 #define TIMEOUT 1.0                /* entry and attribute timeout, the same as zlfs */
 #define MAX_IO (1024 * 1024)       /* max_write; also the bounce buffer size */
-#define NBUCKETS 65536u
-
-struct pnode {
-	fuse_ino_t ino;          /* FUSE inode number: the source st_ino, FUSE_ROOT_ID for the root */
-	char *path;              /* relative to the source directory; "." for the root */
-	uint64_t nlookup;
-	struct pnode *next;
-};
 
 struct pfile {                   /* fi->fh of open files and directories */
 	int fd;
@@ -52,12 +54,10 @@ struct pfile {                   /* fi->fh of open files and directories */
 };
 
 static struct {
-	pthread_mutex_t lock;
-	struct pnode *buckets[NBUCKETS];
-	struct pnode root;
 	int rootfd;              /* the source directory */
+	char *src;               /* its absolute path (the xattr calls take whole paths) */
 	dev_t dev;
-} P = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} P;
 
 static pthread_key_t bounce_key;
 
@@ -74,41 +74,24 @@ static char *bounce(void)
 	return b;
 }
 
-static struct pnode *find_locked(fuse_ino_t ino)
+static struct pfile *pfile_of(struct fuse_file_info *fi)
 {
-	struct pnode *n;
-
-	if (ino == FUSE_ROOT_ID)
-		return &P.root;
-	for (n = P.buckets[ino % NBUCKETS]; n; n = n->next)
-		if (n->ino == ino)
-			return n;
-	return NULL;
+	return (struct pfile *)(uintptr_t)fi->fh;
 }
 
-/* Copy the path of INO, then "/NAME" if NAME, into BUF (PATH_MAX); 0 or an errno. */
-static int node_path(fuse_ino_t ino, const char *name, char *buf)
+/* The source inode number under PATH, or 0 if there is none (the name's node in pn_*). */
+static fuse_ino_t ino_at(const char *path)
 {
-	struct pnode *n;
-	int len = -1;
+	struct stat st;
 
-	pthread_mutex_lock(&P.lock);
-	n = find_locked(ino);
-	if (n && !name)
-		len = snprintf(buf, PATH_MAX, "%s", n->path);
-	else if (n)
-		len = ino == FUSE_ROOT_ID ? snprintf(buf, PATH_MAX, "%s", name)
-					  : snprintf(buf, PATH_MAX, "%s/%s", n->path, name);
-	pthread_mutex_unlock(&P.lock);
-	return len < 0 ? ESTALE : len >= PATH_MAX ? ENAMETOOLONG : 0;
+	return fstatat(P.rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ? 0 : st.st_ino;
 }
 
 /* Look NAME up in PARENT, count the lookup and fill E. */
 static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
 {
-	char path[PATH_MAX], *dup;
-	struct pnode *n;
-	int err = node_path(parent, name, path);
+	char path[PATH_MAX];
+	int err = pn_path(parent, name, path);
 
 	memset(e, 0, sizeof(*e));
 	if (err)
@@ -119,46 +102,7 @@ static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_para
 		return EXDEV;
 	e->ino = e->attr.st_ino;
 	e->attr_timeout = e->entry_timeout = TIMEOUT;
-	if (!(dup = strdup(path)))
-		return ENOMEM;
-	pthread_mutex_lock(&P.lock);
-	n = find_locked(e->ino);
-	if (!n && (n = calloc(1, sizeof(*n)))) {
-		n->ino = e->ino;
-		n->next = P.buckets[n->ino % NBUCKETS];
-		P.buckets[n->ino % NBUCKETS] = n;
-	}
-	if (n) { /* the latest name wins: the inode number may have been reused */
-		free(n->path);
-		n->path = dup;
-		n->nlookup++;
-	}
-	pthread_mutex_unlock(&P.lock);
-	if (!n) {
-		free(dup);
-		return ENOMEM;
-	}
-	return 0;
-}
-
-static void forget_one(fuse_ino_t ino, uint64_t nlookup)
-{
-	struct pnode **pp, *n;
-
-	if (ino == FUSE_ROOT_ID)
-		return;
-	pthread_mutex_lock(&P.lock);
-	for (pp = &P.buckets[ino % NBUCKETS]; (n = *pp); pp = &n->next)
-		if (n->ino == ino)
-			break;
-	if (n && nlookup >= n->nlookup) {
-		*pp = n->next;
-		free(n->path);
-		free(n);
-	} else if (n) {
-		n->nlookup -= nlookup;
-	}
-	pthread_mutex_unlock(&P.lock);
+	return pn_lookup(parent, name, e->ino);
 }
 
 static void reply_entry_or_err(fuse_req_t req, int err, struct fuse_entry_param *e)
@@ -185,14 +129,14 @@ static void pt_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void pt_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	forget_one(ino, nlookup);
+	pn_forget(ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void pt_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(f[i].ino, f[i].nlookup);
+		pn_forget(f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -203,8 +147,8 @@ static void pt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int err = 0;
 
 	if (fi && fi->fh)
-		err = fstat(((struct pfile *)(uintptr_t)fi->fh)->fd, &st) < 0 ? errno : 0;
-	else if (!(err = node_path(ino, NULL, path)))
+		err = fstat(pfile_of(fi)->fd, &st) < 0 ? errno : 0;
+	else if (!(err = pn_path(ino, NULL, path)))
 		err = fstatat(P.rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
 	if (err)
 		fuse_reply_err(req, err);
@@ -212,13 +156,10 @@ static void pt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, TIMEOUT);
 }
 
-static int do_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+static int do_truncate(const char *path, off_t size)
 {
-	int fd, ret;
+	int fd = openat(P.rootfd, path, O_WRONLY | O_CLOEXEC), ret;
 
-	if (fi && fi->fh)
-		return ftruncate(((struct pfile *)(uintptr_t)fi->fh)->fd, size);
-	fd = openat(P.rootfd, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	ret = ftruncate(fd, size);
@@ -226,35 +167,44 @@ static int do_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return ret;
 }
 
+/* The times of A that SET names, for utimensat/futimens (UTIME_OMIT for the others). */
+static void set_times(const struct stat *a, int set, struct timespec tv[2])
+{
+	tv[0] = tv[1] = (struct timespec){.tv_nsec = UTIME_OMIT};
+	if (set & FUSE_SET_ATTR_ATIME_NOW)
+		tv[0].tv_nsec = UTIME_NOW;
+	else if (set & FUSE_SET_ATTR_ATIME)
+		tv[0] = a->st_atim;
+	if (set & FUSE_SET_ATTR_MTIME_NOW)
+		tv[1].tv_nsec = UTIME_NOW;
+	else if (set & FUSE_SET_ATTR_MTIME)
+		tv[1] = a->st_mtim;
+}
+
+/* Through the open file when the kernel names one (it may be unlinked), else by path. */
 static void pt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		       struct fuse_file_info *fi)
 {
 	char path[PATH_MAX];
-	int ret = 0, err = node_path(ino, NULL, path);
+	int fd = fi && fi->fh ? pfile_of(fi)->fd : -1, ret = 0, err = 0;
+	uid_t uid = (set & FUSE_SET_ATTR_UID) ? a->st_uid : (uid_t)-1;
+	gid_t gid = (set & FUSE_SET_ATTR_GID) ? a->st_gid : (gid_t)-1;
+	struct timespec tv[2];
 
-	if (err) {
+	if (fd < 0 && (err = pn_path(ino, NULL, path))) {
 		fuse_reply_err(req, err);
 		return;
 	}
 	if (set & FUSE_SET_ATTR_MODE)
-		ret = fchmodat(P.rootfd, path, a->st_mode, 0);
+		ret = fd >= 0 ? fchmod(fd, a->st_mode) : fchmodat(P.rootfd, path, a->st_mode, 0);
 	if (!ret && (set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		ret = fchownat(P.rootfd, path, (set & FUSE_SET_ATTR_UID) ? a->st_uid : (uid_t)-1,
-			       (set & FUSE_SET_ATTR_GID) ? a->st_gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW);
+		ret = fd >= 0 ? fchown(fd, uid, gid)
+			      : fchownat(P.rootfd, path, uid, gid, AT_SYMLINK_NOFOLLOW);
 	if (!ret && (set & FUSE_SET_ATTR_SIZE))
-		ret = do_truncate(path, a->st_size, fi);
+		ret = fd >= 0 ? ftruncate(fd, a->st_size) : do_truncate(path, a->st_size);
 	if (!ret && (set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
-		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
-
-		if (set & FUSE_SET_ATTR_ATIME_NOW)
-			tv[0].tv_nsec = UTIME_NOW;
-		else if (set & FUSE_SET_ATTR_ATIME)
-			tv[0] = a->st_atim;
-		if (set & FUSE_SET_ATTR_MTIME_NOW)
-			tv[1].tv_nsec = UTIME_NOW;
-		else if (set & FUSE_SET_ATTR_MTIME)
-			tv[1] = a->st_mtim;
-		ret = utimensat(P.rootfd, path, tv, AT_SYMLINK_NOFOLLOW);
+		set_times(a, set, tv);
+		ret = fd >= 0 ? futimens(fd, tv) : utimensat(P.rootfd, path, tv, AT_SYMLINK_NOFOLLOW);
 	}
 	if (ret < 0)
 		fuse_reply_err(req, errno);
@@ -262,26 +212,88 @@ static void pt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		pt_getattr(req, ino, fi);
 }
 
-static void pt_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+/* After MADE (0, or the errno of making NAME in PARENT): its entry, or the error. */
+static void reply_made(fuse_req_t req, int made, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
+
+	if (made)
+		fuse_reply_err(req, made);
+	else
+		reply_entry_or_err(req, do_lookup(parent, name, &e), &e);
+}
+
+static void pt_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
 	char path[PATH_MAX];
-	int err = node_path(parent, name, path);
+	int err = pn_path(parent, name, path);
 
 	if (!err && mkdirat(P.rootfd, path, mode) < 0)
 		err = errno;
+	reply_made(req, err, parent, name);
+}
+
+static void pt_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	char path[PATH_MAX];
+	int err = pn_path(parent, name, path);
+
+	if (!err && mknodat(P.rootfd, path, mode, rdev) < 0)
+		err = errno;
+	reply_made(req, err, parent, name);
+}
+
+static void pt_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	char path[PATH_MAX];
+	int err = pn_path(parent, name, path);
+
+	if (!err && symlinkat(target, P.rootfd, path) < 0)
+		err = errno;
+	reply_made(req, err, parent, name);
+}
+
+static void pt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	char path[PATH_MAX], newpath[PATH_MAX];
+	int err = pn_path(ino, NULL, path);
+
 	if (!err)
-		err = do_lookup(parent, name, &e);
-	reply_entry_or_err(req, err, &e);
+		err = pn_path(newparent, newname, newpath);
+	if (!err && linkat(P.rootfd, path, P.rootfd, newpath, 0) < 0)
+		err = errno;
+	reply_made(req, err, newparent, newname);
+}
+
+static void pt_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	int err = pn_path(ino, NULL, path);
+	ssize_t n = 0;
+
+	if (!err && (n = readlinkat(P.rootfd, path, target, sizeof(target) - 1)) < 0)
+		err = errno;
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	target[n] = '\0';
+	fuse_reply_readlink(req, target);
 }
 
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	char path[PATH_MAX];
-	int err = node_path(parent, name, path);
+	int err = pn_path(parent, name, path);
+	fuse_ino_t ino = 0;
 
+	if (!err) /* which inode loses the name: the request does not say */
+		ino = ino_at(path);
 	if (!err && unlinkat(P.rootfd, path, flags) < 0)
 		err = errno;
+	if (!err)
+		pn_unlinked(parent, name, ino);
 	fuse_reply_err(req, err);
 }
 
@@ -293,6 +305,29 @@ static void pt_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void pt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	remove_name(req, parent, name, AT_REMOVEDIR);
+}
+
+/* renameat2 with the request's flags (RENAME_NOREPLACE, _EXCHANGE, _WHITEOUT): the source
+ * filesystem refuses what it cannot do. */
+static void pt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	char path[PATH_MAX], newpath[PATH_MAX];
+	int err = pn_path(parent, name, path);
+	fuse_ino_t ino = 0, target = 0;
+
+	if (!err)
+		err = pn_path(newparent, newname, newpath);
+	if (!err) {
+		ino = ino_at(path);
+		target = ino_at(newpath);
+		if (renameat2(P.rootfd, path, P.rootfd, newpath, flags) < 0)
+			err = errno;
+	}
+	if (!err)
+		pn_renamed(parent, name, newparent, newname, ino, target,
+			   !!(flags & RENAME_EXCHANGE));
+	fuse_reply_err(req, err);
 }
 
 static int file_new(int fd, int flags, struct fuse_file_info *fi)
@@ -315,7 +350,7 @@ static void pt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct fuse_entry_param e;
 	char path[PATH_MAX];
-	int fd = -1, err = node_path(parent, name, path);
+	int fd = -1, err = pn_path(parent, name, path);
 
 	if (!err && (fd = openat(P.rootfd, path, fi->flags | O_CREAT | O_CLOEXEC, mode)) < 0)
 		err = errno;
@@ -332,7 +367,7 @@ static void pt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void pt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	char path[PATH_MAX];
-	int fd = -1, err = node_path(ino, NULL, path);
+	int fd = -1, err = pn_path(ino, NULL, path);
 
 	if (!err && (fd = openat(P.rootfd, path, fi->flags | O_CLOEXEC)) < 0)
 		err = errno;
@@ -346,7 +381,7 @@ static void pt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void pt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct pfile *f = (struct pfile *)(uintptr_t)fi->fh;
+	struct pfile *f = pfile_of(fi);
 
 	(void)ino;
 	close(f->fd);
@@ -363,7 +398,7 @@ static void pt_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void pt_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int fd = ((struct pfile *)(uintptr_t)fi->fh)->fd;
+	int fd = pfile_of(fi)->fd;
 
 	(void)ino;
 	fuse_reply_err(req, (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? errno : 0);
@@ -372,7 +407,7 @@ static void pt_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 static void pt_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct pfile *f = (struct pfile *)(uintptr_t)fi->fh;
+	struct pfile *f = pfile_of(fi);
 	char *buf = bounce();
 	ssize_t n;
 
@@ -391,7 +426,7 @@ static void pt_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void pt_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct pfile *f = (struct pfile *)(uintptr_t)fi->fh;
+	struct pfile *f = pfile_of(fi);
 	ssize_t n;
 
 	(void)ino;
@@ -415,20 +450,20 @@ static void pt_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	(void)ino;
-	fuse_reply_err(req, fallocate(((struct pfile *)(uintptr_t)fi->fh)->fd, mode, off, len) < 0
+	fuse_reply_err(req, fallocate(pfile_of(fi)->fd, mode, off, len) < 0
 				    ? errno : 0);
 }
 
 static void pt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	char path[PATH_MAX];
-	int fd = -1, err = node_path(ino, NULL, path);
+	int fd = -1, err = pn_path(ino, NULL, path);
 	struct pfile *f;
 
 	if (!err && (fd = openat(P.rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		err = errno;
 	if (!err && !(err = file_new(fd, 0, fi))) {
-		f = (struct pfile *)(uintptr_t)fi->fh;
+		f = pfile_of(fi);
 		if (!(f->dir = fdopendir(fd))) {
 			err = errno;
 			close(fd);
@@ -445,7 +480,7 @@ static void pt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void pt_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	DIR *d = ((struct pfile *)(uintptr_t)fi->fh)->dir;
+	DIR *d = pfile_of(fi)->dir;
 	char *buf = malloc(size);
 	size_t used = 0;
 	struct dirent *de;
@@ -471,7 +506,7 @@ static void pt_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void pt_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct pfile *f = (struct pfile *)(uintptr_t)fi->fh;
+	struct pfile *f = pfile_of(fi);
 
 	(void)ino;
 	closedir(f->dir);
@@ -490,6 +525,86 @@ static void pt_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &sv);
 }
 
+static void pt_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t r = lseek(pfile_of(fi)->fd, off, whence);
+
+	(void)ino;
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+/* ---- extended attributes: by whole path, not following a symlink (its own attributes) --- */
+
+static int abs_path(fuse_ino_t ino, char *buf)
+{
+	char rel[PATH_MAX];
+	int err = pn_path(ino, NULL, rel), n;
+
+	if (err)
+		return err;
+	n = strcmp(rel, ".") ? snprintf(buf, PATH_MAX, "%s/%s", P.src, rel)
+			     : snprintf(buf, PATH_MAX, "%s", P.src);
+	return n < 0 || n >= PATH_MAX ? ENAMETOOLONG : 0;
+}
+
+/* getxattr of NAME, or listxattr without NAME, into a buffer of SIZE (0: the size wanted). */
+static void get_or_list(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char path[PATH_MAX], *buf = NULL;
+	int err = abs_path(ino, path);
+	ssize_t n;
+
+	if (!err && size && !(buf = malloc(size)))
+		err = ENOMEM;
+	if (!err) {
+		n = name ? lgetxattr(path, name, buf, size) : llistxattr(path, buf, size);
+		if (n < 0)
+			err = errno;
+		else if (!size)
+			fuse_reply_xattr(req, (size_t)n);
+		else
+			fuse_reply_buf(req, buf, (size_t)n);
+	}
+	if (err)
+		fuse_reply_err(req, err);
+	free(buf);
+}
+
+static void pt_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	get_or_list(req, ino, name, size);
+}
+
+static void pt_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	get_or_list(req, ino, NULL, size);
+}
+
+static void pt_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	char path[PATH_MAX];
+	int err = abs_path(ino, path);
+
+	if (!err && lsetxattr(path, name, value, size, flags) < 0)
+		err = errno;
+	fuse_reply_err(req, err);
+}
+
+static void pt_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	char path[PATH_MAX];
+	int err = abs_path(ino, path);
+
+	if (!err && lremovexattr(path, name) < 0)
+		err = errno;
+	fuse_reply_err(req, err);
+}
+
 static const struct fuse_lowlevel_ops pt_ops = {
 	.init = pt_init,
 	.lookup = pt_lookup,
@@ -497,9 +612,14 @@ static const struct fuse_lowlevel_ops pt_ops = {
 	.forget_multi = pt_forget_multi,
 	.getattr = pt_getattr,
 	.setattr = pt_setattr,
+	.readlink = pt_readlink,
+	.mknod = pt_mknod,
 	.mkdir = pt_mkdir,
 	.unlink = pt_unlink,
 	.rmdir = pt_rmdir,
+	.symlink = pt_symlink,
+	.rename = pt_rename,
+	.link = pt_link,
 	.create = pt_create,
 	.open = pt_open,
 	.read = pt_read,
@@ -511,7 +631,13 @@ static const struct fuse_lowlevel_ops pt_ops = {
 	.opendir = pt_opendir,
 	.readdir = pt_readdir,
 	.releasedir = pt_releasedir,
+	.fsyncdir = pt_fsync, /* a directory's pfile has its descriptor in fd too */
 	.statfs = pt_statfs,
+	.setxattr = pt_setxattr,
+	.getxattr = pt_getxattr,
+	.listxattr = pt_listxattr,
+	.removexattr = pt_removexattr,
+	.lseek = pt_lseek,
 };
 
 static int source_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -548,8 +674,7 @@ int main(int argc, char **argv)
 			fuse_cmdline_help();
 		return o.show_help || o.show_version ? 0 : 2;
 	}
-	P.root.ino = FUSE_ROOT_ID;
-	P.root.path = ".";
+	P.src = src;
 	P.rootfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (P.rootfd < 0 || fstat(P.rootfd, &st) < 0) {
 		fprintf(stderr, "zlfs-passthrough: %s: not a directory\n", src);
