@@ -637,6 +637,9 @@ void gc_defaults(struct gc_opts *o);
 #define GC_PHASE_HOLD_MS 30000
 enum gc_phase gc_phase_update(struct zlfs_fs *fs);
 enum gc_phase gc_phase_update_at(struct zlfs_fs *fs, uint64_t now_ns);
+/* What the background worker does in phase HELD: the phase the level calls for when that is
+ * lower (a phase held past its exit), else HELD. */
+enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held);
 const char *gc_phase_name(enum gc_phase p);
 
 /* ---- gc.c ------------------------------------------------------------------------------- */

@@ -31,7 +31,8 @@
  * to two zones past the target, leaves, and a second of writing brings it back (939 changes
  * in 25 minutes), and compactions that delete their inputs lift the level for seconds at a
  * time. Entering a phase is not delayed: the level falling is space running out, and a late
- * start is paid by writers at the foreground level. docs/design.md, "Levels and phases". */
+ * start is paid by writers at the foreground level. The work in a held phase follows the
+ * level (gc_phase_work). docs/design.md, "Levels and phases". */
 #define GC_HYST_ZONES 2
 #define GC_HYST_PCT 5
 
@@ -199,25 +200,28 @@ enum gc_phase gc_phase_update_at(struct zlfs_fs *fs, uint64_t now_ns)
 
 enum gc_phase gc_phase_update(struct zlfs_fs *fs) { return gc_phase_update_at(fs, mono_ns()); }
 
+/* A phase held past its exit does what the level calls for: the hold steadies the phase
+ * users see and the log, while the work follows the level with its margins as it did, so
+ * idle time is still used for collection the moment the level calls for normal (a held
+ * boosted phase moves nothing there). */
+enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held)
+{
+	enum gc_phase p = phase_called(fs, held, gc_free_zones(fs));
+
+	return p < held ? p : held;
+}
+
 /* ---- pacing ------------------------------------------------------------------------------ */
 
 /* A background step moves at least GC_STEP_MIN blocks and at most GC_STEP_MAX. */
 #define GC_STEP_MIN 32
 #define GC_STEP_MAX 1024
 
-/* Free (net of reservations) and prefree zones are short of where a boosted pass stops: the
- * target and a little past it, so one checkpoint frees a few zones rather than each its own. */
-static int gc_behind(struct zlfs_fs *fs)
-{
-	return gc_free_zones(fs) + seg_prefree_zones(fs) < gc_target_free(fs) + GC_HYST_ZONES;
-}
-
 /* Pacing: each block users write while GC is behind its target costs u/(1-u) moved blocks at
  * a victim of utilisation u. That debt is what background GC owes them; between debts it
  * stands aside while users wait, unless it is more than a zone short of the target, where it
  * catches up, moving twice as much per zone short, before the foreground level makes writers
- * pay installments. Nothing is owed for writes while GC is not behind, also in a boosted
- * phase held past its exit (GC_PHASE_HOLD_MS). Called with gc_lock held. */
+ * pay installments. Called with gc_lock held. */
 void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 {
 	struct gc_state *g = &fs->gc;
@@ -230,7 +234,7 @@ void gc_pace_owe(struct zlfs_fs *fs, enum gc_phase phase)
 
 		ratio = v < usable ? (double)v / (usable - v) : (double)usable;
 	}
-	if (phase < GC_BOOSTED || !gc_behind(fs))
+	if (phase < GC_BOOSTED)
 		g->pace_debt = 0;
 	else if (ub > g->pace_user_blocks)
 		g->pace_debt += (double)(ub - g->pace_user_blocks) * ratio;
@@ -314,9 +318,11 @@ int gc_bg_more(struct zlfs_fs *fs, enum gc_phase phase, unsigned done)
 {
 	if (phase == GC_NORMAL)
 		return done < 1;
-	/* Boosted and foreground: while behind, and at most boost_zones before the checkpoint
-	 * that frees them. */
-	return done < fs->gc.o.boost_zones && gc_behind(fs);
+	/* Boosted and foreground: up to the target and a little past it, so one checkpoint
+	 * frees a few zones rather than each its own, and at most boost_zones before that
+	 * checkpoint. */
+	return done < fs->gc.o.boost_zones &&
+	       gc_free_zones(fs) + seg_prefree_zones(fs) < gc_target_free(fs) + GC_HYST_ZONES;
 }
 
 const char *gc_phase_name(enum gc_phase p)

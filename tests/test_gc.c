@@ -738,8 +738,8 @@ END_TEST
  * zones set by hand, the clock driven): a level hovering around the boosted threshold, ten
  * times a second for a minute, changes the phase once, not 600 times; the phase is left only
  * after the level has stayed past its exit for the hold time (GC_PHASE_HOLD_MS), and entered
- * again at once. Reservations count as taken: every zone free but most of them reserved calls
- * for boosted. */
+ * again at once; while held past its exit it does the work the level calls for. Reservations
+ * count as taken: every zone free but most of them reserved calls for boosted. */
 START_TEST(t_phase_hysteresis)
 {
 	struct zemu_create_opts o = {.size = 96 << 20, .zone_size = 2 << 20};
@@ -765,10 +765,14 @@ START_TEST(t_phase_hysteresis)
 		t += step;
 		ck_assert_int_eq(gc_phase_update_at(fs, t), GC_BOOSTED);
 	}
+	fs->free_zones = target + 1; /* inside the margin: boosted work */
+	ck_assert_int_eq(gc_phase_work(fs, GC_BOOSTED), GC_BOOSTED);
 	ck_assert_uint_eq(fs->gc.nlog, n0 + 1);
 	fs->free_zones = target + 2; /* past the exit: boosted for the hold, then normal */
-	for (i = 0; i < GC_PHASE_HOLD_MS / 100; i++, t += step)
+	for (i = 0; i < GC_PHASE_HOLD_MS / 100; i++, t += step) {
 		ck_assert_int_eq(gc_phase_update_at(fs, t), GC_BOOSTED);
+		ck_assert_int_eq(gc_phase_work(fs, GC_BOOSTED), GC_NORMAL); /* works as normal */
+	}
 	ck_assert_int_eq(gc_phase_update_at(fs, t), GC_NORMAL);
 	ck_assert_uint_eq(fs->gc.nlog, n0 + 2);
 	fs->free_zones = target - 1; /* and back at once */
