@@ -329,6 +329,11 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 void zlfs_serving(struct zlfs_fs *fs);
 /* Write a clean checkpoint (unless read-only) and release everything. */
 int zlfs_unmount(struct zlfs_fs *fs);
+/* A log's zone holds its write pointer WP_BLK past the segment the checkpoint left open at
+ * CP_BLK, but not that segment's summary: a device that moved the write pointer itself (a
+ * zone finished under the log). The segment's owners were only in the checkpoint pack, so GC
+ * could never move its blocks: a device write-pointer error (mount and fsck). */
+int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk);
 
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
