@@ -323,6 +323,8 @@ struct zlfs_mount_opts {
 	int daemon;                 /* the zlfs daemon: mark the device for tools (zdev.h) */
 	unsigned wait_secs;         /* wait this long for a daemon finishing its unmount */
 	size_t meta_cache;          /* bytes for NAT and SIT pages (0: MCACHE_DEFAULT_BUDGET) */
+	int shared;                 /* with readonly: the device may be held by a mounted daemon
+				     * (zdev_open_opts.shared): zlfs-dump's view of it */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */

@@ -320,7 +320,8 @@ static void fs_free(struct zlfs_fs *fs)
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
 {
 	struct zdev_open_opts dopts = {.readonly = o->readonly, .direct = o->direct,
-				       .daemon = o->daemon, .wait_secs = o->wait_secs};
+				       .daemon = o->daemon, .wait_secs = o->wait_secs,
+				       .shared = o->readonly && o->shared};
 	struct zlfs_fs *fs = calloc(1, sizeof(*fs));
 	int ret, readonly = o->readonly;
 	uint32_t t;

@@ -85,6 +85,10 @@ struct zdev_open_opts {
 				  holds it, whether it is starting, serving or finishing (zdev_hold.c) */
 	unsigned wait_secs;    /* held by a zlfs daemon that is finishing its unmount: wait up to
 				  this long for it (saying so) instead of failing with -EBUSY */
+	int shared;            /* with readonly: open a device another program may hold (a
+				  mounted daemon) without claiming it: no lock on an image, no
+				  O_EXCL on a block device, no wait. What it reads is what the
+				  holder has written so far, not what it holds in memory */
 };
 
 struct zdev;

@@ -330,7 +330,8 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 	}
 	d->direct = opts->direct;
 	d->zd.readonly = opts->readonly;
-	ret = emu_open_fd(path, opts->readonly, opts->direct, &d->fd);
+	ret = emu_open_fd(path, opts->readonly && opts->shared ? -1 : opts->readonly, opts->direct,
+			  &d->fd);
 	if (ret == -EBUSY && nolog)
 		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (!ret)

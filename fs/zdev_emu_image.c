@@ -366,6 +366,7 @@ static int emu_lock_fd(int fd, int readonly, const char *path)
 	return -err;
 }
 
+/* READONLY -1: read-only without the shared lock (zdev_open_opts.shared). */
 int emu_open_fd(const char *path, int readonly, int direct, int *fdp)
 {
 	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
@@ -385,7 +386,7 @@ int emu_open_fd(const char *path, int readonly, int direct, int *fdp)
 		zlog_err("%s: not a regular file", path);
 		return -ENODEV;
 	}
-	ret = emu_lock_fd(fd, readonly, path);
+	ret = readonly < 0 ? 0 : emu_lock_fd(fd, readonly, path);
 	if (ret) {
 		close(fd);
 		return ret;

@@ -83,10 +83,12 @@ static void fill_identity(struct zdev_info *info, const char *path)
 
 /* --- open, geometry ---------------------------------------------------------------------- */
 
-static int open_device(const char *path, int readonly, struct zbd_info *zi)
+static int open_device(const char *path, int readonly, int shared, struct zbd_info *zi)
 {
-	/* O_EXCL on a block device claims it: EBUSY when mounted or held by another opener. */
-	int flags = (readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_EXCL | O_CLOEXEC;
+	/* O_EXCL on a block device claims it: EBUSY when mounted or held by another opener.
+	 * A shared read-only opener (zlfs-dump of a mounted device) claims nothing. */
+	int flags = (readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC |
+		    (readonly && shared ? 0 : O_EXCL);
 	int fd;
 
 	errno = 0;
@@ -295,7 +297,7 @@ int zdev_zbd_open(const char *path, const struct zdev_open_opts *opts, struct zd
 	zd->base.readonly = opts->readonly;
 	zd->base.info.kind = ZDEV_KIND_ZBD;
 	snprintf(zd->base.info.path, sizeof(zd->base.info.path), "%s", path);
-	zd->fd = open_device(path, opts->readonly, &zi);
+	zd->fd = open_device(path, opts->readonly, opts->shared, &zi);
 	if (zd->fd < 0) {
 		ret = zd->fd;
 		free(zd);
