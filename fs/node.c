@@ -347,7 +347,7 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	struct node_page *np;
 	struct nat_ent e;
 
-	char why[8]; /* a block read ahead that does not check is simply not kept */
+	char why[160]; /* unused: a block read ahead that does not check is simply not kept */
 
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
 	    ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||

@@ -110,9 +110,11 @@ static int cache_path(const struct base *b, char *buf, size_t len)
 static int copy_image(const char *from, const char *to)
 {
 	char cmd[1400];
+	int n = snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s.tmp' && mv '%s.tmp' '%s'",
+			 from, to, to, to);
 
-	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s.tmp' && mv '%s.tmp' '%s'", from,
-		 to, to, to);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
 	return system(cmd);
 }
 
