@@ -27,6 +27,7 @@ struct zfuse {
 		struct iref *next;
 		uint32_t ino;
 		uint64_t nlookup;
+		int direct_written; /* an O_DIRECT write since the lookup (iref_direct_*) */
 	} **irefs;
 	uint32_t nbuckets;
 	struct zlock iref_lock;     /* the lookup counts (a leaf) */
@@ -49,6 +50,11 @@ static inline fuse_ino_t kino(uint32_t ino) { return ino == ZLFS_ROOT_INO ? FUSE
 /* ---- fuse_ops.c: lookup counts, entering and leaving the filesystem ---------------------- */
 /* One more lookup of INO held by the kernel (a leaf lock: callable under any other). */
 void iref_get(struct zfuse *z, uint32_t ino);
+/* An O_DIRECT write of INO is done: the kernel's cached pages of it may be stale. */
+void iref_direct_written(struct zfuse *z, uint32_t ino);
+/* 1 when INO has had an O_DIRECT write since the kernel looked it up: an open of it drops
+ * the kernel's cache instead of keeping it. */
+int iref_direct_seen(struct zfuse *z, uint32_t ino);
 /* Give back a lookup just taken that never reached the kernel (readdirplus). */
 void iref_undo(struct zfuse *z, uint32_t ino);
 /* The kernel forgot N lookups of INO: an orphan whose count reaches 0 is freed. Called with
