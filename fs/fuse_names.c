@@ -495,6 +495,7 @@ static int is_ancestor(struct zfuse *z, uint32_t anc, uint32_t dir)
 }
 
 struct rn {
+	fuse_req_t req;
 	fuse_ino_t parent, newparent;
 	const char *oname, *nname;
 	unsigned flags;
@@ -502,6 +503,7 @@ struct rn {
 	uint8_t src_type, dst_type;
 	struct ilock *locks[4];       /* parents, then children, in the order taken */
 	struct node_page *odir, *ndir, *src, *dst;
+	struct node_page *wh;         /* RENAME_WHITEOUT: the whiteout left at the old name */
 };
 
 static void rn_put(struct zfuse *z, struct rn *r)
@@ -564,7 +566,9 @@ static int rn_replace(struct zfuse *z, struct rn *r)
 			return -EMLINK;
 		ret = dir_add(z->fs, r->ndir, r->nname, nl, r->src->nid, st);
 	}
-	if (!ret)
+	if (!ret && r->wh)
+		ret = dir_retarget(z->fs, r->odir, r->oname, strlen(r->oname), r->wh->nid, DT_CHR);
+	else if (!ret)
 		ret = dir_remove(z->fs, r->odir, r->oname, strlen(r->oname));
 	if (ret)
 		return ret;
@@ -630,6 +634,30 @@ static int rn_load(struct zfuse *z, struct rn *r)
 	return ret;
 }
 
+/* RENAME_WHITEOUT (overlayfs's upper layer): the old name is left to a character device 0:0,
+ * made before anything moves, so that nothing has moved if it cannot be made. Nobody can
+ * reach it before the rename names it, so it needs no lock of its own. */
+static int rn_whiteout_new(struct zfuse *z, struct rn *r)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(r->req);
+	int ret = inode_new(z->fs, S_IFCHR, c->uid, c->gid, 0, r->odir->nid, &r->wh);
+
+	if (!ret)
+		ret = fcrypt_inherit(z->fs, r->odir, r->wh);
+	return ret;
+}
+
+/* The whiteout of a rename that failed is freed; one that was named is the name's now. */
+static void rn_whiteout_put(struct zfuse *z, struct rn *r, int failed)
+{
+	uint32_t ino = r->wh ? r->wh->nid : 0;
+
+	node_put(z->fs, r->wh);
+	r->wh = NULL;
+	if (ino && failed)
+		inode_free(z->fs, ino);
+}
+
 static int rename_once(struct zfuse *z, struct rn *r)
 {
 	int ret, cross = r->parent != r->newparent;
@@ -648,8 +676,13 @@ static int rename_once(struct zfuse *z, struct rn *r)
 		ret = r->dst ? rn_exchange(z, r) : -ENOENT;
 	else if ((r->flags & RENAME_NOREPLACE) && r->dst)
 		ret = -EEXIST;
-	else
-		ret = rn_replace(z, r);
+	else {
+		if (r->flags & RENAME_WHITEOUT)
+			ret = rn_whiteout_new(z, r);
+		if (!ret)
+			ret = rn_replace(z, r);
+		rn_whiteout_put(z, r, ret);
+	}
 	if (!ret) {
 		inode_touch(z->fs, r->odir, INODE_MTIME | INODE_CTIME);
 		inode_touch(z->fs, r->ndir, INODE_MTIME | INODE_CTIME);
@@ -666,11 +699,12 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags)
 {
 	struct zfuse *z = zf(req);
-	struct rn r = {.parent = parent, .newparent = newparent, .oname = name, .nname = newname,
-		       .flags = flags};
+	struct rn r = {.req = req, .parent = parent, .newparent = newparent, .oname = name,
+		       .nname = newname, .flags = flags};
 	int ret = check_name(newname);
 
-	if (!ret && (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)))
+	if (!ret && ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
+		     ((flags & RENAME_EXCHANGE) && (flags & ~RENAME_EXCHANGE))))
 		ret = -EINVAL;
 	if (!ret) {
 		ret = rename_once(z, &r);
