@@ -3,7 +3,7 @@
  *
  * Owns: the mount-time checks (format revision, features, exclusive open), reconciling each
  * log's position in the checkpoint with its zone's write pointer, and the clean unmount.
- * May call: checkpoint.c, segment.c, node.c, keys.c, super.h, zdev.h, log.h.
+ * May call: checkpoint.c, orphan.c, segment.c, node.c, keys.c, super.h, zdev.h, log.h.
  *
  * Write pointers: a log continues at max(checkpoint position, device write pointer) - blocks
  * the device holds beyond the checkpoint are never overwritten and never rewound over; they
@@ -165,71 +165,6 @@ static int mount_check_meta_zones(struct zlfs_fs *fs, int readonly)
 		}
 	}
 	return ret;
-}
-
-static int orphans_alloc(struct zlfs_fs *fs)
-{
-	if (!fs->orphans)
-		fs->orphans = calloc(fs->sb.max_nid / 8 + 1, 1);
-	return fs->orphans ? 0 : -ENOMEM;
-}
-
-/* The orphan list is under nat_lock: it is a set of nids, and it changes with them. */
-int orphan_add(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	if (ino >= fs->sb.max_nid)
-		return -EUCLEAN;
-	zlock_lock(&fs->nat_lock);
-	ret = orphans_alloc(fs);
-	if (!ret && !(fs->orphans[ino / 8] & (1u << (ino % 8)))) {
-		fs->orphans[ino / 8] |= (uint8_t)(1u << (ino % 8));
-		fs->nr_orphans++;
-		ATOMIC_SET(&fs->dirty, 1);
-	}
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-void orphan_del(struct zlfs_fs *fs, uint32_t ino)
-{
-	zlock_lock(&fs->nat_lock);
-	if (fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)))) {
-		fs->orphans[ino / 8] &= (uint8_t)~(1u << (ino % 8));
-		fs->nr_orphans--;
-		ATOMIC_SET(&fs->dirty, 1);
-	}
-	zlock_unlock(&fs->nat_lock);
-}
-
-int orphan_is(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)));
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after)
-{
-	uint32_t i, found = 0;
-
-	zlock_lock(&fs->nat_lock);
-	for (i = after + 1; fs->orphans && fs->nr_orphans && i < fs->sb.max_nid; i++) {
-		if (!fs->orphans[i / 8]) { /* skip empty bytes */
-			i |= 7;
-			continue;
-		}
-		if (fs->orphans[i / 8] & (1u << (i % 8))) {
-			found = i;
-			break;
-		}
-	}
-	zlock_unlock(&fs->nat_lock);
-	return found;
 }
 
 static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
