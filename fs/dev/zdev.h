@@ -98,6 +98,8 @@ struct zdev;
  * (log.h) and a negative errno is returned: -ENODEV for a path that is neither a zoned block
  * device nor an emulator image, -EBUSY for a device held exclusively (mounted or in use; a
  * zlfs daemon that is finishing its unmount is waited for, up to opts->wait_secs).
+ * Defined with the table of backends at the top of the device layers (fs/emu/backends.c):
+ * nothing in fs/dev calls it.
  */
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
 void zdev_close(struct zdev *dev);
