@@ -3,7 +3,8 @@
  * remounts (a manifest before and after), a read-only mount, real tools (cp -a, tar, git clone)
  * compared with their sources, a final remount that checks everything the earlier tests left,
  * fsync'ed data across a daemon kill, a clean unmount, and a full filesystem: ENOSPC, then
- * room again after deleting. Part of test_posix (test_posix.c).
+ * room again after deleting; file handles that outlive the kernel's caches. Part of test_posix
+ * (test_posix.c).
  */
 #include "posix_testutil.h"
 
@@ -366,6 +367,66 @@ START_TEST(t_enospc)
 }
 END_TEST
 
+/* ---- file handles: open_by_handle_at after the kernel dropped its inodes ----------------
+ * What NFS export and backup tools use (issue 35, item 5): a handle names the inode by number
+ * and generation, and must open it after the kernel's caches let it go; a freed inode's handle
+ * is stale. */
+static void drop_inode_caches(void)
+{
+	int fd = xopen("/proc/sys/vm/drop_caches", O_WRONLY, 0);
+
+	sync();
+	ck_assert_int_eq(write(fd, "2", 1), 1); /* dentries and inodes: FUSE forgets them */
+	close(fd);
+}
+
+static struct file_handle *handle_of(const char *path)
+{
+	struct file_handle *h = calloc(1, sizeof(*h) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	ck_assert(h);
+	h->handle_bytes = MAX_HANDLE_SZ;
+	ck_assert_msg(!name_to_handle_at(AT_FDCWD, path, h, &mount_id, 0), "name_to_handle_at %s: %s",
+		      path, ename(errno));
+	return h;
+}
+
+START_TEST(t_handles)
+{
+	struct file_handle *fh, *dh, *gone;
+	int mfd, fd;
+	char buf[16] = {0};
+
+	OK(mkdir(P("fh"), 0755));
+	put_file(P("fh/file"), "handle", 6, 0644);
+	put_file(P("fh/gone"), "gone", 4, 0644);
+	fh = handle_of(P("fh/file"));
+	dh = handle_of(P("fh"));
+	gone = handle_of(P("fh/gone"));
+	OK(unlink(P("fh/gone")));
+	mfd = xopen(g_mnt, O_RDONLY | O_DIRECTORY, 0);
+	drop_inode_caches();
+	fd = open_by_handle_at(mfd, fh, O_RDONLY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at of a file: %s", ename(errno));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+	ck_assert(!memcmp(buf, "handle", 6));
+	close(fd);
+	drop_inode_caches();
+	fd = open_by_handle_at(mfd, dh, O_RDONLY | O_DIRECTORY); /* and its parent, by ".." */
+	ck_assert_msg(fd >= 0, "open_by_handle_at of a directory: %s", ename(errno));
+	ck_assert(faccessat(fd, "file", R_OK, 0) == 0);
+	close(fd);
+	errno = 0;
+	ck_assert_msg(open_by_handle_at(mfd, gone, O_RDONLY) == -1 && errno == ESTALE,
+		      "a freed inode's handle: %s", ename(errno));
+	close(mfd);
+	free(fh);
+	free(dh);
+	free(gone);
+}
+END_TEST
+
 int posix_persist_tests(const TTest **t)
 {
 	int n = 0;
@@ -377,5 +438,6 @@ int posix_persist_tests(const TTest **t)
 	t[n++] = t_fsync_kill;
 	t[n++] = t_unmount;
 	t[n++] = t_enospc;
+	t[n++] = t_handles;
 	return n;
 }

@@ -37,6 +37,27 @@ static struct ilock *lock_child(struct zfuse *z, uint32_t ino)
 
 /* ---- lookup, forget ------------------------------------------------------------------------ */
 
+/* The kernel's export operations (open_by_handle_at, NFS) look an inode up by number as "."
+ * in itself, whatever its type, and a directory's parent as ".." in it, once its own caches
+ * have let the inode go. A freed inode answers ENOENT, which the kernel turns into ESTALE; a
+ * reused number carries a new generation, which the kernel compares with the handle's. */
+static int lookup_by_number(struct zfuse *z, fuse_ino_t ino, const char *name,
+			    struct fuse_entry_param *e)
+{
+	struct node_page *np;
+	uint32_t target = fino(ino);
+	int ret = 0;
+
+	if (name[1]) { /* ".." */
+		ret = get_dir(z, ino, &np);
+		if (ret)
+			return ret;
+		target = le32_get(__atomic_load_n(&inode_of(np)->parent_ino, __ATOMIC_RELAXED));
+		node_put_unchanged(z->fs, np);
+	}
+	return fill_entry_ino(z, target, e);
+}
+
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zfuse *z = zf(req);
@@ -46,6 +67,16 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	uint32_t ino;
 	int ret = check_name(name);
 
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		op_enter(z, 0);
+		ret = lookup_by_number(z, parent, name, &e);
+		op_leave(z, 0);
+		if (ret)
+			reply_err(req, ret);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	}
 	op_enter(z, 0);
 	il = ret ? NULL : lock_parent(z, fino(parent), 0, 0);
 	if (!ret)

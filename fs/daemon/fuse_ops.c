@@ -491,7 +491,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * the page cache. Not NO_OPENDIR_SUPPORT (see op_opendir). Not SPLICE_READ: requests
 	 * arrive in memory anyway, and splicing small ones costs a second system call each. */
 	conn->want |= conn->capable & (FUSE_CAP_IOCTL_DIR | FUSE_CAP_PARALLEL_DIROPS |
-				       FUSE_CAP_CACHE_SYMLINKS);
+				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_EXPORT_SUPPORT);
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_NO_OPENDIR_SUPPORT);
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
