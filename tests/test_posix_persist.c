@@ -19,6 +19,15 @@
 
 static char g_src[PATH_MAX]; /* snapshot of a source tree, for cp/tar/git */
 
+/* zlfs -o remount,ro|rw DEVICE MOUNTPOINT, as mount(8)'s helper runs it: its exit status. */
+static int remount_in_place(int readonly)
+{
+	char bin[PATH_MAX];
+
+	return tu_sh("'%s' -o remount,%s '%s' '%s' 2>/dev/null", tu_bin(bin, sizeof(bin), "zlfs"),
+		     readonly ? "ro" : "rw", g_img, g_mnt);
+}
+
 /* ---- persistence: everything above survives a clean remount --------------------------- */
 
 static struct mf *g_before;
@@ -78,9 +87,41 @@ START_TEST(t_readonly)
 	fd = xopen(P("keep"), O_RDONLY | O_DIRECTORY, 0);
 	ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
+	/* a mount made read-only does not become read-write by a remount (the device was opened
+	 * read-only): the kernel's mount flips, the daemon refuses, and the flip is undone */
+	ck_assert_int_ne(remount_in_place(0), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
 	remount();
 	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
 	ck_assert(!(s.f_flag & ST_RDONLY));
+}
+END_TEST
+
+/* mount -o remount,ro and back, in place, without a second daemon (issue 35, item 3): what
+ * mount(8)'s helper runs. */
+START_TEST(t_remount_ro)
+{
+	struct statvfs s;
+	int fd;
+
+	put_file(P("rro"), "before", 6, 0644);
+	fd = xopen(P("rro"), O_WRONLY, 0); /* a file open for writing: the kernel says EBUSY */
+	ck_assert_int_ne(remount_in_place(1), 0);
+	write_all(fd, "still", 5, 0);  /* and the daemon took its read-only switch back */
+	close(fd);
+	ck_assert_int_eq(remount_in_place(1), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	FAILS(open(P("rro2"), O_CREAT | O_WRONLY, 0644), EROFS);
+	expect_content(P("rro"), "stille", 6);
+	ck_assert_int_eq(remount_in_place(0), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
+	put_file(P("rro2"), "after", 5, 0644);
+	expect_content(P("rro2"), "after", 5);
+	OK(unlink(P("rro2")));
+	OK(unlink(P("rro")));
 }
 END_TEST
 
@@ -433,6 +474,7 @@ int posix_persist_tests(const TTest **t)
 
 	t[n++] = t_remount;
 	t[n++] = t_readonly;
+	t[n++] = t_remount_ro;
 	t[n++] = t_tools;
 	t[n++] = t_final;
 	t[n++] = t_fsync_kill;

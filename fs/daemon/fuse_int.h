@@ -38,6 +38,7 @@ struct zfuse {
 	pthread_cond_t cp_cond;
 	int cp_stop, cp_wanted, cp_running;
 	int forgets_running;        /* iref_forget calls under way (atomic): frees to wait for */
+	int remounted_ro;           /* atomic: read-only by a remount, which may undo it */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }
@@ -74,6 +75,8 @@ int op_retry(struct zfuse *z, int ret);
 /* Free zones down to what the logs need: collect now, then checkpoint. */
 int gc_foreground(struct zlfs_fs *fs);
 int reply_err(fuse_req_t req, int err);
+/* ---- remount.c: ZLFS_IOC_REMOUNT_READONLY and _READWRITE on the root ---------------------- */
+void ioctl_remount(fuse_req_t req, unsigned int cmd);
 int check_name(const char *name);
 int writable(struct zfuse *z);
 void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_param *e);

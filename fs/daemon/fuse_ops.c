@@ -448,6 +448,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_gc(req, in_buf, in_size, out_size);
 		return;
 	}
+	if (cmd == ZLFS_IOC_REMOUNT_READONLY || cmd == ZLFS_IOC_REMOUNT_READWRITE) {
+		ioctl_remount(req, cmd); /* remount.c */
+		return;
+	}
 	if (cmd == ZLFS_IOC_SYNC) {
 		op_enter(z, 0);
 		ret = ATOMIC_GET(&z->fs->readonly) ? 0 : files_sync(z->fs);
