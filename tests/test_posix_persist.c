@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sysmacros.h>
@@ -122,6 +123,38 @@ START_TEST(t_remount_ro)
 	expect_content(P("rro2"), "after", 5);
 	OK(unlink(P("rro2")));
 	OK(unlink(P("rro")));
+}
+END_TEST
+
+/* The device mounted a second time shows the same filesystem (issue 35, item 4): a bind mount
+ * of the first, not a second daemon; -o ro makes that view read-only. */
+START_TEST(t_second_mount)
+{
+	char bin[PATH_MAX], second[PATH_MAX], p[PATH_MAX + 16];
+	struct statvfs s;
+
+	tu_path(second, sizeof(second), "second");
+	ck_assert_int_eq(tu_sh("mkdir -p '%s'", second), 0);
+	tu_bin(bin, sizeof(bin), "zlfs");
+	put_file(P("sm"), "first", 5, 0644);
+	ck_assert_int_eq(tu_sh("'%s' '%s' '%s'", bin, g_img, second), 0);
+	snprintf(p, sizeof(p), "%s/sm", second);
+	expect_content(p, "first", 5);
+	snprintf(p, sizeof(p), "%s/sm2", second);
+	put_file(p, "second", 6, 0644);
+	expect_content(P("sm2"), "second", 6);
+	/* two mounts of one filesystem: rename(2) between them is EXDEV, as on a kernel one */
+	FAILS(rename(P("sm"), p), EXDEV);
+	ck_assert_int_eq(umount(second), 0);
+	ck_assert_int_eq(tu_sh("'%s' -o ro '%s' '%s'", bin, g_img, second), 0);
+	ck_assert_int_eq(statvfs(second, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	FAILS(open(p, O_WRONLY), EROFS);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
+	ck_assert_int_eq(umount(second), 0);
+	OK(unlink(P("sm")));
+	OK(unlink(P("sm2")));
 }
 END_TEST
 
@@ -475,6 +508,7 @@ int posix_persist_tests(const TTest **t)
 	t[n++] = t_remount;
 	t[n++] = t_readonly;
 	t[n++] = t_remount_ro;
+	t[n++] = t_second_mount;
 	t[n++] = t_tools;
 	t[n++] = t_final;
 	t[n++] = t_fsync_kill;

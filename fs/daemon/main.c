@@ -330,7 +330,7 @@ int main(int argc, char **argv)
 		ret = 2;
 	} else if (mount_source(c.device, fsname, sizeof(fsname))) {
 		ret = 2;
-	} else {
+	} else if (!mount_again(c.device, fo.mountpoint, c.ro, &ret)) {
 		if (c.verbose || fo.debug)
 			zlog_set_level(ZLOG_DEBUG);
 		fuse_opt_add_arg(&args, fsname);

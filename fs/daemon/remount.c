@@ -1,22 +1,26 @@
 /*
- * remount.c - `mount -o remount,ro` and back, in place (docs/design.md, "Remounting").
+ * remount.c - `mount -o remount,ro` and back, in place, and a second mount of a mounted
+ * device (docs/design.md, "Remounting").
  *
  * Owns both sides of the switch. In the daemon: ZLFS_IOC_REMOUNT_READONLY (everything made
  * durable, then changes refused and nothing more written) and ZLFS_IOC_REMOUNT_READWRITE
  * (changes taken again, only when a remount made the filesystem read-only). In the program
  * that mount(8)'s helper starts with -o remount: the ioctl to the mounted daemon and the
- * kernel's own remount of the mount point, so that a remount never starts a second daemon.
- * May call: files.h (files_set_readonly), fuse_int.h, zlfs_ioctl.h, log.h, libc's mount(2).
+ * kernel's own remount of the mount point, so that a remount never starts a second daemon;
+ * and for a device a daemon already serves, a bind mount of its mount point.
+ * May call: zdev.h (zdev_mounted_at), files.h (files_set_readonly), fuse_int.h, zlfs_ioctl.h, log.h, libc's mount(2).
  */
 #define FUSE_USE_VERSION 314
 #include "fuse_int.h"
 #include "files.h"
 #include "fuse_ops.h"
 #include "log.h"
+#include "zdev.h"
 #include "zlfs_ioctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <fuse_lowlevel.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -136,4 +140,35 @@ int remount_run(const char *mountpoint, int readonly)
 	}
 	close(fd);
 	return ret ? 1 : 0;
+}
+
+/* ---- a second mount ------------------------------------------------------------------------
+ * A kernel filesystem mounted twice shows the same filesystem at both places; a second daemon
+ * on one device would corrupt it, so the second mount point becomes a bind mount of the first
+ * (the same daemon, the same caches; with -o ro a read-only view). Its own FUSE options are
+ * the first mount's. */
+int mount_again(const char *device, const char *mountpoint, int readonly, int *status)
+{
+	char first[PATH_MAX];
+
+	if (!zdev_mounted_at(device, first, sizeof(first)))
+		return 0;
+	if (mount(first, mountpoint, NULL, MS_BIND, NULL)) {
+		zlog_err("%s is mounted on %s; showing it on %s too (a bind mount) failed: %s%s",
+			 device, first, mountpoint, strerror(errno),
+			 errno == EPERM ? " (it takes root)" : "");
+		*status = 1;
+		return 1;
+	}
+	if (readonly &&
+	    mount(NULL, mountpoint, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_kept(first),
+		  NULL)) {
+		zlog_err("%s: cannot make the second mount read-only: %s", mountpoint,
+			 strerror(errno));
+		umount(mountpoint);
+		*status = 1;
+		return 1;
+	}
+	*status = 0;
+	return 1;
 }

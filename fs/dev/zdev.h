@@ -103,6 +103,8 @@ struct zdev;
  */
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
 void zdev_close(struct zdev *dev);
+/* 1 when a zlfs daemon holds PATH and serves it mounted on DIR (this mount namespace). */
+int zdev_mounted_at(const char *path, char *dir, size_t len);
 /* A daemon (opts->daemon) whose mount is visible: it is serving now, and tools that find the
  * device busy fail at once. Call it after detaching, so the mark carries the daemon's pid. */
 int zdev_mark_serving(struct zdev *dev);
