@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <fuse_lowlevel.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -151,8 +152,19 @@ int mount_again(const char *device, const char *mountpoint, int readonly, int *s
 {
 	char first[PATH_MAX];
 
+	char *here;
+	int same;
+
 	if (!zdev_mounted_at(device, first, sizeof(first)))
 		return 0;
+	here = realpath(mountpoint, NULL);
+	same = here && !strcmp(here, first);
+	free(here);
+	if (same) { /* as mount(8) says of a device mounted where it is asked to go */
+		zlog_err("%s is already mounted on %s", device, first);
+		*status = 1;
+		return 1;
+	}
 	if (mount(first, mountpoint, NULL, MS_BIND, NULL)) {
 		zlog_err("%s is mounted on %s; showing it on %s too (a bind mount) failed: %s%s",
 			 device, first, mountpoint, strerror(errno),
