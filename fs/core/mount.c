@@ -128,7 +128,11 @@ static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 	return 0;
 }
 
-static int mount_meta_position(struct zlfs_fs *fs)
+/* The meta log continues at its zone's write pointer. One behind the checkpoint's next meta
+ * block means the device lost what the checkpoint made durable before it was written (or
+ * the field is damaged): the first meta write would fail there, so, as for a log, a
+ * read-write mount is refused (fsck: a device write-pointer error). */
+static int mount_meta_position(struct zlfs_fs *fs, int readonly)
 {
 	struct zdev_zone z;
 	int ret = zdev_report_one(fs->dev, fs->meta_zone, &z);
@@ -139,6 +143,12 @@ static int mount_meta_position(struct zlfs_fs *fs)
 	wp_blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
 	if (z.cond == ZDEV_COND_FULL)
 		wp_blk = (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
+	if (wp_blk < fs->meta_next) {
+		zlog_err("device write-pointer error: metadata zone %u's write pointer is at block %u, "
+			 "behind the checkpoint's next metadata block %u; run fsck.zlfs -n",
+			 fs->meta_zone, wp_blk, fs->meta_next);
+		return readonly ? 0 : -EIO;
+	}
 	if (wp_blk > fs->meta_next) {
 		fs->meta_next = wp_blk;
 		ATOMIC_SET(&fs->dirty, 1);
@@ -284,7 +294,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	for (t = 0; !ret && t < ZLFS_NR_LOG_TYPES; t++)
 		ret = mount_reconcile_log(fs, t, readonly);
 	if (!ret)
-		ret = mount_meta_position(fs);
+		ret = mount_meta_position(fs, readonly);
 	if (!ret)
 		ret = mount_check_meta_zones(fs, readonly);
 	fs->readonly = readonly;
