@@ -322,6 +322,29 @@ static int fix_dir_block(struct fsck_run *r, struct zlfs_fs *fs, const struct zl
 	return ret;
 }
 
+/* The counts of nodes and inodes from the NAT as it is now, so that frees of the same round,
+ * before or after, count down from the right numbers (node_free decrements them). */
+static int fix_node_count(struct fsck_run *r, struct zlfs_fs *fs)
+{
+	uint64_t nodes = 0, inodes = 0;
+	struct nat_ent e;
+	uint32_t nid;
+	int ret;
+
+	for (nid = 1; nid < fs->sb.max_nid; nid++) {
+		if ((ret = nat_get(fs, nid, &e)))
+			return ret;
+		nodes += e.blkaddr != ZLFS_ADDR_NULL;
+		inodes += e.blkaddr != ZLFS_ADDR_NULL && e.ino == nid;
+	}
+	fs->valid_nodes = nodes;
+	fs->valid_inodes = inodes;
+	ATOMIC_SET(&fs->dirty, 1);
+	said(r, "nodes and inodes recounted from the NAT: %llu and %llu",
+	     (unsigned long long)nodes, (unsigned long long)inodes);
+	return 0;
+}
+
 static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f,
 		     int complete)
 {
@@ -352,6 +375,8 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		ATOMIC_SET(&fs->dirty, 1);
 		said(r, "blocks reserved by fallocate recounted: %u", f->a);
 		return 0;
+	case ZLFS_FIX_NODE_COUNT:
+		return fix_node_count(r, fs);
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:

@@ -630,8 +630,22 @@ static uint8_t inode_dtype(struct chk *c, uint32_t ino)
 	return t;
 }
 
+/* The checkpoint's counts of nodes and inodes against the NAT's: a count a repair would go on
+ * from (node_free decrements them) must start right, or the next checkpoint is refused. */
+static void check_node_counts(struct chk *c, uint64_t nodes, uint64_t inodes)
+{
+	if (c->fs->valid_nodes == nodes && c->fs->valid_inodes == inodes)
+		return;
+	finding(c, ZLFS_FIND_ERROR, "the checkpoint counts %llu nodes and %llu inodes, the NAT "
+		"holds %llu and %llu", (unsigned long long)c->fs->valid_nodes,
+		(unsigned long long)c->fs->valid_inodes, (unsigned long long)nodes,
+		(unsigned long long)inodes);
+	propose(c, ZLFS_FIX_NODE_COUNT, (uint32_t)nodes, (uint32_t)inodes, NULL, 0);
+}
+
 static void check_unreachable(struct chk *c)
 {
+	uint64_t nodes = 0, inodes = 0;
 	uint32_t nid;
 
 	check_orphans(c);
@@ -645,6 +659,8 @@ static void check_unreachable(struct chk *c)
 			continue;
 		}
 		en = chk_nat(c, nid);
+		nodes += e->blkaddr != ZLFS_ADDR_NULL;
+		inodes += e->blkaddr != ZLFS_ADDR_NULL && e->ino == nid;
 		if (e->blkaddr == ZLFS_ADDR_NULL || c->seen[nid] == SEEN_NODE ||
 		    c->seen[nid] == SEEN_REACHED || c->seen[nid] == SEEN_DAMAGED)
 			continue;
@@ -661,6 +677,7 @@ static void check_unreachable(struct chk *c)
 			propose(c, ZLFS_FIX_NODE_FREE, nid, 0, NULL, 0);
 		}
 	}
+	check_node_counts(c, nodes, inodes);
 }
 
 /* Every referenced block valid in the SIT, every valid block referenced, counts right. */

@@ -28,6 +28,8 @@ enum zlfs_fix_kind {
 	ZLFS_FIX_NODE_FREE,    /* safe: node A is in the NAT but no inode's tree reaches it */
 	ZLFS_FIX_ORPHAN_DROP,  /* safe: the orphan list names A, which is not an unlinked inode */
 	ZLFS_FIX_PREALLOC_COUNT, /* safe: the filesystem's count of reserved blocks becomes A */
+	ZLFS_FIX_NODE_COUNT,   /* safe: the checkpoint's counts of nodes and inodes become A and B
+				* (the NAT's) */
 	ZLFS_FIX_DENTRY_DROP,  /* -y: directory A's entry NAME points to B, which does not exist */
 	ZLFS_FIX_LOST_FOUND,   /* -y: inode A (DT_* type B) is named nowhere: to /lost+found */
 	/* Damage the daemon refuses to use (format_check.c); these lose what it held, as
