@@ -357,10 +357,26 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+static int release_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	(void)req;
+	(void)arg;
+	return tail_write(z->fs, np);
+}
+
+/* A file closed after writing: its partial block held in memory is written now (a failure
+ * leaves it held, for the checkpoint to write or report), and its warm data lane is free. */
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
-		data_lane_release(zf(req)->fs, fino(ino));
+	struct zfuse *z = zf(req);
+	uint64_t idx;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* only a hint without the file's lock: the write itself takes it */
+		if (tail_block(z->fs, fino(ino), &idx) && !ATOMIC_GET(&z->fs->readonly))
+			with_inode(z, req, ino, 1, release_fn, NULL);
+		data_lane_release(z->fs, fino(ino));
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -375,6 +391,11 @@ static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, v
 	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret;
 
 	(void)req;
+	/* Every mode maps, frees or moves blocks, or moves the end of file: the partial block
+	 * held in memory (tailbuf.c) goes to the device first, and the mode sees a plain file. */
+	ret = tail_write(z->fs, np);
+	if (ret)
+		return ret;
 	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {
 	case 0:
 		ret = falloc_reserve(z->fs, np, a->off, a->len, keep);
