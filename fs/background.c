@@ -2,13 +2,14 @@
  * background.c - the daemon's background worker: garbage collection by phase.
  *
  * Owns: running collection in the background and standing aside for users. Phases and how
- * much a pass collects are gc_policy.c's (gc_phase_update, gc_bg_more): no-GC above the high
- * watermark; normal below it - one zone per pass, only after the filesystem has been idle
- * for idle_ms; boosted below the paced target - up to the target, even while users are
- * active; foreground - the same, greedy while free zones are at the foreground level. In
- * the boosted and foreground phases a step moves what pacing asks (gc_step_budget: what
- * users wrote meanwhile costs), and the pass stands aside when nothing is owed, while users
- * read, and for bulk writes while the free zones allow it.
+ * much a pass collects are gc_policy.c's (gc_phase_update; gc_phase_work, what a phase held
+ * past its exit does; gc_bg_more): no-GC above the high watermark; normal below it - one
+ * zone per pass, only after the filesystem has been idle for idle_ms; boosted below the
+ * paced target - up to the target, even while users are active; foreground - the same,
+ * greedy while free zones are at the foreground level. In the boosted and foreground phases
+ * a step moves what pacing asks (gc_step_budget: what users wrote meanwhile costs), and the
+ * pass stands aside when nothing is owed, while users read, and for bulk writes while the
+ * free zones allow it.
  * A step (STEP_BLOCKS in the normal phase) holds gc_lock and cp_lock shared, and each
  * file's lock only while one of its blocks is re-pointed, so users are not held off (see
  * gc.c). Emptied zones become free with the checkpoint that follows a pass.
@@ -140,7 +141,7 @@ static void *bg_main(void *arg)
 		if (ATOMIC_GET(&fs->readonly))
 			continue;
 		gc_pace_sample(fs);
-		p = gc_phase_update(fs);
+		p = gc_phase_work(fs, gc_phase_update(fs));
 		zlock_lock(&fs->gc_lock);
 		gc_pace_owe(fs, p);
 		if (p == GC_BOOSTED || p == GC_FOREGROUND || (p == GC_NORMAL && idle_enough(fs)))

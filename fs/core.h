@@ -129,6 +129,8 @@ struct gc_state {
 		uint32_t free_zones;
 	} log[GC_LOG_MAX];
 	uint32_t nlog;              /* transitions so far; the last GC_LOG_MAX are kept */
+	uint64_t calm_since_ns;     /* atomic: since when the level has called for a lower
+				     * phase than this one, 0 while it does not (gc_policy.c) */
 	uint32_t victim, cursor;    /* zone being emptied by background steps, next block */
 	int has_victim;
 	struct zlfs_summary *sum;   /* summary of segment sum_segno, read once per segment */
@@ -240,7 +242,8 @@ struct zlfs_fs {
 	uint64_t data_zones_taken;  /* atomic: free zones the user data log took (this mount),
 				     * the pace GC keeps up with */
 	uint64_t prealloc_blocks;   /* data pointers reserved by fallocate (ZLFS_ADDR_PREALLOC):
-				     * free space held for them, not counted as free */
+				     * free space held for them, not counted as free; changed
+				     * under seg_lock, read atomically by GC's levels */
 	struct remap *remap;        /* owners of moved data blocks (remap.c), or NULL */
 
 	/* meta log: cp_lock exclusive; meta_addr of a NAT (SIT) block also under nat_lock
@@ -332,6 +335,11 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 void zlfs_serving(struct zlfs_fs *fs);
 /* Write a clean checkpoint (unless read-only) and release everything. */
 int zlfs_unmount(struct zlfs_fs *fs);
+/* A log's zone holds its write pointer WP_BLK past the segment the checkpoint left open at
+ * CP_BLK, but not that segment's summary: a device that moved the write pointer itself (a
+ * zone finished under the log). The segment's owners were only in the checkpoint pack, so GC
+ * could never move its blocks: a device write-pointer error (mount and fsck). */
+int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk);
 
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
@@ -434,9 +442,14 @@ uint32_t seg_reserve(const struct zlfs_fs *fs);
 /* Blocks free for new data (what statfs reports): zones held for GC are not counted, nor
  * the room that changed nodes and directory blocks will take at the next checkpoint. */
 uint64_t seg_free_blocks(struct zlfs_fs *fs);
+/* The same with DEAD more blocks counted as free zones would be: the room once GC has turned
+ * dead blocks back into free zones, reservations still subtracted (gc_free_blocks). */
+uint64_t seg_free_blocks_plus(struct zlfs_fs *fs, uint64_t dead);
 /* Blocks reserved by fallocate (ZLFS_ADDR_PREALLOC pointers), and a change of their count. */
 uint64_t seg_prealloc(struct zlfs_fs *fs);
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta);
+/* The zones the reservations take, rounded up (atomics only: GC's levels ask it). */
+uint32_t seg_prealloc_zones(struct zlfs_fs *fs);
 /* DELTA blocks changed in memory that will be appended to the log of TYPE. */
 void seg_owe(struct zlfs_fs *fs, enum zlfs_log_type type, int delta);
 /* Blocks changed in memory in all (0 right after a checkpoint). */
@@ -632,21 +645,34 @@ unsigned gc_dest_index(enum zlfs_log_type dest);
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone);
 /* Dead blocks in the zones GC would take: space that collection gives back. */
 uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs);
+/* Free space as statfs reports it and fallocate may promise it: free blocks and the dead
+ * ones GC would reclaim, less what changed metadata owes and what fallocate reserved. */
+uint64_t gc_free_blocks(struct zlfs_fs *fs);
+/* Free zones as GC's levels count them: the free zones less those reservations take. */
+uint32_t gc_free_zones(struct zlfs_fs *fs);
 /* Free zones are down to the foreground level. */
 int gc_urgent(struct zlfs_fs *fs);
 void gc_defaults(struct gc_opts *o);
-/* The phase the free space calls for now; a change is logged with its time. */
+/* The phase the free space calls for now; a change is logged with its time. A phase is
+ * entered as soon as the level calls for it and left only once the level has stayed past
+ * its exit for GC_PHASE_HOLD_MS (gc_policy.c says why). gc_phase_update_at takes the time
+ * (CLOCK_MONOTONIC ns) from its caller: tests drive the level and the clock. */
+#define GC_PHASE_HOLD_MS 30000
 enum gc_phase gc_phase_update(struct zlfs_fs *fs);
+enum gc_phase gc_phase_update_at(struct zlfs_fs *fs, uint64_t now_ns);
+/* What the background worker does in phase HELD: the phase the level calls for when that is
+ * lower (a phase held past its exit), else HELD. */
+enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held);
 const char *gc_phase_name(enum gc_phase p);
 
 /* ---- gc.c ------------------------------------------------------------------------------- */
 /* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
  * its moved nodes and frees it. */
 int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
-/* Empty victims (a partly moved one first) until free plus prefree zones reach WANT_FREE or
- * MAX_ZONES were emptied: the number emptied, or -ENOENT when no zone has anything to
- * reclaim. The caller holds gc_lock (and no cp_lock), and writes the checkpoint that makes
- * the emptied zones free. */
+/* Empty victims (a partly moved one first) until free zones net of reservations
+ * (gc_free_zones) plus prefree zones reach WANT_FREE or MAX_ZONES were emptied: the number
+ * emptied, or -ENOENT when no zone has anything to reclaim. The caller holds gc_lock (and no
+ * cp_lock), and writes the checkpoint that makes the emptied zones free. */
 int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, enum gc_pick pick, uint32_t max_zones);
 /* Move up to BUDGET valid blocks out of the current victim (choosing one first, as
  * gc_pick_victim, if the free zones can finish it), with gc_lock held and cp_lock taken

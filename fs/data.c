@@ -727,6 +727,9 @@ static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
 	return ret;
 }
 
+/* Truncating frees the blocks past the new size, also to the size the file has: a
+ * KEEP_SIZE reservation past the end of file goes with any truncate that does not grow the
+ * file, as on ext4 (ftruncate to the same size is how a program gives one back). */
 int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 {
 	struct zlfs_inode *in = inode_of(inode);
@@ -745,14 +748,13 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 	if (ret)
 		return ret;
 	h = tail_block(fs, inode->nid, &hidx);
-	if (size < old) {
+	if (size <= old)
 		ret = data_truncate_blocks(fs, inode, (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
-		if (!ret && h && size % ZLFS_BLOCK_SIZE)
-			memset(h + size % ZLFS_BLOCK_SIZE, 0, ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
-		else if (!ret && size % ZLFS_BLOCK_SIZE)
-			ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
-					ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
-	}
+	if (!ret && size < old && size % ZLFS_BLOCK_SIZE && h)
+		memset(h + size % ZLFS_BLOCK_SIZE, 0, ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
+	else if (!ret && size < old && size % ZLFS_BLOCK_SIZE)
+		ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
+				ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
 	if (ret)
 		return ret;
 	in->size = le64_put(size);
@@ -761,25 +763,44 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 	return 0;
 }
 
+/* Zero bytes [FROM, TO) of block IDX, as far as they lie before the end of file FSIZE: the
+ * bytes past it read as zeros already, and rewriting a block for them would spend a block. */
+static int zero_part(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint64_t from,
+		     uint64_t to, uint64_t fsize)
+{
+	uint64_t base = idx * ZLFS_BLOCK_SIZE;
+
+	if (base + to > fsize)
+		to = fsize > base ? fsize - base : 0;
+	return from < to ? zero_tail(fs, inode, idx, from, to - from) : 0;
+}
+
+/* The whole blocks of the range go wherever they are, before or past the end of file: past
+ * it they hold only reservations (RocksDB preallocates each file with KEEP_SIZE and punches
+ * the unused rest past the end when it closes it), which would otherwise stay taken until the
+ * file is deleted. Partial blocks at the ends are zeroed, within the file only. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size);
 	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last;
-	int ret = tail_write(fs, inode); /* the holes' zeros land on the device's blocks */
+	uint64_t at = off % ZLFS_BLOCK_SIZE;
+	/* A punch within the file writes the held block first, so its zeros land on the
+	 * device's copy; past the end of file the held block's bytes are unchanged. */
+	int ret = off < fsize ? tail_write(fs, inode) : 0;
 
 	if (ret)
 		return ret;
-	if (end > fsize || end < off) /* past the end of file, or wrapped */
-		end = fsize;
+	if (end < off || end > L3_END * ZLFS_BLOCK_SIZE) /* wrapped, or past what a tree holds */
+		end = L3_END * ZLFS_BLOCK_SIZE;
 	if (off >= end)
 		return 0;
 	last = end / ZLFS_BLOCK_SIZE;
-	if (off % ZLFS_BLOCK_SIZE)
-		ret = zero_tail(fs, inode, off / ZLFS_BLOCK_SIZE, off % ZLFS_BLOCK_SIZE,
-				(end - off < ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE
-					 ? end - off : ZLFS_BLOCK_SIZE - off % ZLFS_BLOCK_SIZE));
-	if (!ret && end % ZLFS_BLOCK_SIZE && end / ZLFS_BLOCK_SIZE >= first)
-		ret = zero_tail(fs, inode, end / ZLFS_BLOCK_SIZE, 0, end % ZLFS_BLOCK_SIZE);
+	if (at)
+		ret = zero_part(fs, inode, off / ZLFS_BLOCK_SIZE, at,
+				end - off < ZLFS_BLOCK_SIZE - at ? at + (end - off) : ZLFS_BLOCK_SIZE,
+				fsize);
+	if (!ret && end % ZLFS_BLOCK_SIZE && last >= first)
+		ret = zero_part(fs, inode, last, 0, end % ZLFS_BLOCK_SIZE, fsize);
 	if (!ret && first < last) {
 		struct drange r = {first, last};
 

@@ -374,7 +374,7 @@ static void block_bucket(uint32_t idx, uint32_t *level, uint32_t *bucket)
 /* One entry of block IDX: where a lookup will look for it, and, in a plain directory, a name
  * a user could have given (no NUL, no '/', not a dot entry: those are never stored). */
 static int dentry_entry_check(const struct zlfs_dentry_block *b, uint32_t s, uint32_t idx,
-			      int plain, char *why, size_t len)
+			      uint32_t dir_ino, int plain, char *why, size_t len)
 {
 	uint32_t l, bucket, nl = le16_get(b->d[s].name_len);
 	const uint8_t *name = b->name[s];
@@ -388,6 +388,14 @@ static int dentry_entry_check(const struct zlfs_dentry_block *b, uint32_t s, uin
 	if ((le32_get(b->d[s].hash) & ((1u << l) - 1)) != bucket) {
 		snprintf(why, len, "dentry at slot %u: hash 0x%08x belongs in another block than %u "
 			 "(level %u, bucket %u)", s, le32_get(b->d[s].hash), idx, l, bucket);
+		return -EUCLEAN;
+	}
+	/* A directory never names itself, and no directory names the root: following either
+	 * would take a lock the walk already holds (an entry's inode is locked under its
+	 * directory's lock). */
+	if (le32_get(b->d[s].ino) == dir_ino || le32_get(b->d[s].ino) == ZLFS_ROOT_INO) {
+		snprintf(why, len, "dentry at slot %u names inode %u, %s", s, le32_get(b->d[s].ino),
+			 le32_get(b->d[s].ino) == dir_ino ? "its own directory" : "the root");
 		return -EUCLEAN;
 	}
 	if (plain && (memchr(name, 0, nl) || memchr(name, '/', nl) ||
@@ -423,7 +431,8 @@ static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block
 
 		n = taken ? name_slots(le16_get(b->d[s].name_len)) : 1;
 		if (taken)
-			ret = dentry_entry_check(b, s, idx, !fcrypt_is_encrypted(dir), why, len);
+			ret = dentry_entry_check(b, s, idx, dir->nid, !fcrypt_is_encrypted(dir), why,
+						 len);
 	}
 	return ret;
 }

@@ -5,9 +5,11 @@
  * Owns: what "reserved" means in a log-structured filesystem and how ranges move.
  *  - A log-structured filesystem cannot pin blocks: a block is placed when it is written.
  *    A reservation is a data pointer holding ZLFS_ADDR_PREALLOC, counted in the inode's
- *    blocks and in fs->prealloc_blocks, which seg_free_blocks (what statfs reports and what
- *    user data may take) subtracts. Writing the block spends its reservation (data_put_block);
- *    truncating, punching or unlinking drops it with the pointer (drop_block). The pointers
+ *    blocks and in fs->prealloc_blocks, which seg_free_blocks (what user data may take) and
+ *    gc_free_blocks (what statfs reports) subtract, and which GC's levels count as taken
+ *    (gc_free_zones). Writing the block spends its reservation (data_put_block); truncating
+ *    (to any size not above the old one), punching (past the end of file too) or unlinking
+ *    drops it with the pointer (drop_block). The pointers
  *    are written with the nodes and the count with every checkpoint, and roll-forward moves
  *    the count with the nodes it applies, so a remount or a crash neither loses nor leaks one.
  *  - COLLAPSE_RANGE and INSERT_RANGE move data pointers, never data. A moved block keeps its
@@ -67,7 +69,9 @@ static int reserve_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t 
 
 	if (ret || !holes)
 		return ret;
-	if (holes > seg_free_blocks(fs))
+	/* what df shows may be promised: dead blocks too, which GC turns back into free
+	 * zones once the reservations leave too few (gc_free_zones) */
+	if (holes > seg_free_blocks(fs) && holes > gc_free_blocks(fs))
 		return -ENOSPC;
 	ret = zlfs_feature_incompat(fs, ZLFS_FEAT_INCOMPAT_FALLOC);
 	for (idx = first; !ret && idx < end; idx++) {

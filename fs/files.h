@@ -105,9 +105,11 @@ int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from,
 uint64_t data_max_blocks(void);
 /* Drop file blocks from block FROM on (and the nodes that only mapped those). */
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from);
-/* Set the size; shrinking frees blocks and zeroes the tail of the last block. */
+/* Set the size; a size not above the old one frees the blocks past it (reservations too), and
+ * shrinking zeroes the tail of the last block. */
 int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size);
-/* Free the blocks wholly inside [off, off+len) and zero the partial ends. */
+/* Free the blocks wholly inside [off, off+len), past the end of file too, and zero the partial
+ * ends that lie inside the file. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
 
 /* Write plaintext block PLAIN as file block IDX (encrypted on the way for an encrypted file):

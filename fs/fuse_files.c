@@ -595,8 +595,9 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	st.f_bsize = st.f_frsize = ZLFS_BLOCK_SIZE;
 	st.f_blocks = (fsblkcnt_t)(s->main_zones - seg_reserve(z->fs) - retired) *
 		      seg_usable_per_zone(z->fs);
-	/* Garbage GC will reclaim counts as free: pacing does not clean ahead of need. */
-	st.f_bfree = (fsblkcnt_t)(seg_free_blocks(z->fs) + gc_reclaimable_blocks(z->fs));
+	/* Garbage GC will reclaim counts as free: pacing does not clean ahead of need.
+	 * Reservations are subtracted from the two together, not from clean space alone. */
+	st.f_bfree = (fsblkcnt_t)gc_free_blocks(z->fs);
 	if (st.f_bfree > st.f_blocks)
 		st.f_bfree = st.f_blocks;
 	st.f_bavail = st.f_bfree;

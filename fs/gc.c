@@ -325,19 +325,13 @@ int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone)
 
 int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, enum gc_pick pick, uint32_t max_zones)
 {
-	uint32_t zone, done = 0, prefree, mz;
+	uint32_t zone, done = 0;
 	int ret;
 
 	for (;;) {
-		uint32_t free_zones;
-
-		zlock_lock(&fs->seg_lock);
-		for (prefree = 0, mz = 0; mz < fs->sb.main_zones; mz++)
-			prefree += fs->zone_prefree[mz];
-		free_zones = fs->free_zones;
-		zlock_unlock(&fs->seg_lock);
-		/* victims emptied in this pass count too: the caller's checkpoint frees them */
-		if (free_zones + prefree + done >= want_free || done >= max_zones)
+		/* Reservations are taken space (gc_policy.c); victims emptied in this pass count
+		 * too: the caller's checkpoint frees them. */
+		if (gc_free_zones(fs) + seg_prefree_zones(fs) + done >= want_free || done >= max_zones)
 			return (int)done;
 		if (fs->gc.has_victim && seg_zone_state(fs, fs->gc.victim) == ZONE_USED) {
 			zone = fs->gc.victim; /* partly moved already: the cheapest to finish */

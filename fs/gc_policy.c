@@ -25,8 +25,14 @@
 
 /* ---- levels ------------------------------------------------------------------------------ */
 
-/* A phase is left only with some margin past its level, so that a filesystem hovering at a
- * level does not flap (and flood the transition log). */
+/* A phase is left only with some margin past its level, and only once the level has stayed
+ * past that margin for GC_PHASE_HOLD_MS (core.h), so that a filesystem hovering at a level
+ * does not flap. The margin alone did not do it: under RocksDB the boosted phase collects up
+ * to two zones past the target, leaves, and a second of writing brings it back (939 changes
+ * in 25 minutes), and compactions that delete their inputs lift the level for seconds at a
+ * time. Entering a phase is not delayed: the level falling is space running out, and a late
+ * start is paid by writers at the foreground level. The work in a held phase follows the
+ * level (gc_phase_work). docs/design.md, "Levels and phases". */
 #define GC_HYST_ZONES 2
 #define GC_HYST_PCT 5
 
@@ -103,12 +109,30 @@ void gc_pace_sample(struct zlfs_fs *fs)
 	g->pace_zones = taken;
 }
 
-int gc_urgent(struct zlfs_fs *fs)
+/* A reservation is space promised, as good as valid data: the free zones it will take are
+ * not free to the levels, so GC starts collecting while dead space can still make up for
+ * them. Counting only free zones, RocksDB's reservations (a 64 MiB file preallocated at a
+ * time) took the room of 15 of 33 free zones on 16 GiB: every write met ENOSPC while GC,
+ * seeing 33 free, never woke with 209 zones partly dead. */
+uint32_t gc_free_zones(struct zlfs_fs *fs)
 {
-	return !ATOMIC_GET(&fs->readonly) && seg_free_zones(fs) <= gc_fg_level(fs);
+	uint32_t free_zones = seg_free_zones(fs), held = seg_prealloc_zones(fs);
+
+	return free_zones > held ? free_zones - held : 0;
 }
 
-/* Every phase change is kept (the last GC_LOG_MAX, for zlfs-ctl stats) and logged. */
+uint64_t gc_free_blocks(struct zlfs_fs *fs)
+{
+	return seg_free_blocks_plus(fs, gc_reclaimable_blocks(fs));
+}
+
+int gc_urgent(struct zlfs_fs *fs)
+{
+	return !ATOMIC_GET(&fs->readonly) && gc_free_zones(fs) <= gc_fg_level(fs);
+}
+
+/* Every phase change is kept (the last GC_LOG_MAX, for zlfs-ctl stats) and counted; the log
+ * has it at the debug level only, as the counts and the kept changes tell an operator. */
 static void gc_phase_log(struct zlfs_fs *fs, enum gc_phase p, uint32_t free_zones)
 {
 	uint32_t i = fs->gc.nlog++ % GC_LOG_MAX;
@@ -119,16 +143,16 @@ static void gc_phase_log(struct zlfs_fs *fs, enum gc_phase p, uint32_t free_zone
 	fs->gc.log[i].from = (uint8_t)fs->gc.phase;
 	fs->gc.log[i].to = (uint8_t)p;
 	fs->gc.log[i].free_zones = free_zones;
-	zlog_info("GC phase %s -> %s (%u of %u zones free)", gc_phase_name(fs->gc.phase),
-		  gc_phase_name(p), free_zones, fs->sb.main_zones);
+	zlog_debug("GC phase %s -> %s (%u of %u zones free, reservations counted as taken)",
+		   gc_phase_name(fs->gc.phase), gc_phase_name(p), free_zones, fs->sb.main_zones);
 }
 
-enum gc_phase gc_phase_update(struct zlfs_fs *fs)
+/* The phase the level calls for, with the margins: CUR is the phase now. */
+static enum gc_phase phase_called(struct zlfs_fs *fs, enum gc_phase cur, uint32_t free_zones)
 {
-	uint32_t free_zones = seg_free_zones(fs), usable = usable_zones(fs);
-	uint32_t fg = gc_fg_level(fs), target = gc_target_free(fs);
+	uint32_t usable = usable_zones(fs), fg = gc_fg_level(fs), target = gc_target_free(fs);
 	uint64_t pct = usable ? (uint64_t)free_zones * 100 / usable : 0;
-	enum gc_phase cur = ATOMIC_GET(&fs->gc.phase), p = GC_NONE;
+	enum gc_phase p = GC_NONE;
 
 	/* Foreground is left one zone above its level: between it and the target, background GC
 	 * is at work, which the boosted phase names. */
@@ -139,15 +163,52 @@ enum gc_phase gc_phase_update(struct zlfs_fs *fs)
 		p = GC_BOOSTED;
 	else if (pct < fs->gc.o.high_pct || (cur >= GC_NORMAL && pct < fs->gc.o.high_pct + GC_HYST_PCT))
 		p = GC_NORMAL;
+	return p;
+}
+
+/* A lower phase is taken once the level has called for one at every look for the hold time
+ * (calm_since: the first look that did, 0 while none does); a higher one at once. */
+enum gc_phase gc_phase_update_at(struct zlfs_fs *fs, uint64_t now_ns)
+{
+	struct gc_state *g = &fs->gc;
+	uint32_t free_zones = gc_free_zones(fs);
+	enum gc_phase cur = ATOMIC_GET(&g->phase), p = phase_called(fs, cur, free_zones);
+	uint64_t since = ATOMIC_GET(&g->calm_since_ns);
+
+	if (p >= cur && since)
+		ATOMIC_SET(&g->calm_since_ns, 0);
 	if (p == cur) /* every request asks: only a change takes the lock */
 		return p;
+	if (p < cur) {
+		if (!since) { /* the first look: one of the racing requests sets it */
+			__atomic_compare_exchange_n(&g->calm_since_ns, &since, now_ns ? now_ns : 1,
+						    0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			return cur;
+		}
+		if (now_ns < since || now_ns - since < GC_PHASE_HOLD_MS * 1000000ULL)
+			return cur;
+	}
 	zlock_lock(&fs->stats_lock);
-	if (p != fs->gc.phase) {
+	if (p != g->phase) {
 		gc_phase_log(fs, p, free_zones);
-		ATOMIC_SET(&fs->gc.phase, p);
+		ATOMIC_SET(&g->phase, p);
+		ATOMIC_SET(&g->calm_since_ns, 0);
 	}
 	zlock_unlock(&fs->stats_lock);
 	return p;
+}
+
+enum gc_phase gc_phase_update(struct zlfs_fs *fs) { return gc_phase_update_at(fs, mono_ns()); }
+
+/* A phase held past its exit does what the level calls for: the hold steadies the phase
+ * users see and the log, while the work follows the level with its margins as it did, so
+ * idle time is still used for collection the moment the level calls for normal (a held
+ * boosted phase moves nothing there). */
+enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held)
+{
+	enum gc_phase p = phase_called(fs, held, gc_free_zones(fs));
+
+	return p < held ? p : held;
 }
 
 /* ---- pacing ------------------------------------------------------------------------------ */
@@ -222,7 +283,7 @@ uint32_t gc_step_budget(struct zlfs_fs *fs, int users_wait, int users_io)
 {
 	const struct gc_state *g = &fs->gc;
 	uint32_t fg = gc_fg_level(fs), target = target_above(fs, fg), margin = target - fg;
-	uint32_t free_zones = seg_free_zones(fs), have = free_zones + seg_prefree_zones(fs);
+	uint32_t free_zones = gc_free_zones(fs), have = free_zones + seg_prefree_zones(fs);
 	uint32_t shift = have < target ? target - have : 0;
 	double want;
 
@@ -261,7 +322,7 @@ int gc_bg_more(struct zlfs_fs *fs, enum gc_phase phase, unsigned done)
 	 * frees a few zones rather than each its own, and at most boost_zones before that
 	 * checkpoint. */
 	return done < fs->gc.o.boost_zones &&
-	       seg_free_zones(fs) + seg_prefree_zones(fs) < gc_target_free(fs) + GC_HYST_ZONES;
+	       gc_free_zones(fs) + seg_prefree_zones(fs) < gc_target_free(fs) + GC_HYST_ZONES;
 }
 
 const char *gc_phase_name(enum gc_phase p)

@@ -77,6 +77,20 @@ static void log_trim_summary(struct zlfs_fs *fs, struct zlog_state *l, uint32_t 
 		l->nr_entries = cp_blk % seg;
 }
 
+int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk)
+{
+	uint32_t seg = fs->sb.seg_blocks, segno, addr;
+	const struct zlfs_blkhdr *h = (const void *)fs->iobuf;
+
+	if (!(cp_blk % seg) || wp_blk / seg <= cp_blk / seg)
+		return 0; /* no segment left open, or the log is still in it */
+	segno = (zone - fs->sb.main_zone_first) * fs->sb.segs_per_zone + cp_blk / seg;
+	addr = zlfs_zone_start_blk(&fs->sb, zone) + (cp_blk / seg + 1) * seg - 1;
+	return zdev_read(fs->dev, fs->iobuf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE) ||
+	       zlfs_blk_verify(fs->iobuf, fs->sb.seed, ZLFS_KIND_SUMMARY) ||
+	       le32_get(h->index) != segno;
+}
+
 static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 {
 	struct zlog_state *l = &fs->logs[t];
@@ -96,6 +110,13 @@ static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 	    (z.cond != ZDEV_COND_FULL && wp_blk < cp_blk)) {
 		zlog_err("device write-pointer error: zone %u is %s with its write pointer at block "
 			 "%u, but the checkpoint wrote up to block %u; run fsck.zlfs -n",
+			 l->zone, zdev_cond_name(z.cond), wp_blk, cp_blk);
+		return readonly ? 0 : -EIO;
+	}
+	if (log_summary_lost(fs, l->zone, cp_blk, wp_blk)) {
+		zlog_err("device write-pointer error: zone %u is %s at block %u, past the segment "
+			 "the checkpoint left open at block %u, but that segment's summary was never "
+			 "written (the device moved the write pointer itself); run fsck.zlfs -n",
 			 l->zone, zdev_cond_name(z.cond), wp_blk, cp_blk);
 		return readonly ? 0 : -EIO;
 	}

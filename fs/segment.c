@@ -159,15 +159,14 @@ uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone)
 /* A new inode brings node and directory blocks, which may use the GC reserve: once only the
  * reserve is left, creating stops, or names alone could eat the zones GC needs to turn
  * deletions back into free space (a device wedged full with nothing left to move into). */
-static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs);
-static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_log_type type);
+static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs, uint64_t dead);
 
 int seg_room_for_user(struct zlfs_fs *fs)
 {
 	int ret;
 
 	zlock_lock(&fs->seg_lock);
-	ret = fs->free_zones > seg_reserve(fs) && seg_free_blocks_locked(fs) > 0;
+	ret = fs->free_zones > seg_reserve(fs) && seg_free_blocks_locked(fs, 0) > 0;
 	zlock_unlock(&fs->seg_lock);
 	return ret;
 }
@@ -277,12 +276,15 @@ uint32_t seg_owed_zones_bound(const struct zlfs_fs *fs)
 /* What user data appended to log TYPE can still take: the rest of that log's zone and the
  * free zones above the reserve, less what changed metadata owes and what fallocate reserved
  * (a write into a reserved block gives its reservation back first: data_put_block). Room
- * left in other logs is not data space. */
-static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_log_type type)
+ * left in other logs is not data space. DEAD blocks count as free zones would, for the
+ * space GC can turn back into free zones (statfs); writes pass 0. */
+static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_log_type type,
+					  uint64_t dead)
 {
 	uint32_t avail = fs->free_zones > seg_reserve(fs) ? fs->free_zones - seg_reserve(fs) : 0;
 	uint32_t data = fs->log_of[type], owed;
-	uint64_t data_owed, room;
+	uint64_t data_owed, per = seg_usable_per_zone(fs);
+	int64_t room;
 
 	/* The hot log also opens zones for directory blocks and GC, which may take the reserve:
 	 * hot user data uses such a zone only while the reserve is whole, and goes to the warm
@@ -290,20 +292,21 @@ static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_lo
 	if (type == SEG_LOG_HOT_USER && fs->free_zones <= seg_reserve(fs))
 		return 0;
 	owed = seg_zones_owed(fs, data, &data_owed);
-	if (owed > avail)
-		return 0;
-	room = log_room(fs, &fs->logs[data]) - data_owed +
-	       (uint64_t)(avail - owed) * seg_usable_per_zone(fs);
-	return room > fs->prealloc_blocks ? room - fs->prealloc_blocks : 0;
+	/* signed: zones owed beyond the free ones, and reservations, are debts dead blocks may
+	 * cover; with none counted, the log's zone is never more than the zone owed past it */
+	room = (int64_t)(log_room(fs, &fs->logs[data]) - data_owed) +
+	       ((int64_t)avail - (int64_t)owed) * (int64_t)per + (int64_t)dead -
+	       (int64_t)fs->prealloc_blocks;
+	return room > 0 ? (uint64_t)room : 0;
 }
 
 /* What statfs reports: the room of the warm data log, and the room left in the open zones of
  * its other lanes, which a write that finds its own lane full goes on to (data.c). When the
  * warm log has none (metadata owes the free zones, or reservations take them) it reports
  * none: the lanes' last blocks may still take a write, but df must not promise them. */
-static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
+static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs, uint64_t dead)
 {
-	uint64_t room = seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA), lane, owed;
+	uint64_t room = seg_free_blocks_in_locked(fs, ZLFS_LOG_WARM_DATA, dead), lane, owed;
 
 	for (uint32_t i = 1; room && i < fs->nr_lanes; i++) {
 		lane = log_room(fs, &fs->logs[seg_lane_type(i)]);
@@ -316,8 +319,15 @@ static uint64_t seg_free_blocks_locked(const struct zlfs_fs *fs)
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta)
 {
 	zlock_lock(&fs->seg_lock);
-	fs->prealloc_blocks += (uint64_t)delta;
+	ATOMIC_ADD(&fs->prealloc_blocks, (uint64_t)delta); /* GC's levels read it without the lock */
 	zlock_unlock(&fs->seg_lock);
+}
+
+uint32_t seg_prealloc_zones(struct zlfs_fs *fs)
+{
+	uint64_t per = seg_usable_per_zone(fs);
+
+	return (uint32_t)((ATOMIC_GET(&fs->prealloc_blocks) + per - 1) / per);
 }
 
 uint64_t seg_prealloc(struct zlfs_fs *fs)
@@ -330,15 +340,17 @@ uint64_t seg_prealloc(struct zlfs_fs *fs)
 	return n;
 }
 
-uint64_t seg_free_blocks(struct zlfs_fs *fs)
+uint64_t seg_free_blocks_plus(struct zlfs_fs *fs, uint64_t dead)
 {
 	uint64_t n;
 
 	zlock_lock(&fs->seg_lock);
-	n = seg_free_blocks_locked(fs);
+	n = seg_free_blocks_locked(fs, dead);
 	zlock_unlock(&fs->seg_lock);
 	return n;
 }
+
+uint64_t seg_free_blocks(struct zlfs_fs *fs) { return seg_free_blocks_plus(fs, 0); }
 
 void blk_seal(struct zlfs_fs *fs, void *buf)
 {
@@ -720,7 +732,7 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 			uint64_t room;
 
 			zlock_lock(&fs->seg_lock);
-			room = seg_free_blocks_in_locked(fs, type);
+			room = seg_free_blocks_in_locked(fs, type, 0);
 			zlock_unlock(&fs->seg_lock);
 
 			if (!room)

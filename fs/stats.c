@@ -140,7 +140,7 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 		   "\"pace_zones_per_s\": %.2f,\n"
 		   "    \"bytes_moved_to\": {\"cold\": %llu, \"frozen\": %llu, \"hot\": %llu}, "
 		   "\"bytes_read\": %llu, \"windows_read_ahead\": %llu, \"read_yields\": %llu,\n"
-		   "    \"bulk_yields\": %llu, \"transitions\": [",
+		   "    \"bulk_yields\": %llu, \"phase_changes\": %u, \"transitions\": [",
 		gc_phase_name(g->phase), (unsigned long long)gc_bytes, (unsigned long long)gc_zones,
 		(unsigned long long)ATOMIC_GET(&g->wakes), busy / 1e6,
 		busy ? (double)ATOMIC_GET(&g->overlap_ns) / (double)busy : 0.0,
@@ -152,7 +152,7 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 		(unsigned long long)ATOMIC_GET(&g->bytes_read),
 		(unsigned long long)ATOMIC_GET(&g->windows_ahead),
 		(unsigned long long)ATOMIC_GET(&g->read_yields),
-		(unsigned long long)ATOMIC_GET(&g->bulk_yields));
+		(unsigned long long)ATOMIC_GET(&g->bulk_yields), g->nlog);
 	for (i = 0; i < n; i++) {
 		uint32_t k = (g->nlog - n + i) % GC_LOG_MAX;
 

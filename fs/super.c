@@ -76,6 +76,15 @@ int zlfs_sb_check_device(struct zdev *dev, const struct zlfs_sb_info *sbi, char 
 			 "zone is %d", sbi->sb_zone[0], first);
 		return -EUCLEAN;
 	}
+	/* Every log keeps a zone open, beside the checkpoint and metadata logs: a device that
+	 * allows fewer fails the first write past them, after the mount has said yes. */
+	if ((g->max_open && sbi->nr_logs + 2 > g->max_open) ||
+	    (g->max_active && sbi->nr_logs + 2 > g->max_active)) {
+		snprintf(why, len, "the device allows %u open and %u active zones; the "
+			 "superblock's %u logs + checkpoint log + metadata log need %u",
+			 g->max_open, g->max_active, sbi->nr_logs, sbi->nr_logs + 2);
+		return -EUCLEAN;
+	}
 	zones = calloc(sbi->nr_zones, sizeof(*zones));
 	if (!zones)
 		return -ENOMEM;

@@ -745,12 +745,21 @@ static void check_zone(struct chk *c, uint32_t mz)
 		finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is behind the "
 			"checkpoint's block %u (the device lost written data%s)", zone, wp, last,
 			z.cond == ZDEV_COND_EMPTY ? ", or the zone was reset underneath it" : "");
-	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
-		if (c->fs->cp.logs[t].zone == zone && wp > c->fs->cp.logs[t].next_blk && last <= wp)
-			finding(c, ZLFS_FIND_MISMATCH, "zone %u: write pointer at block %u is ahead of "
-				"the checkpoint's block %u (writes after the last checkpoint; the next "
-				"mount or fsck -p rolls them forward)", zone, wp,
-				c->fs->cp.logs[t].next_blk);
+	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		uint32_t cp_blk = c->fs->cp.logs[t].next_blk;
+
+		if (c->fs->cp.logs[t].zone != zone || wp <= cp_blk || last > wp)
+			continue;
+		if (log_summary_lost(c->fs, zone, cp_blk, wp))
+			finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is past the "
+				"segment the checkpoint left open at block %u, whose summary was never "
+				"written (the device moved the write pointer itself)", zone, wp,
+				cp_blk);
+		else
+			finding(c, ZLFS_FIND_MISMATCH, "zone %u: write pointer at block %u is ahead "
+				"of the checkpoint's block %u (writes after the last checkpoint; the "
+				"next mount or fsck -p rolls them forward)", zone, wp, cp_blk);
+	}
 }
 
 /* The superblock, checkpoint and meta zones: a device that took one offline or made it

@@ -114,6 +114,7 @@ void workload_full(void);
 void workload_encrypted(void);
 void workload_threads(void);
 void workload_falloc(void);
+void workload_punch(void);
 void workload_hot(void);
 void workload_fsync(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write

@@ -51,6 +51,8 @@ static const struct workload_def workloads[] = {
 	/* the same four writers with the warm data lanes: their files in four open zones */
 	{"lanes", 64ULL << 20, workload_threads, 12, 0, 0, NULL, "--logs 10"},
 	{"falloc", 64ULL << 20, workload_falloc, 12, 0},
+	/* preallocate, write part, punch the rest past the end of file: every flush boundary */
+	{"punch", 64ULL << 20, workload_punch, 12, 1},
 	{"hot", 64ULL << 20, workload_hot, 16, 0},
 	{"fsync", 64ULL << 20, workload_fsync, 10, 1},
 };

@@ -1,9 +1,9 @@
 /*
  * test_crash_workloads.c - the workloads test_crash cuts power in: files and renames, GC under
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
- * checkpoints, a full device, four writers at once, an encrypted root, fallocate, and fsync's
- * one flush with each zone's unflushed writes lost alone. Each
- * notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
+ * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
+ * preallocate-write-punch, and fsync's one flush with each zone's unflushed writes lost alone.
+ * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
 #include "crash_testutil.h"
@@ -591,5 +591,57 @@ void workload_falloc(void)
 	unlink_path("G");
 	fsync_path(".");
 	ck_assert_int_eq(access(at_mnt(p, sizeof(p), "G"), F_OK), -1);
+	stage_root_now();
+}
+
+/* RocksDB's way with space: each table preallocated with KEEP_SIZE, written in part and
+ * fsync'ed, the rest punched past the end of file (PUNCH_HOLE|KEEP_SIZE) and fsync'ed again;
+ * a log preallocated beside them takes a record per table (fdatasync), then is punched and
+ * deleted; a table preallocated again is truncated to its own size (which gives that back)
+ * and the other is deleted with a reservation. Every flush boundary is tried; fsck after each
+ * crash point counts the reserved pointers against the checkpoint. */
+void workload_punch(void)
+{
+	const size_t pre = 1024 * 1024;
+	size_t size[2], wal = 0;
+	char name[16];
+	int i;
+
+	write_file("L", 600, 0, 0, 0);
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "T%d", i);
+		write_file(name, 610 + (uint32_t)i, 0, 0, 0);
+	}
+	fsync_path(".");
+	stage_root_now();
+	falloc_path("L", FALLOC_FL_KEEP_SIZE, 0, 512 * 1024);
+	stage_file_now("L");
+	for (i = 0; i < 2; i++) {
+		size_t rec = 1000 + (size_t)i * 777;
+
+		snprintf(name, sizeof(name), "T%d", i);
+		size[i] = 300 * 1024 + (size_t)i * 50 * 1024 + 123;
+		falloc_path(name, FALLOC_FL_KEEP_SIZE, 0, pre);
+		write_file(name, 610 + (uint32_t)i, size[i], 0, 1);
+		stage_file_now(name);
+		falloc_path(name, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, size[i], pre - size[i]);
+		stage_file_now(name);
+		cur_write_parts("L", 620 + (uint32_t)i, wal, rec);
+		write_file("L", 620 + (uint32_t)i, rec, wal, 0);
+		fdatasync_path("L");
+		wal += rec;
+		stage_file_now("L");
+	}
+	falloc_path("L", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, wal, 512 * 1024 - wal);
+	unlink_path("L");
+	fsync_path(".");
+	stage_root_now();
+	falloc_path("T1", FALLOC_FL_KEEP_SIZE, 0, pre);
+	truncate_file("T1", size[1]);
+	fsync_path("T1");
+	stage_file_now("T1");
+	falloc_path("T0", FALLOC_FL_KEEP_SIZE, 0, pre);
+	unlink_path("T0");
+	fsync_path(".");
 	stage_root_now();
 }
