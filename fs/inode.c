@@ -306,8 +306,11 @@ int files_unmount(struct zlfs_fs *fs)
 	zrw_wrlock(&fs->cp_lock);
 	if (!ATOMIC_GET(&fs->readonly))
 		ret = tail_flush_all(fs);
-	if (!ret && !ATOMIC_GET(&fs->readonly))
-		ret = dir_flush(fs);
+	if (!ATOMIC_GET(&fs->readonly)) { /* directory blocks go even if a data block did not */
+		int r = dir_flush(fs);
+
+		ret = ret ? ret : r;
+	}
 	tail_destroy(fs);
 	dir_cache_destroy(fs);
 	ra_destroy(fs);

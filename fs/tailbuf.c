@@ -243,8 +243,11 @@ int tail_flush_all(struct zlfs_fs *fs)
 
 	if (!fs->tails || ret)
 		return ret;
-	for (i = 0; !ret && i < n; i++)
-		ret = tail_write_ino(fs, v[i], UINT64_MAX);
+	for (i = 0; i < n; i++) { /* every file's is tried; the first error is the answer */
+		int r = tail_write_ino(fs, v[i], UINT64_MAX);
+
+		ret = ret ? ret : r;
+	}
 	free(v);
 	return ret;
 }
@@ -275,6 +278,9 @@ void tail_destroy(struct zlfs_fs *fs)
 
 	if (!t)
 		return;
+	if (t->count) /* a read-only filesystem, or a write-out that failed: said at unmount */
+		zlog_warn("%u partial blocks held in memory were not written: the bytes appended "
+			  "to those files since their last fsync are lost", t->count);
 	for (uint32_t b = 0; b < TAIL_BUCKETS; b++)
 		while (t->bucket[b])
 			tail_remove(fs, t->bucket[b]->ino, 1);
