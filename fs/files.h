@@ -135,6 +135,8 @@ uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh);
 void tail_drop(struct zlfs_fs *fs, uint32_t ino);
 /* Write INODE's held block out, if it has one (INODE locked exclusively, cp_lock shared). */
 int tail_write(struct zlfs_fs *fs, struct node_page *inode);
+/* Whether INO has a block held; needs no lock (a hint for a caller that takes INO's next). */
+int tail_held(struct zlfs_fs *fs, uint32_t ino);
 /* 1 when INO's held block will add a block to the file when written (st_blocks counts it). */
 uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 /* Write every held block: before a checkpoint, under cp_lock exclusive. */

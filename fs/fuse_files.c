@@ -369,11 +369,10 @@ static int release_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, voi
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zfuse *z = zf(req);
-	uint64_t idx;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* only a hint without the file's lock: the write itself takes it */
-		if (tail_block(z->fs, fino(ino), &idx) && !ATOMIC_GET(&z->fs->readonly))
+		if (tail_held(z->fs, fino(ino)) && !ATOMIC_GET(&z->fs->readonly))
 			with_inode(z, req, ino, 1, release_fn, NULL);
 		data_lane_release(z->fs, fino(ino));
 	}

@@ -180,19 +180,28 @@ int tail_write(struct zlfs_fs *fs, struct node_page *inode)
 	return 0;
 }
 
-uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino)
+/* Whether INO has a block held (1 + whether writing it adds a block to the file, so 2 for a
+ * fresh one), read under the table's lock alone: the caller may hold no inode lock. */
+static int tail_probe(struct zlfs_fs *fs, uint32_t ino)
 {
 	struct tail_table *t = fs->tails;
 	struct tail *e;
-	uint32_t n;
+	int n;
 
 	if (!t)
 		return 0;
 	zlock_lock(&t->lock);
 	e = *tail_slot(t, ino);
-	n = e && e->fresh;
+	n = e ? 1 + e->fresh : 0;
 	zlock_unlock(&t->lock);
 	return n;
+}
+
+int tail_held(struct zlfs_fs *fs, uint32_t ino) { return tail_probe(fs, ino) > 0; }
+
+uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino)
+{
+	return tail_probe(fs, ino) == 2;
 }
 
 /* The inodes with a block held since BEFORE_NS or earlier (UINT64_MAX: all): *N of them in
