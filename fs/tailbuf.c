@@ -71,7 +71,9 @@ static struct tail *tail_get(struct zlfs_fs *fs, uint32_t ino)
 	struct tail_table *t = fs->tails;
 	struct tail *e;
 
-	if (!t)
+	/* INO's entry was counted under INO's lock, which the caller holds now: a count of 0
+	 * means none, and a read or write of a file spares the table's lock */
+	if (!t || !ATOMIC_GET(&fs->held_blocks))
 		return NULL;
 	zlock_lock(&t->lock);
 	e = *tail_slot(t, ino);
@@ -188,7 +190,7 @@ static int tail_probe(struct zlfs_fs *fs, uint32_t ino)
 	struct tail *e;
 	int n;
 
-	if (!t)
+	if (!t || !ATOMIC_GET(&fs->held_blocks)) /* the common case of stat: no lock taken */
 		return 0;
 	zlock_lock(&t->lock);
 	e = *tail_slot(t, ino);
