@@ -55,6 +55,8 @@ static const struct workload_def workloads[] = {
 	{"punch", 64ULL << 20, workload_punch, 12, 1},
 	{"hot", 64ULL << 20, workload_hot, 16, 0},
 	{"fsync", 64ULL << 20, workload_fsync, 10, 1},
+	/* small appends held in memory between fsyncs: every flush boundary */
+	{"tail", 64ULL << 20, workload_tail, 10, 1},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

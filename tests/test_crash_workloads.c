@@ -2,7 +2,8 @@
  * test_crash_workloads.c - the workloads test_crash cuts power in: files and renames, GC under
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
- * preallocate-write-punch, and fsync's one flush with each zone's unflushed writes lost alone.
+ * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
+ * small appends on partial blocks held in memory.
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -644,4 +645,62 @@ void workload_punch(void)
 	unlink_path("T0");
 	fsync_path(".");
 	stage_root_now();
+}
+
+/* Append a record of N bytes of seed SEED through FD, at the end SIZE of REL. The file is one
+ * extent of its seed from 0 (a pattern is a function of the offset), so the model takes the
+ * append as that extent grown, however many records there are. */
+static void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t n)
+{
+	uint8_t *b = malloc(n);
+
+	fill(b, n, seed, *size);
+	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
+	cur_write_parts(rel, seed, *size, n);
+	*size += n;
+	cur_write(rel, seed, 0, *size);
+	free(b);
+}
+
+/* RocksDB's write-ahead log on partial blocks held in memory (fs/file/tailbuf.c): two logs kept
+ * open take records of 100 to 2,000 bytes one by one, most of them inside one block, and
+ * every fifth record fsync's or fdatasync's its log in turn; one log is closed half-way
+ * (release writes its held block without a flush) and opened again. A held block reaches the
+ * device when it fills, at fsync, release or a checkpoint: at every flush boundary each log
+ * must hold at least what its last fsync covered, and past that only whole records it was
+ * given (a state it passed through), never other bytes. */
+void workload_tail(void)
+{
+	const char *rel[2] = {"W0", "W1"};
+	size_t size[2] = {0, 0};
+	char p[600];
+	int fd[2], i, k;
+
+	for (k = 0; k < 2; k++)
+		write_file(rel[k], 700 + (uint32_t)k, 0, 0, 0);
+	fsync_path(".");
+	stage_root_now();
+	for (k = 0; k < 2; k++) {
+		fd[k] = open(at_mnt(p, sizeof(p), rel[k]), O_WRONLY | O_APPEND);
+		ck_assert_int_ge(fd[k], 0);
+	}
+	for (i = 0; i < 64; i++) {
+		k = i % 2;
+		append_record(fd[k], rel[k], 700 + (uint32_t)k, &size[k],
+			      100 + (size_t)(i * 397 % 1901));
+		if (i % 5 == 4) {
+			ck_assert_int_eq(i % 10 == 4 ? fsync(fd[k]) : fdatasync(fd[k]), 0);
+			stage_file_now(rel[k]);
+		}
+		if (i == 31) { /* release: the held block is written, without a flush */
+			close(fd[0]);
+			fd[0] = open(at_mnt(p, sizeof(p), rel[0]), O_WRONLY | O_APPEND);
+			ck_assert_int_ge(fd[0], 0);
+		}
+	}
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(fdatasync(fd[k]), 0);
+		stage_file_now(rel[k]);
+		close(fd[k]);
+	}
 }

@@ -32,6 +32,7 @@ enum lock_rank {
 	LR_STATS = 95,   /* GC telemetry and phase log */
 	LR_SLEEP = 96,   /* a background thread's sleep and stop flag */
 	LR_RA = 97,      /* read-ahead windows */
+	LR_TAIL = 98,    /* the table of partial blocks held in memory (a leaf) */
 	LR_WBUF = 100,   /* the write buffer's slots and queues */
 	LR_DEV = 110,    /* inside a device backend */
 };

@@ -40,6 +40,8 @@
  *                     most) for another read's extension of the same file, both holding
  *                     that file's lock shared; the reader waited for needs no lock the
  *                     waiter holds
+ *   98 tail_lock      the table of partial blocks held in memory (tailbuf.c): its chains
+ *                     and count; a held block's bytes belong to its inode's lock
  *  100 wbuf lock      the write buffer's slots and queues (wbuf.c)
  *  110                the device backend's own, and the page pool's (zdev.c, a leaf)
  *
@@ -183,6 +185,7 @@ static inline uint64_t mono_ns(void)
 
 struct ilock_table;
 struct ra_table;
+struct tail_table;
 struct remap;
 struct mcache;
 
@@ -303,6 +306,9 @@ struct zlfs_fs {
 				     * under cp_lock exclusive */
 	void *dcache;               /* the file layer's directory block cache (dir.c, own lock) */
 	struct ra_table *ra;        /* the file layer's read-ahead windows (readahead.c) */
+	struct tail_table *tails;   /* the file layer's partial blocks in memory (tailbuf.c), or
+				     * NULL: none are held */
+	uint32_t held_blocks;       /* atomic: how many (statistics) */
 	uint64_t data_gen_seq;      /* atomic: the last data generation given out */
 };
 

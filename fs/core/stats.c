@@ -105,10 +105,10 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		seg_reserve(fs), retired);
 	jprintf(j, "  \"blocks\": {\"valid\": %llu, \"free_for_data\": %llu, "
 		   "\"owed_to_checkpoint\": %llu, \"reserved_by_fallocate\": %llu, "
-		   "\"moved_by_fallocate\": %u},\n",
+		   "\"moved_by_fallocate\": %u, \"partial_held_in_memory\": %u},\n",
 		(unsigned long long)valid_blocks, (unsigned long long)seg_free_blocks(fs),
 		(unsigned long long)seg_owed_blocks(fs), (unsigned long long)seg_prealloc(fs),
-		remap_count(fs));
+		remap_count(fs), ATOMIC_GET(&fs->held_blocks));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
 		(unsigned long long)nodes, (unsigned long long)inodes, fs->sb.max_nid);
 }

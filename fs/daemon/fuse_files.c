@@ -380,10 +380,25 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+static int release_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	(void)req;
+	(void)arg;
+	return tail_write(z->fs, np);
+}
+
+/* A file closed after writing: its partial block held in memory is written now (a failure
+ * leaves it held, for the checkpoint to write or report), and its warm data lane is free. */
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
-		data_lane_release(zf(req)->fs, fino(ino));
+	struct zfuse *z = zf(req);
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* only a hint without the file's lock: the write itself takes it */
+		if (tail_held(z->fs, fino(ino)) && !ATOMIC_GET(&z->fs->readonly))
+			with_inode(z, req, ino, 1, release_fn, NULL);
+		data_lane_release(z->fs, fino(ino));
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -397,6 +412,10 @@ static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, v
 	struct fa *a = arg;
 	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret = kill_setid(z->fs, req, np);
 
+	/* Every mode maps, frees or moves blocks, or moves the end of file: the partial block
+	 * held in memory (tailbuf.c) goes to the device first, and the mode sees a plain file. */
+	if (!ret)
+		ret = tail_write(z->fs, np);
 	if (ret)
 		return ret;
 	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {

@@ -516,28 +516,62 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
+#define NS_PER_S 1000000000ull
+
+/* Wait on the thread's condition until mono_ns() reaches WAKE (UINT64_MAX: a signal). */
+static void cp_sleep(struct zfuse *z, uint64_t wake)
+{
+	uint64_t now = mono_ns(), d;
+	struct timespec ts;
+
+	if (wake == UINT64_MAX) {
+		zlock_wait(&z->cp_cond, &z->cp_lock);
+		return;
+	}
+	if (wake <= now)
+		return;
+	d = wake - now;
+	clock_gettime(CLOCK_REALTIME, &ts); /* the condition's clock */
+	ts.tv_sec += (time_t)(d / NS_PER_S);
+	ts.tv_nsec += (long)(d % NS_PER_S);
+	if (ts.tv_nsec >= (long)NS_PER_S) {
+		ts.tv_sec++;
+		ts.tv_nsec -= (long)NS_PER_S;
+	}
+	zlock_timedwait(&z->cp_cond, &z->cp_lock, &ts);
+}
+
 /* Checkpoints every cp_interval seconds while anything changed, and when a request finds
- * one due (ckpt_request): the request goes on, the checkpoint is written here. */
+ * one due (ckpt_request): the request goes on, the checkpoint is written here. In between,
+ * every half of tail_secs, it writes the partial blocks held for tail_secs or longer
+ * (tailbuf.c), so a block waits at most about one and a half times that. */
 static void *cp_thread(void *arg)
 {
 	struct zfuse *z = arg;
-	struct timespec ts;
+	uint64_t cp_ns = (uint64_t)z->opts.cp_interval * NS_PER_S, next_cp = mono_ns() + cp_ns;
+	uint64_t tail_ns = z->fs->tails ? (uint64_t)z->opts.tail_secs * NS_PER_S : 0, now, wake;
+	int due;
 
 	zlock_lock(&z->cp_lock);
 	while (!z->cp_stop) {
-		if (!z->cp_wanted && z->opts.cp_interval) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += z->opts.cp_interval;
-			zlock_timedwait(&z->cp_cond, &z->cp_lock, &ts);
-		} else if (!z->cp_wanted) {
-			zlock_wait(&z->cp_cond, &z->cp_lock);
-		}
+		wake = cp_ns ? next_cp : UINT64_MAX;
+		if (tail_ns && mono_ns() + tail_ns / 2 < wake)
+			wake = mono_ns() + tail_ns / 2;
+		if (!z->cp_wanted)
+			cp_sleep(z, wake);
 		if (z->cp_stop)
 			break;
+		now = mono_ns();
+		due = z->cp_wanted || (cp_ns && now >= next_cp);
 		z->cp_wanted = 0;
 		zlock_unlock(&z->cp_lock);
-		if (ATOMIC_GET(&z->fs->dirty) && !ATOMIC_GET(&z->fs->readonly))
-			files_sync(z->fs);
+		if (due) {
+			if (ATOMIC_GET(&z->fs->dirty) && !ATOMIC_GET(&z->fs->readonly))
+				files_sync(z->fs);
+			next_cp = now + cp_ns;
+		} else if (tail_ns) {
+			tail_flush_aged(z->fs, tail_ns);
+		}
 		zlock_lock(&z->cp_lock);
 	}
 	zlock_unlock(&z->cp_lock);
@@ -589,6 +623,8 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o)
 		return NULL;
 	z->fs = fs;
 	z->opts = *o;
+	if (!fs->readonly && tail_init(fs, o->tail_blocks))
+		zlog_warn("no memory for partial blocks: every write goes to the device at once");
 	z->nbuckets = 65536;
 	z->irefs = calloc(z->nbuckets, sizeof(*z->irefs));
 	zlock_init(&z->iref_lock, LR_IREF, "iref_lock");

@@ -18,7 +18,13 @@ struct zlfs_ops_opts {
 	int verbose;          /* log the statistics (zlfs-ctl stats) at unmount */
 	double entry_timeout; /* seconds the kernel may keep names, found or not */
 	double attr_timeout;  /* seconds the kernel may keep attributes */
+	unsigned tail_blocks; /* partial blocks held in memory at most (tailbuf.c); 0: none */
+	unsigned tail_secs;   /* how long one is held at most, about (the checkpoint thread) */
 };
+
+/* 4 MiB of partial blocks; each written within about 5 seconds (docs/design.md). */
+#define ZFUSE_TAIL_BLOCKS 1024u
+#define ZFUSE_TAIL_SECS 5u
 
 /* zlfs is the only writer of its device: every change reaches the kernel's caches through
  * the request that made it, so names and attributes may be kept for long. */

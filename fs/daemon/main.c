@@ -27,7 +27,7 @@ struct zlfs_cli {
 	int no_gc;
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
-	unsigned cp_interval, wait_secs;
+	unsigned cp_interval, wait_secs, tail_blocks, tail_secs;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
 	int passphrase, passphrase_fd, encrypt_all;
@@ -44,6 +44,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("direct_io", direct_io, 1),
 	OPT("writeback_cache", writeback, 1),
 	OPT("cp_interval=%u", cp_interval, 0),
+	OPT("tail_blocks=%u", tail_blocks, 0),
+	OPT("tail_secs=%u", tail_secs, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("wait=%u", wait_secs, 0),
@@ -96,6 +98,9 @@ static void usage(const char *prog)
 	       "                         MOUNTPOINT in place (mount -o remount,ro)\n"
 	       "    cp_interval=SECS     checkpoint every SECS seconds while dirty (default 30;\n"
 	       "                         0: only on sync, fsync and unmount)\n"
+	       "    tail_blocks=N        partial blocks at files' ends kept in memory until they\n"
+	       "                         fill, fsync, close or a checkpoint (default %u; 0: none)\n"
+	       "    tail_secs=SECS       and about SECS seconds at most (default %u; 0: no limit)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
 	       "                         (default 86400: zlfs is its device's only writer)\n"
 	       "    attr_timeout=SECS    how long the kernel may keep attributes (default 86400)\n"
@@ -128,7 +133,7 @@ static void usage(const char *prog)
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n\n"
 	       "FUSE options:\n",
-	       prog, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
+	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }
@@ -226,7 +231,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 	struct zlfs_ops_opts oo = {.direct_io = c->direct_io, .writeback_cache = c->writeback,
 				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
 				   .verbose = c->verbose, .entry_timeout = c->entry_timeout,
-				   .attr_timeout = c->attr_timeout};
+				   .attr_timeout = c->attr_timeout, .tail_blocks = c->tail_blocks,
+				   .tail_secs = c->tail_secs};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;
@@ -305,6 +311,7 @@ int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1,
+			     .tail_blocks = ZFUSE_TAIL_BLOCKS, .tail_secs = ZFUSE_TAIL_SECS,
 			     .entry_timeout = ZFUSE_DEFAULT_TIMEOUT,
 			     .attr_timeout = ZFUSE_DEFAULT_TIMEOUT, .wait_secs = ZDEV_WAIT_DEFAULT};
 	struct fuse_cmdline_opts fo;

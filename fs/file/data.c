@@ -9,10 +9,10 @@
  * Contents of an encrypted file are ciphertext below this file: a block is encrypted
  * (AES-256-XTS, tweak = its block number in the file) as it enters the log, so the zone write
  * buffer, the device and GC only ever see ciphertext, and decrypted after it is read. Holes
- * stay holes and read as zeros.
+ * stay holes and read as zeros. Reading is in data_read.c.
  * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, crypto/zcrypt.h, log.h.
  */
-#include "files.h"
+#include "data_int.h"
 #include "log.h"
 #include "zcrypt.h"
 
@@ -144,29 +144,29 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	return 0;
 }
 
-/* Pointer slots left in REF's node from REF's slot on. */
-static uint32_t slots_left(const struct dref *ref)
-{
-	const struct zlfs_blkhdr *h = ref->np->buf;
-
-	return (le16_get(h->kind) == ZLFS_KIND_INODE ? IA : NA) - ref->slot;
-}
-
-int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr)
+/* The pointer of file block IDX as the tree holds it (ZLFS_ADDR_NULL where no node maps it). */
+static int slot_raw(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *raw)
 {
 	struct dref ref;
 	int ret = data_ref(fs, inode, idx, 0, &ref);
 
-	*addr = ZLFS_ADDR_NULL;
+	*raw = ZLFS_ADDR_NULL;
 	if (ret == -ENOENT || ret == -EFBIG)
 		return 0;
 	if (ret)
 		return ret;
-	*addr = le32_get(*node_slot(ref.np, ref.slot));
-	if (*addr == ZLFS_ADDR_PREALLOC) /* reserved, never written: reads as a hole */
-		*addr = ZLFS_ADDR_NULL;
+	*raw = le32_get(*node_slot(ref.np, ref.slot));
 	node_put(fs, ref.np);
 	return 0;
+}
+
+int data_addr(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint32_t *addr)
+{
+	int ret = slot_raw(fs, inode, idx, addr);
+
+	if (*addr == ZLFS_ADDR_PREALLOC) /* reserved, never written: reads as a hole */
+		*addr = ZLFS_ADDR_NULL;
+	return ret;
 }
 
 /* The file changed: read-ahead windows of it no longer hold. */
@@ -324,22 +324,32 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 	return ret;
 }
 
-/* The content key of a file, taken once per request rather than once per block. */
-struct dkey {
-	int on;
-	struct zcrypt_file_key k;
-};
-
-static int dkey_get(struct zlfs_fs *fs, struct node_page *inode, struct dkey *dk)
+int dkey_get(struct zlfs_fs *fs, struct node_page *inode, struct dkey *dk)
 {
 	dk->on = fcrypt_is_encrypted(inode) && S_ISREG_OR_LNK(le32_get(inode_of(inode)->mode));
 	return dk->on ? fcrypt_file_key(fs, inode, &dk->k) : 0;
 }
 
-static void dkey_put(struct dkey *dk)
+void dkey_put(struct dkey *dk)
 {
 	if (dk->on)
 		zcrypt_wipe(&dk->k, sizeof(dk->k));
+}
+
+/* File block IDX, at ADDR (ZLFS_ADDR_NULL: a hole, zeros), in plaintext. */
+static int read_addr(struct zlfs_fs *fs, const struct dkey *dk, uint64_t idx, uint32_t addr,
+		     uint8_t *buf)
+{
+	int ret;
+
+	if (addr == ZLFS_ADDR_NULL) {
+		memset(buf, 0, ZLFS_BLOCK_SIZE);
+		return 0;
+	}
+	ret = seg_read(fs, addr, buf);
+	if (!ret && dk->on)
+		ret = zcrypt_xts_decrypt(&dk->k, idx, buf, buf, ZLFS_BLOCK_SIZE);
+	return ret;
 }
 
 /* File block IDX in plaintext (zeros for a hole). */
@@ -349,16 +359,7 @@ static int read_block(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	uint32_t addr;
 	int ret = data_addr(fs, inode, idx, &addr);
 
-	if (ret)
-		return ret;
-	if (addr == ZLFS_ADDR_NULL) {
-		memset(buf, 0, ZLFS_BLOCK_SIZE);
-		return 0;
-	}
-	ret = seg_read(fs, addr, buf);
-	if (!ret && dk->on)
-		ret = zcrypt_xts_decrypt(&dk->k, idx, buf, buf, ZLFS_BLOCK_SIZE);
-	return ret;
+	return ret ? ret : read_addr(fs, dk, idx, addr, buf);
 }
 
 /* Append plaintext block BUF as file block IDX; BUF is scratch (encrypted in place). */
@@ -370,170 +371,32 @@ static int write_block(struct zlfs_fs *fs, struct node_page *inode, const struct
 	return ret ? ret : data_put_block(fs, inode, idx, buf, ZLFS_LOG_WARM_DATA);
 }
 
-/* The addresses of file blocks [FIRST, FIRST+N): a node held once for the slots it has. */
-static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t first, uint32_t n,
-		      uint32_t *addr)
+int data_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
+		    const uint8_t *plain)
 {
-	uint32_t i = 0, k, j;
-	struct dref ref;
-	int ret;
-
-	while (i < n) {
-		ret = data_ref(fs, inode, first + i, 0, &ref);
-		if (ret == -ENOENT || ret == -EFBIG) { /* no node there: a hole */
-			addr[i++] = ZLFS_ADDR_NULL;
-			continue;
-		}
-		if (ret)
-			return ret;
-		k = n - i < slots_left(&ref) ? n - i : slots_left(&ref);
-		for (j = 0; j < k; j++) {
-			addr[i + j] = le32_get(*node_slot(ref.np, ref.slot + j));
-			if (addr[i + j] == ZLFS_ADDR_PREALLOC) /* reserved, unwritten: a hole */
-				addr[i + j] = ZLFS_ADDR_NULL;
-		}
-		node_put(fs, ref.np);
-		i += k;
-	}
-	return 0;
-}
-
-int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
-		   struct data_rplan *p)
-{
-	uint64_t fsize = le64_get(inode_of(inode)->size), end, first;
+	uint8_t *scratch = NULL;
+	const uint8_t *b = plain;
 	struct dkey dk;
-	int ret = 0;
+	int ret = dkey_get(fs, inode, &dk);
 
-	memset(p, 0, sizeof(*p));
-	if (off >= fsize || !size)
-		return 0;
-	end = off + size < fsize ? off + size : fsize;
-	first = off / ZLFS_BLOCK_SIZE;
-	p->first = first;
-	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
-	p->len = (size_t)(end - off);
-	p->ino = inode->nid;
-	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
-	p->addr = malloc(p->nblocks * sizeof(*p->addr));
-	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
-	if (!p->addr || !p->buf)
-		ret = -ENOMEM;
-	if (!ret && ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
-		p->from_ra = 1;
-		return 0;
-	}
-	if (!ret) {
-		ret = dkey_get(fs, inode, &dk);
-		if (!ret && dk.on && (p->key = malloc(sizeof(*p->key))))
-			*p->key = dk.k;
-		else if (!ret && dk.on)
-			ret = -ENOMEM;
-		dkey_put(&dk);
+	if (!ret && dk.on) { /* the held plaintext stays as it is should the write fail */
+		scratch = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+		ret = scratch ? zcrypt_xts_encrypt(&dk.k, idx, plain, scratch, ZLFS_BLOCK_SIZE)
+			      : -ENOMEM;
+		b = scratch;
 	}
 	if (!ret)
-		ret = data_addrs(fs, inode, first, p->nblocks, p->addr);
-	if (ret) {
-		ra_cancel(fs, p->ino, &p->ahead);
-		data_read_free(p);
-	}
-	return ret;
-}
-
-/* Runs of consecutive addresses in one zone become one device read each. */
-static uint32_t run_length(const struct zlfs_fs *fs, const uint32_t *addr, uint32_t n)
-{
-	uint32_t zb = zlfs_zone_blocks(&fs->sb), k = 1;
-
-	while (k < n && k < 256 && addr[k] == addr[0] + k && addr[k] / zb == addr[0] / zb)
-		k++;
-	return k;
-}
-
-/* Read the N blocks at ADDR (file blocks FIRST...) into DST, decrypted with KEY if set. */
-static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uint64_t first,
-		       const struct zcrypt_file_key *key, uint8_t *dst)
-{
-	uint32_t i = 0, k;
-	int ret = 0;
-
-	while (!ret && i < n) {
-		uint8_t *d = dst + (size_t)i * ZLFS_BLOCK_SIZE;
-
-		if (addr[i] == ZLFS_ADDR_NULL) { /* a hole reads as zeros */
-			memset(d, 0, ZLFS_BLOCK_SIZE);
-			i++;
-			continue;
-		}
-		k = run_length(fs, &addr[i], n - i);
-		ret = seg_read_run(fs, addr[i], k, d);
-		for (uint32_t j = 0; !ret && key && j < k; j++)
-			ret = zcrypt_xts_decrypt(key, first + i + j, d + (size_t)j * ZLFS_BLOCK_SIZE,
-						 d + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
-		i += k;
-	}
-	return ret;
-}
-
-int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
-{
-	if (p->from_ra)
-		return 0;
-	return read_blocks(fs, p->addr, p->nblocks, p->first, p->key, p->buf);
-}
-
-void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
-{
-	uint64_t fblocks = (le64_get(inode_of(inode)->size) + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	uint32_t n = 0, *addr = NULL;
-	struct dkey dk = {0};
-	int ret = -ENODATA; /* at or past the end of file: nothing to read ahead */
-
-	if (a->first < fblocks)
-		n = fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
-	if (n)
-		addr = malloc(n * sizeof(*addr));
-	if (n)
-		ret = addr ? dkey_get(fs, inode, &dk) : -ENOMEM;
-	if (!ret)
-		ret = data_addrs(fs, inode, a->first, n, addr);
-	if (!ret)
-		ret = read_blocks(fs, addr, n, a->first, dk.on ? &dk.k : NULL, a->buf);
-	if (!ret)
-		ra_keep(fs, inode->nid, inode->data_gen, a, n);
-	else
-		ra_cancel(fs, inode->nid, a);
+		ret = data_put_block(fs, inode, idx, b, ZLFS_LOG_WARM_DATA);
+	/* Its room was owed while it was held; should another writer's race have taken it, the
+	 * hot data log, which may use the GC reserve as directory blocks do, takes the block:
+	 * a write() that returned must not fail later for want of room. */
+	if (ret == -ENOSPC)
+		ret = data_put_block(fs, inode, idx, b, ZLFS_LOG_HOT_DATA);
 	dkey_put(&dk);
-	free(addr);
-	a->n = 0;
+	zdev_buf_free(scratch);
+	return ret;
 }
 
-void data_read_free(struct data_rplan *p)
-{
-	if (p->key)
-		zcrypt_wipe(p->key, sizeof(*p->key));
-	free(p->key);
-	p->key = NULL;
-	free(p->addr);
-	zdev_buf_free(p->buf);
-	p->addr = NULL;
-	p->buf = NULL;
-}
-
-int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off)
-{
-	struct data_rplan p;
-	int ret = data_read_plan(fs, inode, size, off, &p);
-
-	if (!ret && p.len)
-		ret = data_read_do(fs, &p);
-	if (!ret && p.len)
-		memcpy(buf, p.buf + p.skip, p.len);
-	if (p.ahead.n)
-		data_read_ahead(fs, inode, &p.ahead);
-	data_read_free(&p);
-	return ret ? ret : (int)p.len;
-}
 
 /* Whole blocks are written in runs of up to WRITE_RUN that share one owner node: mapped,
  * appended and re-pointed with one hold of the node and one acquisition of each lock. */
@@ -590,12 +453,83 @@ static int write_run(struct zlfs_fs *fs, struct node_page *inode, const struct d
 	return ret;
 }
 
+/* ---- partial blocks in memory ----------------------------------------------------------
+ * The block holding a regular file's end of file, when that end is not at a block boundary,
+ * is held in memory (tailbuf.c) rather than appended anew by every write that adds to it: a
+ * write of 1 KB no longer costs 4 KiB of device. It is held by the write that makes it the
+ * last block (a write ending at or past the end of file), changed in memory by later writes,
+ * and written as any block once a write fills it or goes past it (it is whole then), or when
+ * tailbuf.c says (fsync, release, checkpoint, age). Truncation drops it or zeroes it in
+ * memory; punching and fallocate write it out first. */
+
+/* Hold block IDX, N bytes of SRC at AT in it: 1 when held, 0 when the bound or the free
+ * space says to write it through, or a negative errno. */
+static int hold_block(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		      uint64_t idx, uint64_t at, const uint8_t *src, uint64_t n)
+{
+	uint32_t raw;
+	uint8_t *h;
+	int ret;
+
+	if (idx >= L3_END) /* past what a tree maps: written through, which says EFBIG */
+		return 0;
+	ret = slot_raw(fs, inode, idx, &raw);
+	if (ret || !(h = tail_hold(fs, inode->nid, idx, !raw)))
+		return ret;
+	ret = read_addr(fs, dk, idx, raw == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : raw, h);
+	if (ret) {
+		tail_drop(fs, inode->nid);
+		return ret;
+	}
+	memcpy(h + at, src, n);
+	data_changed(fs, inode);
+	return 1;
+}
+
+/* Write N bytes of SRC at AT into block IDX, through BLK (scratch): into the held block if it
+ * is IDX (written out once complete), held (MAY_HOLD: the write's last, partial block, at or
+ * past the end of file), or read, changed and appended. */
+static int write_piece(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		       uint64_t idx, uint64_t at, const uint8_t *src, uint64_t n, uint8_t *blk,
+		       int may_hold)
+{
+	uint64_t hidx;
+	uint8_t *h = tail_block(fs, inode->nid, &hidx);
+	int ret = 0;
+
+	if (h && hidx == idx) {
+		memcpy(h + at, src, n);
+		data_changed(fs, inode);
+		return at + n == ZLFS_BLOCK_SIZE ? tail_write(fs, inode) : 0;
+	}
+	if (may_hold && (ret = hold_block(fs, inode, dk, idx, at, src, n)))
+		return ret < 0 ? ret : 0;
+	if (n < ZLFS_BLOCK_SIZE)
+		ret = read_block(fs, inode, dk, idx, blk);
+	if (ret)
+		return ret;
+	memcpy(blk + at, src, n);
+	return write_block(fs, inode, dk, idx, blk);
+}
+
+/* Whole blocks [IDX, IDX+N) were written: a held copy of one of them is stale. */
+static void held_replaced(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, uint64_t n)
+{
+	uint64_t hidx;
+
+	if (tail_block(fs, inode->nid, &hidx) && hidx >= idx && hidx - idx < n)
+		tail_drop(fs, inode->nid);
+}
+
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
 	       uint64_t off)
 {
 	struct zlfs_inode *in = inode_of(inode);
 	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE), *scratch = NULL;
-	uint64_t pos = off, end = off + size;
+	uint64_t pos = off, end = off + size, hidx;
+	/* the write ends in a partial block that will hold the end of file */
+	int hold = end % ZLFS_BLOCK_SIZE && end >= le64_get(in->size) &&
+		   S_ISREG(le32_get(in->mode));
 	struct dkey dk;
 	int ret = blk ? dkey_get(fs, inode, &dk) : -ENOMEM;
 
@@ -603,6 +537,9 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	    !(scratch = zdev_buf_alloc((size_t)WRITE_RUN * ZLFS_BLOCK_SIZE)))
 		ret = -ENOMEM;
 	lane_enter(fs, inode);
+	/* A write that begins past the held block leaves it whole: zeros up to its end. */
+	if (!ret && tail_block(fs, inode->nid, &hidx) && off >= (hidx + 1) * ZLFS_BLOCK_SIZE)
+		ret = tail_write(fs, inode);
 	while (!ret && pos < end) {
 		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
 		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;
@@ -613,17 +550,14 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 			ret = write_run(fs, inode, &dk, idx, whole < WRITE_RUN ? (uint32_t)whole
 					: WRITE_RUN, (const uint8_t *)buf + (pos - off), scratch);
 			if (ret > 0) {
+				held_replaced(fs, inode, idx, (uint64_t)ret);
 				pos += (uint64_t)ret * ZLFS_BLOCK_SIZE;
 				ret = 0;
 			}
 			continue;
 		}
-		if (n < ZLFS_BLOCK_SIZE)
-			ret = read_block(fs, inode, &dk, idx, blk);
-		if (ret)
-			break;
-		memcpy(blk + at, (const uint8_t *)buf + (pos - off), n);
-		ret = write_block(fs, inode, &dk, idx, blk);
+		ret = write_piece(fs, inode, &dk, idx, at, (const uint8_t *)buf + (pos - off), n,
+				  blk, hold && pos + n == end);
 		if (!ret)
 			pos += n;
 	}
@@ -802,14 +736,26 @@ static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
 int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 {
 	struct zlfs_inode *in = inode_of(inode);
-	uint64_t old = le64_get(in->size);
+	uint64_t old = le64_get(in->size), hidx;
+	uint8_t *h = tail_block(fs, inode->nid, &hidx);
 	int ret = 0;
 
 	if (size >= L3_END * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
+	/* The held block goes with a new end before it, is whole with one past it, and else
+	 * keeps the end of file, zeroed past it in memory. */
+	if (h && size <= hidx * ZLFS_BLOCK_SIZE)
+		tail_drop(fs, inode->nid);
+	else if (h && size >= (hidx + 1) * ZLFS_BLOCK_SIZE)
+		ret = tail_write(fs, inode);
+	if (ret)
+		return ret;
+	h = tail_block(fs, inode->nid, &hidx);
 	if (size <= old)
 		ret = data_truncate_blocks(fs, inode, (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
-	if (!ret && size < old && size % ZLFS_BLOCK_SIZE)
+	if (!ret && size < old && size % ZLFS_BLOCK_SIZE && h)
+		memset(h + size % ZLFS_BLOCK_SIZE, 0, ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
+	else if (!ret && size < old && size % ZLFS_BLOCK_SIZE)
 		ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
 				ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
 	if (ret)
@@ -841,8 +787,12 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size);
 	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last;
 	uint64_t at = off % ZLFS_BLOCK_SIZE;
-	int ret = 0;
+	/* A punch within the file writes the held block first, so its zeros land on the
+	 * device's copy; past the end of file the held block's bytes are unchanged. */
+	int ret = off < fsize ? tail_write(fs, inode) : 0;
 
+	if (ret)
+		return ret;
 	if (end < off || end > L3_END * ZLFS_BLOCK_SIZE) /* wrapped, or past what a tree holds */
 		end = L3_END * ZLFS_BLOCK_SIZE;
 	if (off >= end)

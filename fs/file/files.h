@@ -112,6 +112,38 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size);
  * ends that lie inside the file. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
 
+/* Write plaintext block PLAIN as file block IDX (encrypted on the way for an encrypted file):
+ * a partial block held in memory (tailbuf.c), whose room was owed while it was held. */
+int data_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
+		    const uint8_t *plain);
+
+/* ---- tailbuf.c ---------------------------------------------------------------------------
+ * Partial blocks in memory (docs/design.md): the block holding a regular file's end of file,
+ * unless the end is at a block boundary, may be kept in memory, one per file, until the file's
+ * writes fill it or go past it, the file is fsync'ed or released, a checkpoint or unmount, or
+ * it has been held for the daemon's age limit. Its bytes belong to the file's inode lock. */
+/* Hold up to MAX_BLOCKS blocks (0: none; without a call nothing is held). */
+int tail_init(struct zlfs_fs *fs, uint32_t max_blocks);
+/* Drop whatever is still held (unmount, after tail_flush_all). */
+void tail_destroy(struct zlfs_fs *fs);
+/* The bytes of INO's held block and its index in *IDX, or NULL (INO locked, shared). */
+uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx);
+/* A new held block IDX of INO (none held yet; FRESH: the file has no block there): its bytes,
+ * for the caller to fill, or NULL when the bound or the free space says to write through. */
+uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh);
+/* Forget INO's held block (its bytes are no longer the file's). */
+void tail_drop(struct zlfs_fs *fs, uint32_t ino);
+/* Write INODE's held block out, if it has one (INODE locked exclusively, cp_lock shared). */
+int tail_write(struct zlfs_fs *fs, struct node_page *inode);
+/* Whether INO has a block held; needs no lock (a hint for a caller that takes INO's next). */
+int tail_held(struct zlfs_fs *fs, uint32_t ino);
+/* 1 when INO's held block will add a block to the file when written (st_blocks counts it). */
+uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
+/* Write every held block: before a checkpoint, under cp_lock exclusive. */
+int tail_flush_all(struct zlfs_fs *fs);
+/* Write the blocks held for AGE_NS or longer (the caller holds no lock). */
+void tail_flush_aged(struct zlfs_fs *fs, uint64_t age_ns);
+
 /* ---- readahead.c ------------------------------------------------------------------------ */
 int ra_init(struct zlfs_fs *fs);
 void ra_destroy(struct zlfs_fs *fs);

@@ -2,9 +2,9 @@
  * inode.c - inodes: creation, attributes, times, and releasing everything a file owns.
  *
  * Owns: the fields of struct zlfs_inode as the rest of the file layer sees them, and the
- * whole-filesystem sync and unmount of the file layer (directory blocks first, then a
- * checkpoint).
- * May call: node.c (through core.h), data.c, dir.c, xattr nodes, fcrypt.c, log.h.
+ * whole-filesystem sync and unmount of the file layer (held partial blocks and directory
+ * blocks first, then a checkpoint).
+ * May call: node.c (through core.h), data.c, tailbuf.c, dir.c, xattr nodes, fcrypt.c, log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -121,6 +121,9 @@ void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat
 	if (S_ISDIR(a.mode))
 		st->st_blocks += (blkcnt_t)dir_pending_blocks((struct zlfs_fs *)fs, np->nid) *
 				 (ZLFS_BLOCK_SIZE / 512);
+	else /* a partial block held in memory counts as it will once written */
+		st->st_blocks += (blkcnt_t)tail_pending_blocks((struct zlfs_fs *)fs, np->nid) *
+				 (ZLFS_BLOCK_SIZE / 512);
 }
 
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation)
@@ -131,8 +134,9 @@ int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *gene
 	int ret;
 
 	/* The common case for stat of many files: no node read. A directory's count includes
-	 * blocks its flush may be writing, so it is read under the directory's lock. */
-	if (!iattr_get(fs, ino, &a) && !S_ISDIR(a.mode)) {
+	 * blocks its flush may be writing, so it is read under the directory's lock, and a
+	 * file's its held partial block (tailbuf.c), under the file's. */
+	if (!iattr_get(fs, ino, &a) && !S_ISDIR(a.mode) && !tail_pending_blocks(fs, ino)) {
 		iattr_to_stat(ino, &a, st);
 		*generation = a.generation;
 		return 0;
@@ -172,6 +176,7 @@ int inode_free(struct zlfs_fs *fs, uint32_t ino)
 
 	if (ret)
 		return ret;
+	tail_drop(fs, ino);
 	if (!(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE))
 		ret = data_truncate_blocks(fs, np, 0);
 	xnid = le32_get(inode_of(np)->xattr_nid);
@@ -256,10 +261,13 @@ static int files_fsync_fast(struct zlfs_fs *fs, uint32_t ino)
 	ret = il ? inode_get(fs, ino, &np) : -ENOMEM;
 	if (!ret) {
 		isdir = S_ISDIR(le32_get(inode_of(np)->mode));
+		/* The held partial block joins the data the fsync's one flush makes durable. */
+		ret = isdir ? 0 : tail_write(fs, np);
 		node_put(fs, np);
 		/* Directories and files whose name or node set changed need a checkpoint;
 		 * everything else is rolled forward from its fsync'ed nodes after a crash. */
-		ret = isdir ? -EAGAIN : node_fsync(fs, ino);
+		if (!ret)
+			ret = isdir ? -EAGAIN : node_fsync(fs, ino);
 	}
 	ilock_drop(fs, il);
 	zrw_unlock(&fs->cp_lock);
@@ -276,8 +284,10 @@ int files_fsync(struct zlfs_fs *fs, uint32_t ino)
 /* Under cp_lock exclusive: everything changed so far made durable. */
 static int sync_locked(struct zlfs_fs *fs)
 {
-	int ret = dir_flush(fs);
+	int ret = tail_flush_all(fs); /* data first: it dirties the nodes that point to it */
 
+	if (!ret)
+		ret = dir_flush(fs);
 	/* Nothing changed since the last checkpoint (every change marks the filesystem dirty,
 	 * and that checkpoint drained the write buffer): it already says all a new one would,
 	 * and a second costs two device flushes for nothing. SQLite's rollback journal asks for
@@ -315,7 +325,13 @@ int files_unmount(struct zlfs_fs *fs)
 
 	zrw_wrlock(&fs->cp_lock);
 	if (!ATOMIC_GET(&fs->readonly))
-		ret = dir_flush(fs);
+		ret = tail_flush_all(fs);
+	if (!ATOMIC_GET(&fs->readonly)) { /* directory blocks go even if a data block did not */
+		int r = dir_flush(fs);
+
+		ret = ret ? ret : r;
+	}
+	tail_destroy(fs);
 	dir_cache_destroy(fs);
 	ra_destroy(fs);
 	if (ret)

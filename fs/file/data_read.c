@@ -1,0 +1,201 @@
+/*
+ * data_read.c - reading file data: a read planned under the file's lock (blocks mapped, the
+ * key taken, the held partial block copied from memory), its device reads in runs of one
+ * zone, and the blocks read ahead past a sequential read (readahead.c keeps them).
+ * Part of the file layer's data (data.c owns the tree and writing).
+ * May call: data.c (data_int.h), readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
+ */
+#include "data_int.h"
+#include "zcrypt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The addresses of file blocks [FIRST, FIRST+N): a node held once for the slots it has. */
+static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t first, uint32_t n,
+		      uint32_t *addr)
+{
+	uint32_t i = 0, k, j;
+	struct dref ref;
+	int ret;
+
+	while (i < n) {
+		ret = data_ref(fs, inode, first + i, 0, &ref);
+		if (ret == -ENOENT || ret == -EFBIG) { /* no node there: a hole */
+			addr[i++] = ZLFS_ADDR_NULL;
+			continue;
+		}
+		if (ret)
+			return ret;
+		k = n - i < slots_left(&ref) ? n - i : slots_left(&ref);
+		for (j = 0; j < k; j++) {
+			addr[i + j] = le32_get(*node_slot(ref.np, ref.slot + j));
+			if (addr[i + j] == ZLFS_ADDR_PREALLOC) /* reserved, unwritten: a hole */
+				addr[i + j] = ZLFS_ADDR_NULL;
+		}
+		node_put(fs, ref.np);
+		i += k;
+	}
+	return 0;
+}
+
+/* In a plan's addresses: a block already in the buffer, copied from memory. Plans never hold
+ * ZLFS_ADDR_PREALLOC otherwise: data_addrs maps it to a hole. */
+#define ADDR_IN_MEMORY ZLFS_ADDR_PREALLOC
+
+/* The file's held partial block (tailbuf.c), if among blocks [FIRST, FIRST+N): copied into
+ * BUF, and its address marked so that no stale copy is read from the device over it. */
+static void plan_held(struct zlfs_fs *fs, uint32_t ino, uint64_t first, uint32_t n,
+		      uint32_t *addr, uint8_t *buf)
+{
+	uint64_t idx;
+	const uint8_t *h = tail_block(fs, ino, &idx);
+
+	if (!h || idx < first || idx - first >= n)
+		return;
+	memcpy(buf + (idx - first) * ZLFS_BLOCK_SIZE, h, ZLFS_BLOCK_SIZE);
+	addr[idx - first] = ADDR_IN_MEMORY;
+}
+
+int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,
+		   struct data_rplan *p)
+{
+	uint64_t fsize = le64_get(inode_of(inode)->size), end, first;
+	struct dkey dk;
+	int ret = 0;
+
+	memset(p, 0, sizeof(*p));
+	if (off >= fsize || !size)
+		return 0;
+	end = off + size < fsize ? off + size : fsize;
+	first = off / ZLFS_BLOCK_SIZE;
+	p->first = first;
+	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
+	p->len = (size_t)(end - off);
+	p->ino = inode->nid;
+	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
+	p->addr = malloc(p->nblocks * sizeof(*p->addr));
+	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
+	if (!p->addr || !p->buf)
+		ret = -ENOMEM;
+	if (!ret && ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
+		p->from_ra = 1;
+		return 0;
+	}
+	if (!ret) {
+		ret = dkey_get(fs, inode, &dk);
+		if (!ret && dk.on && (p->key = malloc(sizeof(*p->key))))
+			*p->key = dk.k;
+		else if (!ret && dk.on)
+			ret = -ENOMEM;
+		dkey_put(&dk);
+	}
+	if (!ret)
+		ret = data_addrs(fs, inode, first, p->nblocks, p->addr);
+	if (!ret)
+		plan_held(fs, p->ino, first, p->nblocks, p->addr, p->buf);
+	if (ret) {
+		ra_cancel(fs, p->ino, &p->ahead);
+		data_read_free(p);
+	}
+	return ret;
+}
+
+/* Runs of consecutive addresses in one zone become one device read each. */
+static uint32_t run_length(const struct zlfs_fs *fs, const uint32_t *addr, uint32_t n)
+{
+	uint32_t zb = zlfs_zone_blocks(&fs->sb), k = 1;
+
+	while (k < n && k < 256 && addr[k] == addr[0] + k && addr[k] / zb == addr[0] / zb)
+		k++;
+	return k;
+}
+
+/* Read the N blocks at ADDR (file blocks FIRST...) into DST, decrypted with KEY if set. */
+static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uint64_t first,
+		       const struct zcrypt_file_key *key, uint8_t *dst)
+{
+	uint32_t i = 0, k;
+	int ret = 0;
+
+	while (!ret && i < n) {
+		uint8_t *d = dst + (size_t)i * ZLFS_BLOCK_SIZE;
+
+		if (addr[i] == ZLFS_ADDR_NULL || addr[i] == ADDR_IN_MEMORY) {
+			if (addr[i] == ZLFS_ADDR_NULL) /* a hole reads as zeros */
+				memset(d, 0, ZLFS_BLOCK_SIZE);
+			i++;
+			continue;
+		}
+		k = run_length(fs, &addr[i], n - i);
+		ret = seg_read_run(fs, addr[i], k, d);
+		for (uint32_t j = 0; !ret && key && j < k; j++)
+			ret = zcrypt_xts_decrypt(key, first + i + j, d + (size_t)j * ZLFS_BLOCK_SIZE,
+						 d + (size_t)j * ZLFS_BLOCK_SIZE, ZLFS_BLOCK_SIZE);
+		i += k;
+	}
+	return ret;
+}
+
+int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
+{
+	if (p->from_ra)
+		return 0;
+	return read_blocks(fs, p->addr, p->nblocks, p->first, p->key, p->buf);
+}
+
+void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
+{
+	uint64_t fblocks = (le64_get(inode_of(inode)->size) + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	uint32_t n = 0, *addr = NULL;
+	struct dkey dk = {0};
+	int ret = -ENODATA; /* at or past the end of file: nothing to read ahead */
+
+	if (a->first < fblocks)
+		n = fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
+	if (n)
+		addr = malloc(n * sizeof(*addr));
+	if (n)
+		ret = addr ? dkey_get(fs, inode, &dk) : -ENOMEM;
+	if (!ret)
+		ret = data_addrs(fs, inode, a->first, n, addr);
+	if (!ret) {
+		plan_held(fs, inode->nid, a->first, n, addr, a->buf);
+		ret = read_blocks(fs, addr, n, a->first, dk.on ? &dk.k : NULL, a->buf);
+	}
+	if (!ret)
+		ra_keep(fs, inode->nid, inode->data_gen, a, n);
+	else
+		ra_cancel(fs, inode->nid, a);
+	dkey_put(&dk);
+	free(addr);
+	a->n = 0;
+}
+
+void data_read_free(struct data_rplan *p)
+{
+	if (p->key)
+		zcrypt_wipe(p->key, sizeof(*p->key));
+	free(p->key);
+	p->key = NULL;
+	free(p->addr);
+	zdev_buf_free(p->buf);
+	p->addr = NULL;
+	p->buf = NULL;
+}
+
+int data_read(struct zlfs_fs *fs, struct node_page *inode, void *buf, size_t size, uint64_t off)
+{
+	struct data_rplan p;
+	int ret = data_read_plan(fs, inode, size, off, &p);
+
+	if (!ret && p.len)
+		ret = data_read_do(fs, &p);
+	if (!ret && p.len)
+		memcpy(buf, p.buf + p.skip, p.len);
+	if (p.ahead.n)
+		data_read_ahead(fs, inode, &p.ahead);
+	data_read_free(&p);
+	return ret ? ret : (int)p.len;
+}

@@ -1,0 +1,301 @@
+/*
+ * tailbuf.c - partial blocks in memory: the last block of a regular file, while the end of
+ * file lies inside it, is kept in memory instead of being written anew by every write that
+ * adds a few bytes to it (docs/design.md, "Partial blocks in memory").
+ *
+ * Owns: the table of held blocks (at most one per file: the block holding its end of file,
+ * which is never a whole block), their bound, the room each one is owed in the warm data log
+ * (seg_owe) from the moment it is held, and writing them out: when the file's write fills
+ * the block or goes past it (data.c), at fsync and release, before a checkpoint and at
+ * unmount (every held block), and once a block is older than the age the daemon gives
+ * (tail_flush_aged, from the checkpoint thread). A held block is plaintext; data.c encrypts
+ * it as it is written, as any block.
+ * May call: data.c (data_write_held), inode.c, icache (core.h), node/log (core.h), log.h.
+ *
+ * Locks: the table's chains and count are under its own lock (tail_lock, a leaf, taken for
+ * the table only). A held block is added, changed, written and dropped only under its
+ * inode's lock, exclusive, and read under it shared: so a caller holding the inode's lock
+ * may use the block's bytes after the table's lock is dropped.
+ */
+#include "files.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAIL_BUCKETS 1024
+
+struct tail {
+	struct tail *next;  /* hash chain */
+	uint32_t ino;
+	int fresh;          /* the file had no block there: writing it adds one (st_blocks) */
+	uint64_t idx;       /* file block */
+	uint64_t born_ns;   /* when it was first held (CLOCK_MONOTONIC) */
+	uint8_t *buf;       /* one block of plaintext */
+};
+
+struct tail_table {
+	struct zlock lock;  /* bucket chains, count */
+	struct tail *bucket[TAIL_BUCKETS];
+	uint32_t count, max;
+};
+
+int tail_init(struct zlfs_fs *fs, uint32_t max_blocks)
+{
+	struct tail_table *t;
+
+	if (!max_blocks)
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	zlock_init(&t->lock, LR_TAIL, "tail_lock");
+	t->max = max_blocks;
+	fs->tails = t;
+	return 0;
+}
+
+static struct tail **tail_slot(struct tail_table *t, uint32_t ino)
+{
+	struct tail **pp = &t->bucket[ino % TAIL_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* INO's held block, or NULL; the caller holds INO's lock, so it stays until released. */
+static struct tail *tail_get(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct tail_table *t = fs->tails;
+	struct tail *e;
+
+	/* INO's entry was counted under INO's lock, which the caller holds now: a count of 0
+	 * means none, and a read or write of a file spares the table's lock */
+	if (!t || !ATOMIC_GET(&fs->held_blocks))
+		return NULL;
+	zlock_lock(&t->lock);
+	e = *tail_slot(t, ino);
+	zlock_unlock(&t->lock);
+	return e;
+}
+
+static void tail_free(struct tail *e)
+{
+	zdev_page_free(e->buf);
+	free(e);
+}
+
+/* Take INO's entry out of the table; OWED: its room is still owed, and is given back. */
+static void tail_remove(struct zlfs_fs *fs, uint32_t ino, int owed)
+{
+	struct tail_table *t = fs->tails;
+	struct tail **pp, *e;
+
+	zlock_lock(&t->lock);
+	pp = tail_slot(t, ino);
+	e = *pp;
+	if (e) {
+		*pp = e->next;
+		t->count--;
+	}
+	zlock_unlock(&t->lock);
+	if (!e)
+		return;
+	if (owed)
+		seg_owe(fs, ZLFS_LOG_WARM_DATA, -1);
+	ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+	tail_free(e);
+}
+
+uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx)
+{
+	struct tail *e = tail_get(fs, ino);
+
+	if (e)
+		*idx = e->idx;
+	return e ? e->buf : NULL;
+}
+
+/* Room for one more block of user data (what statfs would call free) is asked before a
+ * block is held, and owed from then on: a held block is never refused room when it is
+ * written, whatever was written meanwhile (data_write_held falls back on the GC reserve
+ * should a race take it). */
+uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh)
+{
+	struct tail_table *t = fs->tails;
+	struct tail *e, **pp;
+	int full;
+
+	if (!t || ATOMIC_GET(&fs->held_blocks) >= t->max || !seg_free_blocks(fs))
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->buf = zdev_page_alloc())) {
+		free(e);
+		return NULL; /* written through instead, as without the table */
+	}
+	e->ino = ino;
+	e->idx = idx;
+	e->fresh = fresh;
+	e->born_ns = mono_ns();
+	zlock_lock(&t->lock);
+	pp = tail_slot(t, ino);
+	full = t->count >= t->max || *pp; /* one per file: the caller wrote out any earlier one */
+	if (!full) {
+		*pp = e;
+		t->count++;
+	}
+	zlock_unlock(&t->lock);
+	if (full) {
+		tail_free(e);
+		return NULL;
+	}
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
+	ATOMIC_ADD(&fs->held_blocks, 1);
+	return e->buf;
+}
+
+void tail_drop(struct zlfs_fs *fs, uint32_t ino)
+{
+	if (fs->tails)
+		tail_remove(fs, ino, 1);
+}
+
+int tail_write(struct zlfs_fs *fs, struct node_page *inode)
+{
+	struct tail *e = tail_get(fs, inode->nid);
+	int ret;
+
+	if (!e)
+		return 0;
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, -1); /* the write below spends the room set aside */
+	ret = data_write_held(fs, inode, e->idx, e->buf);
+	if (ret) { /* still held, still owed: a later write-out tries again */
+		seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
+		return ret;
+	}
+	/* The attribute cache first: a stat that no longer finds the block held must find it
+	 * counted in the file's blocks (inode_stat). */
+	iattr_update(fs, inode);
+	tail_remove(fs, inode->nid, 0);
+	return 0;
+}
+
+/* Whether INO has a block held (1 + whether writing it adds a block to the file, so 2 for a
+ * fresh one), read under the table's lock alone: the caller may hold no inode lock. */
+static int tail_probe(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct tail_table *t = fs->tails;
+	struct tail *e;
+	int n;
+
+	if (!t || !ATOMIC_GET(&fs->held_blocks)) /* the common case of stat: no lock taken */
+		return 0;
+	zlock_lock(&t->lock);
+	e = *tail_slot(t, ino);
+	n = e ? 1 + e->fresh : 0;
+	zlock_unlock(&t->lock);
+	return n;
+}
+
+int tail_held(struct zlfs_fs *fs, uint32_t ino) { return tail_probe(fs, ino) > 0; }
+
+uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino)
+{
+	return tail_probe(fs, ino) == 2;
+}
+
+/* The inodes with a block held since BEFORE_NS or earlier (UINT64_MAX: all): *N of them in
+ * *OUT (free it). */
+static int tail_inodes(struct tail_table *t, uint64_t before_ns, uint32_t **out, uint32_t *n)
+{
+	uint32_t *v, k = 0, b;
+	struct tail *e;
+
+	zlock_lock(&t->lock);
+	v = malloc((t->count + 1) * sizeof(*v));
+	for (b = 0; v && b < TAIL_BUCKETS; b++)
+		for (e = t->bucket[b]; e; e = e->next)
+			if (e->born_ns <= before_ns)
+				v[k++] = e->ino;
+	zlock_unlock(&t->lock);
+	*out = v;
+	*n = k;
+	return v ? 0 : -ENOMEM;
+}
+
+/* Write INO's held block, if it still has one held since BEFORE_NS, under INO's lock. */
+static int tail_write_ino(struct zlfs_fs *fs, uint32_t ino, uint64_t before_ns)
+{
+	struct ilock *il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
+	struct node_page *np;
+	struct tail *e;
+	int ret = il ? 0 : -ENOMEM;
+
+	e = il ? tail_get(fs, ino) : NULL;
+	if (e && e->born_ns <= before_ns) {
+		ret = inode_get(fs, ino, &np);
+		if (!ret) {
+			ret = tail_write(fs, np);
+			node_put(fs, np);
+		}
+	}
+	ilock_drop(fs, il);
+	return ret;
+}
+
+/* Before a checkpoint, under cp_lock exclusive: nothing else changes a file meanwhile, but
+ * readers may be mapping its blocks, so each file is locked while its block goes. */
+int tail_flush_all(struct zlfs_fs *fs)
+{
+	uint32_t *v, n, i;
+	int ret = fs->tails ? tail_inodes(fs->tails, UINT64_MAX, &v, &n) : 0;
+
+	if (!fs->tails || ret)
+		return ret;
+	for (i = 0; i < n; i++) { /* every file's is tried; the first error is the answer */
+		int r = tail_write_ino(fs, v[i], UINT64_MAX);
+
+		ret = ret ? ret : r;
+	}
+	free(v);
+	return ret;
+}
+
+/* A request's way in: cp_lock shared, then the file's lock. An error leaves the block held
+ * for the checkpoint to try again, which reports it. */
+void tail_flush_aged(struct zlfs_fs *fs, uint64_t age_ns)
+{
+	uint64_t now = mono_ns(), before = now > age_ns ? now - age_ns : 0;
+	uint32_t *v, n, i;
+	int ret;
+
+	if (!fs->tails || !ATOMIC_GET(&fs->held_blocks) || tail_inodes(fs->tails, before, &v, &n))
+		return;
+	for (i = 0; i < n && !ATOMIC_GET(&fs->readonly); i++) {
+		zrw_rdlock(&fs->cp_lock);
+		ret = tail_write_ino(fs, v[i], before);
+		zrw_unlock(&fs->cp_lock);
+		if (ret)
+			zlog_warn("partial block of inode %u not written yet: %s", v[i], strerror(-ret));
+	}
+	free(v);
+}
+
+void tail_destroy(struct zlfs_fs *fs)
+{
+	struct tail_table *t = fs->tails;
+
+	if (!t)
+		return;
+	if (t->count) /* a read-only filesystem, or a write-out that failed: said at unmount */
+		zlog_warn("%u partial blocks held in memory were not written: the bytes appended "
+			  "to those files since their last fsync are lost", t->count);
+	for (uint32_t b = 0; b < TAIL_BUCKETS; b++)
+		while (t->bucket[b])
+			tail_remove(fs, t->bucket[b]->ino, 1);
+	zlock_destroy(&t->lock);
+	free(t);
+	fs->tails = NULL;
+}
