@@ -10,7 +10,10 @@
  * (AES-256-XTS, tweak = its block number in the file) as it enters the log, so the zone write
  * buffer, the device and GC only ever see ciphertext, and decrypted after it is read. Holes
  * stay holes and read as zeros.
- * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, crypto/zcrypt.h, log.h.
+ * An inline file (inline.c) has no tree: reads, sizes and punches of one are inline.c's, and
+ * mapping one of its blocks is refused.
+ * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, inline.c, crypto/zcrypt.h,
+ * log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -122,6 +125,8 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	struct dpath p;
 	int ret = data_path(idx, &p), d;
 
+	if (inline_is(inode)) /* its address area holds bytes: a caller that forgot to convert */
+		return -EUCLEAN;
 	if (ret)
 		return ret;
 	node_ref(fs, inode);
@@ -405,6 +410,8 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	struct dkey dk;
 	int ret = 0;
 
+	if (inline_is(inode))
+		return inline_read_plan(fs, inode, size, off, p);
 	memset(p, 0, sizeof(*p));
 	if (off >= fsize || !size)
 		return 0;
@@ -807,6 +814,9 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 
 	if (size >= L3_END * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
+	ret = inline_resize(fs, inode, size);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	if (size <= old)
 		ret = data_truncate_blocks(fs, inode, (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
 	if (!ret && size < old && size % ZLFS_BLOCK_SIZE)
@@ -843,6 +853,8 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 	uint64_t at = off % ZLFS_BLOCK_SIZE;
 	int ret = 0;
 
+	if (inline_is(inode))
+		return inline_punch(fs, inode, off, len);
 	if (end < off || end > L3_END * ZLFS_BLOCK_SIZE) /* wrapped, or past what a tree holds */
 		end = L3_END * ZLFS_BLOCK_SIZE;
 	if (off >= end)

@@ -112,6 +112,28 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size);
  * ends that lie inside the file. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len);
 
+/* ---- inline.c --------------------------------------------------------------------------- */
+/* A regular file whose bytes live in its inode (INLINE_DATA feature). */
+int inline_is(struct node_page *np);
+/* A new regular file starts inline when the filesystem has the feature and it is not
+ * encrypted. */
+void inline_start(struct zlfs_fs *fs, struct node_page *np);
+/* Make an inline file an ordinary one: its bytes become data block 0. */
+int inline_convert(struct zlfs_fs *fs, struct node_page *np);
+/* data_read_plan of an inline file. */
+int inline_read_plan(struct zlfs_fs *fs, struct node_page *np, size_t size, uint64_t off,
+		     struct data_rplan *p);
+/* A write: the bytes written in the inode, or 0 when the file is not inline (or no longer:
+ * converted because the write would not fit) and the write goes to blocks. */
+int inline_try_write(struct zlfs_fs *fs, struct node_page *np, const void *buf, size_t size,
+		     uint64_t off);
+/* A new size: 1 when set in the inode, 0 when the caller sets it (not inline, or converted). */
+int inline_resize(struct zlfs_fs *fs, struct node_page *np, uint64_t size);
+/* data_punch of an inline file: the range reads as zeros. */
+int inline_punch(struct zlfs_fs *fs, struct node_page *np, uint64_t off, uint64_t len);
+/* Before fallocate MODE: converts an inline file unless MODE is a hole punch. */
+int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode);
+
 /* ---- readahead.c ------------------------------------------------------------------------ */
 int ra_init(struct zlfs_fs *fs);
 void ra_destroy(struct zlfs_fs *fs);

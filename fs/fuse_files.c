@@ -301,7 +301,11 @@ static int write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void 
 		q->append = 0;
 	}
 	while (q->done < q->size) {
-		ret = data_write(z->fs, np, q->buf + q->done, q->size - q->done, q->off + q->done);
+		ret = inline_try_write(z->fs, np, q->buf + q->done, q->size - q->done,
+				       q->off + q->done);
+		if (!ret)
+			ret = data_write(z->fs, np, q->buf + q->done, q->size - q->done,
+					 q->off + q->done);
 		if (ret <= 0)
 			break;
 		q->done += (size_t)ret;
@@ -375,6 +379,9 @@ static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, v
 	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret;
 
 	(void)req;
+	ret = inline_before_fallocate(z->fs, np, a->mode);
+	if (ret)
+		return ret;
 	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {
 	case 0:
 		ret = falloc_reserve(z->fs, np, a->off, a->len, keep);
