@@ -55,6 +55,8 @@ static const struct workload_def workloads[] = {
 	{"punch", 64ULL << 20, workload_punch, 12, 1},
 	{"hot", 64ULL << 20, workload_hot, 16, 0},
 	{"fsync", 64ULL << 20, workload_fsync, 10, 1},
+	/* small files in their inodes, converted past the area: every flush boundary */
+	{"inline", 64ULL << 20, workload_inline, 10, 1},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */
