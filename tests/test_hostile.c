@@ -56,27 +56,34 @@ static uint32_t node_addr(uint32_t nid)
 	return a;
 }
 
-/* An inline symlink /link -> "d/f1" made through the library, as the daemon makes one. */
-static uint32_t add_symlink(void)
+/* Name NP NAME in the root, close the library's mount; fsck must call it clean. */
+static uint32_t name_in_root(struct zlfs_fs *fs, struct node_page *root, struct node_page *np,
+			     const char *name, uint8_t type)
 {
-	struct zlfs_fs *fs = mount_rw(img, 0);
-	struct node_page *root, *np;
-	uint32_t ino;
+	uint32_t ino = np->nid;
 
-	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
-	ck_assert_int_eq(inode_new(fs, S_IFLNK | 0777, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
-	ino = np->nid;
-	memcpy(inode_of(np)->addr, "d/f1", 4);
-	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
-	inode_of(np)->inline_size = le32_put(4);
-	inode_of(np)->size = le64_put(4);
 	node_dirty(fs, np);
-	ck_assert_int_eq(dir_add(fs, root, "link", 4, ino, DT_LNK), 0);
+	ck_assert_int_eq(dir_add(fs, root, name, strlen(name), ino, type), 0);
 	node_put(fs, np);
 	node_put(fs, root);
 	ck_assert_int_eq(files_unmount(fs), 0);
 	ck_assert_int_eq(fsck("-n", img), 0);
 	return ino;
+}
+
+/* An inline symlink /link -> "d/f1" made through the library, as the daemon makes one. */
+static uint32_t add_symlink(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *root, *np;
+
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(inode_new(fs, S_IFLNK | 0777, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
+	memcpy(inode_of(np)->addr, "d/f1", 4);
+	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
+	inode_of(np)->inline_size = le32_put(4);
+	inode_of(np)->size = le64_put(4);
+	return name_in_root(fs, root, np, "link", DT_LNK);
 }
 
 /* A small regular file /small of 100 bytes kept in its inode (inline data), made through the
@@ -86,21 +93,14 @@ static uint32_t add_inline_file(void)
 	struct zlfs_fs *fs = mount_rw(img, 0);
 	struct node_page *root, *np;
 	char bytes[100];
-	uint32_t ino;
 
 	memset(bytes, 'i', sizeof(bytes));
 	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
 	ck_assert_int_eq(inode_new(fs, S_IFREG | 0644, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
-	ino = np->nid;
 	inline_start(fs, np);
 	ck_assert(inline_is(np));
 	ck_assert_int_eq(inline_try_write(fs, np, bytes, sizeof(bytes), 0), (int)sizeof(bytes));
-	ck_assert_int_eq(dir_add(fs, root, "small", 5, ino, DT_REG), 0);
-	node_put(fs, np);
-	node_put(fs, root);
-	ck_assert_int_eq(files_unmount(fs), 0);
-	ck_assert_int_eq(fsck("-n", img), 0);
-	return ino;
+	return name_in_root(fs, root, np, "small", DT_REG);
 }
 
 /* fsck -n reports FIELD as damage and writes nothing. */
