@@ -158,20 +158,42 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 
 /* ---- files --------------------------------------------------------------------------------- */
 
-/* Truncating drops the set-id bits as truncate(2) does (S_ISGID only with group exec),
- * unless the caller may keep them; FUSE passes no capabilities, so root stands for
- * CAP_FSETID. With atomic O_TRUNC the kernel leaves this to the filesystem. */
-static void kill_setid(struct node_page *np, uid_t caller)
+/* Whether the caller of REQ is in group GID (its own or a supplementary one). */
+static int caller_in_group(fuse_req_t req, uint32_t gid)
+{
+	gid_t groups[64];
+	int n = fuse_req_getgroups(req, 64, groups), i;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return 1;
+	for (i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* A change of a file's data by a caller without CAP_FSETID drops its privileges, as the
+ * kernel does for a write (setattr_should_drop_sgid, file_remove_privs): S_ISUID always;
+ * S_ISGID with group execute, or when the caller is not in the file's group; and the file
+ * capabilities. The kernel does this itself for write and truncate; it leaves it to the
+ * filesystem for an atomic O_TRUNC and for fallocate. FUSE passes no capabilities, so root
+ * stands for CAP_FSETID. */
+static int kill_setid(struct zlfs_fs *fs, fuse_req_t req, struct node_page *np)
 {
 	struct zlfs_inode *in = inode_of(np);
 	uint32_t mode = le32_get(in->mode);
+	int ret;
 
-	if (!caller || !S_ISREG(mode))
-		return;
+	if (!fuse_req_ctx(req)->uid || !S_ISREG(mode))
+		return 0;
+	ret = xattr_remove(fs, np, "security.capability");
+	if (ret && ret != -ENODATA)
+		return ret;
 	mode &= ~(uint32_t)S_ISUID;
-	if (mode & S_IXGRP)
+	if ((mode & S_ISGID) && ((mode & S_IXGRP) || !caller_in_group(req, le32_get(in->gid))))
 		mode &= ~(uint32_t)S_ISGID;
 	in->mode = le32_put(mode);
+	return 0;
 }
 
 static int open_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
@@ -180,11 +202,11 @@ static int open_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *
 	int ret = fcrypt_need_key(z->fs, np); /* an encrypted file's contents need the key */
 
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
-		ret = data_set_size(z->fs, np, 0);
-		if (!ret) {
-			kill_setid(np, fuse_req_ctx(req)->uid);
+		ret = kill_setid(z->fs, req, np);
+		if (!ret)
+			ret = data_set_size(z->fs, np, 0);
+		if (!ret)
 			inode_touch(z->fs, np, INODE_MTIME | INODE_CTIME);
-		}
 	}
 	return ret;
 }
@@ -376,10 +398,10 @@ struct fa {
 static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	struct fa *a = arg;
-	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret;
+	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret = kill_setid(z->fs, req, np);
 
-	(void)req;
-	ret = inline_before_fallocate(z->fs, np, a->mode);
+	if (!ret)
+		ret = inline_before_fallocate(z->fs, np, a->mode);
 	if (ret)
 		return ret;
 	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {

@@ -478,6 +478,74 @@ START_TEST(t_suid)
 }
 END_TEST
 
+/* fallocate in every mode changes data as a write does, and drops the same privileges
+ * (issue 35, item 6: the kernel leaves this to a FUSE filesystem). */
+static const int falloc_modes[] = {0, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE,
+				   FALLOC_FL_ZERO_RANGE};
+
+static int child_falloc_privs(void *arg)
+{
+	char name[32];
+	unsigned i;
+	int fd;
+
+	(void)arg;
+	for (i = 0; i < sizeof(falloc_modes) / sizeof(falloc_modes[0]); i++) {
+		snprintf(name, sizeof(name), "fp/sgid%u", i);
+		fd = open(name, O_WRONLY);
+		CHILD(fd >= 0);
+		CHILD(fallocate(fd, falloc_modes[i], 0, 4096) == 0);
+		CHILD(close(fd) == 0);
+		snprintf(name, sizeof(name), "fp/suid%u", i);
+		fd = open(name, O_WRONLY);
+		CHILD(fd >= 0);
+		CHILD(fallocate(fd, falloc_modes[i], 0, 4096) == 0);
+		CHILD(close(fd) == 0);
+	}
+	return 0;
+}
+
+START_TEST(t_falloc_privs)
+{
+	static const char cap[20] = {1, 0, 0, 2}; /* a vfs_cap_data header, no capabilities */
+	char name[64], buf[32];
+	unsigned i, n = sizeof(falloc_modes) / sizeof(falloc_modes[0]);
+
+	OK(mkdir(P("fp"), 0777));
+	for (i = 0; i < n; i++) {
+		/* setgid without group execute, a group the caller is not in: a write drops it */
+		snprintf(name, sizeof(name), "fp/sgid%u", i);
+		put_file(P(name), "data", 4, 0666);
+		OK(chown(P(name), UID_B, UID_B));
+		OK(chmod(P(name), 02666));
+		snprintf(name, sizeof(name), "fp/suid%u", i);
+		put_file(P(name), "data", 4, 0777);
+		OK(chmod(P(name), 04777));
+		OK(lsetxattr(P(name), "security.capability", cap, sizeof(cap), 0));
+	}
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_falloc_privs, NULL), 0);
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "fp/sgid%u", i);
+		ck_assert_msg(lst(P(name)).st_mode == (S_IFREG | 0666), "mode %d keeps setgid", i);
+		snprintf(name, sizeof(name), "fp/suid%u", i);
+		ck_assert_msg(lst(P(name)).st_mode == (S_IFREG | 0777), "mode %d keeps setuid", i);
+		errno = 0;
+		ck_assert_msg(lgetxattr(P(name), "security.capability", buf, sizeof(buf)) == -1 &&
+			      errno == ENODATA, "mode %d keeps security.capability", i);
+	}
+	/* root (CAP_FSETID) keeps them */
+	put_file(P("fp/root"), "data", 4, 0777);
+	OK(chmod(P("fp/root"), 06777));
+	{
+		int fd = xopen(P("fp/root"), O_WRONLY, 0);
+
+		OK(fallocate(fd, 0, 0, 8192));
+		close(fd);
+	}
+	ck_assert_int_eq(lst(P("fp/root")).st_mode, S_IFREG | 06777);
+}
+END_TEST
+
 /* ---- which times change ------------------------------------------------------------------- */
 
 struct t3 {
@@ -594,6 +662,7 @@ int posix_attrs_tests(const TTest **t)
 	t[n++] = t_setgid;
 	t[n++] = t_sticky;
 	t[n++] = t_suid;
+	t[n++] = t_falloc_privs;
 	t[n++] = t_times;
 	return n;
 }
