@@ -131,7 +131,8 @@ int inline_try_write(struct zlfs_fs *fs, struct node_page *np, const void *buf, 
 int inline_resize(struct zlfs_fs *fs, struct node_page *np, uint64_t size);
 /* data_punch of an inline file: the range reads as zeros. */
 int inline_punch(struct zlfs_fs *fs, struct node_page *np, uint64_t off, uint64_t len);
-/* Before fallocate MODE: converts an inline file unless MODE is a hole punch. */
+/* Before fallocate MODE: converts an inline file for the modes that work on blocks (a punch
+ * is done in place, a mode refused leaves it as it is). */
 int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode);
 
 /* ---- readahead.c ------------------------------------------------------------------------ */

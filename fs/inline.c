@@ -181,10 +181,21 @@ int inline_punch(struct zlfs_fs *fs, struct node_page *np, uint64_t off, uint64_
 }
 
 /* Every fallocate mode but a hole punch (done in place) works on blocks: the file becomes an
- * ordinary one first. A reservation in the inode would have nothing to reserve. */
+ * ordinary one first. A reservation in the inode would have nothing to reserve. A mode the
+ * request refuses anyway (a punch without KEEP_SIZE, modes zlfs does not offer) leaves the
+ * file as it is. */
 int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode)
 {
-	if (!inline_is(np) || mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+	if (!inline_is(np))
 		return 0;
-	return inline_convert(fs, np);
+	switch (mode) {
+	case 0:
+	case FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_ZERO_RANGE:
+	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_COLLAPSE_RANGE:
+	case FALLOC_FL_INSERT_RANGE:
+		return inline_convert(fs, np);
+	}
+	return 0;
 }
