@@ -181,7 +181,7 @@ static void json_kv(const char *key, const char *val)
 	printf(",\n");
 }
 
-/* The same names as zlfs-ctl stats (fs/stats.c). FS is NULL when the mount failed. */
+/* The same names as zlfs-ctl stats (fs/core/stats.c). FS is NULL when the mount failed. */
 static void report_head_json(struct zlfs_fs *fs, const struct fsck_args *a)
 {
 	const struct zdev_info *di = fs ? zdev_info(fs->dev) : NULL;

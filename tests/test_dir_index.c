@@ -1,5 +1,5 @@
 /*
- * test_dir_index.c - the name index of large directories (fs/dir_index.c) against a plain
+ * test_dir_index.c - the name index of large directories (fs/file/dir_index.c) against a plain
  * model: random inserts and removals, many names on one hash and hashes crowding one home
  * slot (the cases backward-shift deletion gets wrong), growth, and every stored location
  * found again under its hash and nowhere else.

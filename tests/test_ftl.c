@@ -1,5 +1,5 @@
 /*
- * test_ftl.c - Check tests of the emulator's conventional mode (fs/zdev_emu_ftl.c): creating
+ * test_ftl.c - Check tests of the emulator's conventional mode (fs/emu/zdev_emu_ftl.c): creating
  * one, the page map, map-cache misses and their cost, device GC and its WAF, over-provisioning,
  * TRIM, power cuts, and the FTL state kept across opens or rebuilt after a kill.
  * May call: zdev.h, zdev_emu.h, emu_testutil.h, libc.

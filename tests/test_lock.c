@@ -1,5 +1,5 @@
 /*
- * test_lock.c - the lock-order checker (fs/lock.c): each wrong order aborts with both locks
+ * test_lock.c - the lock-order checker (fs/base/lock.c): each wrong order aborts with both locks
  * named, in a child process; the orders the daemon uses pass. Built with ZLFS_LOCK_CHECK
  * whatever the build type, so it always tests the checker.
  */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -679,12 +680,70 @@ START_TEST(t_seekdir)
 }
 END_TEST
 
+/* RENAME_WHITEOUT leaves a character device 0:0 at the old name, as overlayfs's upper layer
+ * needs (issue 35, item 8); then overlayfs itself with its upper layer here. */
+START_TEST(t_rename_whiteout)
+{
+	char lower[] = "/tmp/zlfs-ovl-lower-XXXXXX", ovl[] = "/tmp/zlfs-ovl-XXXXXX", lf[300];
+	struct stat st;
+
+	OK(mkdir(P("wo"), 0755));
+	put_file(P("wo/a"), "aaa", 3, 0644);
+	put_file(P("wo/b"), "bbb", 3, 0644);
+	OK(renameat2(AT_FDCWD, P("wo/a"), AT_FDCWD, P("wo/c"), RENAME_WHITEOUT));
+	st = lst(P("wo/a"));
+	ck_assert(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0));
+	expect_content(P("wo/c"), "aaa", 3);
+	/* over an existing name, whose inode goes */
+	OK(renameat2(AT_FDCWD, P("wo/c"), AT_FDCWD, P("wo/b"), RENAME_WHITEOUT));
+	ck_assert(S_ISCHR(lst(P("wo/c")).st_mode));
+	expect_content(P("wo/b"), "aaa", 3);
+	/* NOREPLACE with an existing target changes nothing; EXCHANGE does not mix with it */
+	FAILS(renameat2(AT_FDCWD, P("wo/b"), AT_FDCWD, P("wo/a"),
+			RENAME_WHITEOUT | RENAME_NOREPLACE), EEXIST);
+	expect_content(P("wo/b"), "aaa", 3);
+	FAILS(renameat2(AT_FDCWD, P("wo/b"), AT_FDCWD, P("wo/a"),
+			RENAME_WHITEOUT | RENAME_EXCHANGE), EINVAL);
+	OK(unlink(P("wo/a")));
+	OK(unlink(P("wo/c")));
+
+	ck_assert(mkdtemp(lower) && mkdtemp(ovl));
+	snprintf(lf, sizeof(lf), "%s/low", lower);
+	put_file(lf, "low", 3, 0644);
+	OK(mkdir(P("wo/up"), 0755));
+	OK(mkdir(P("wo/work"), 0755));
+	{
+		char opts[3 * PATH_MAX];
+
+		snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,", lower, P("wo/up"));
+		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts), "workdir=%s",
+			 P("wo/work"));
+		if (mount("overlay", ovl, "overlay", 0, opts)) {
+			printf("t_rename_whiteout: no overlayfs here (%s): its part skipped\n",
+			       ename(errno));
+		} else {
+			snprintf(lf, sizeof(lf), "%s/low", ovl);
+			expect_content(lf, "low", 3);
+			OK(unlink(lf)); /* a whiteout in the upper layer hides the lower file */
+			ck_assert(lstat(lf, &st) == -1 && errno == ENOENT);
+			ck_assert(S_ISCHR(lst(P("wo/up/low")).st_mode));
+			OK(umount(ovl));
+		}
+	}
+	snprintf(lf, sizeof(lf), "%s/low", lower);
+	OK(unlink(lf));
+	OK(rmdir(lower));
+	OK(rmdir(ovl));
+}
+END_TEST
+
 int posix_names_tests(const TTest **t)
 {
 	int n = 0;
 
 	t[n++] = t_dirs;
 	t[n++] = t_rename;
+	t[n++] = t_rename_whiteout;
 	t[n++] = t_links;
 	t[n++] = t_names;
 	t[n++] = t_many;

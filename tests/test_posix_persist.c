@@ -3,12 +3,14 @@
  * remounts (a manifest before and after), a read-only mount, real tools (cp -a, tar, git clone)
  * compared with their sources, a final remount that checks everything the earlier tests left,
  * fsync'ed data across a daemon kill, a clean unmount, and a full filesystem: ENOSPC, then
- * room again after deleting. Part of test_posix (test_posix.c).
+ * room again after deleting; file handles that outlive the kernel's caches. Part of test_posix
+ * (test_posix.c).
  */
 #include "posix_testutil.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sysmacros.h>
@@ -17,6 +19,15 @@
 #include <unistd.h>
 
 static char g_src[PATH_MAX]; /* snapshot of a source tree, for cp/tar/git */
+
+/* zlfs -o remount,ro|rw DEVICE MOUNTPOINT, as mount(8)'s helper runs it: its exit status. */
+static int remount_in_place(int readonly)
+{
+	char bin[PATH_MAX];
+
+	return tu_sh("'%s' -o remount,%s '%s' '%s' 2>/dev/null", tu_bin(bin, sizeof(bin), "zlfs"),
+		     readonly ? "ro" : "rw", g_img, g_mnt);
+}
 
 /* ---- persistence: everything above survives a clean remount --------------------------- */
 
@@ -77,9 +88,73 @@ START_TEST(t_readonly)
 	fd = xopen(P("keep"), O_RDONLY | O_DIRECTORY, 0);
 	ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
+	/* a mount made read-only does not become read-write by a remount (the device was opened
+	 * read-only): the kernel's mount flips, the daemon refuses, and the flip is undone */
+	ck_assert_int_ne(remount_in_place(0), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
 	remount();
 	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
 	ck_assert(!(s.f_flag & ST_RDONLY));
+}
+END_TEST
+
+/* mount -o remount,ro and back, in place, without a second daemon (issue 35, item 3): what
+ * mount(8)'s helper runs. */
+START_TEST(t_remount_ro)
+{
+	struct statvfs s;
+	int fd;
+
+	put_file(P("rro"), "before", 6, 0644);
+	fd = xopen(P("rro"), O_WRONLY, 0); /* a file open for writing: the kernel says EBUSY */
+	ck_assert_int_ne(remount_in_place(1), 0);
+	write_all(fd, "still", 5, 0);  /* and the daemon took its read-only switch back */
+	close(fd);
+	ck_assert_int_eq(remount_in_place(1), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	FAILS(open(P("rro2"), O_CREAT | O_WRONLY, 0644), EROFS);
+	expect_content(P("rro"), "stille", 6);
+	ck_assert_int_eq(remount_in_place(0), 0);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
+	put_file(P("rro2"), "after", 5, 0644);
+	expect_content(P("rro2"), "after", 5);
+	OK(unlink(P("rro2")));
+	OK(unlink(P("rro")));
+}
+END_TEST
+
+/* The device mounted a second time shows the same filesystem (issue 35, item 4): a bind mount
+ * of the first, not a second daemon; -o ro makes that view read-only. */
+START_TEST(t_second_mount)
+{
+	char bin[PATH_MAX], second[PATH_MAX], p[PATH_MAX + 16];
+	struct statvfs s;
+
+	tu_path(second, sizeof(second), "second");
+	ck_assert_int_eq(tu_sh("mkdir -p '%s'", second), 0);
+	tu_bin(bin, sizeof(bin), "zlfs");
+	put_file(P("sm"), "first", 5, 0644);
+	ck_assert_int_eq(tu_sh("'%s' '%s' '%s'", bin, g_img, second), 0);
+	snprintf(p, sizeof(p), "%s/sm", second);
+	expect_content(p, "first", 5);
+	snprintf(p, sizeof(p), "%s/sm2", second);
+	put_file(p, "second", 6, 0644);
+	expect_content(P("sm2"), "second", 6);
+	/* two mounts of one filesystem: rename(2) between them is EXDEV, as on a kernel one */
+	FAILS(rename(P("sm"), p), EXDEV);
+	ck_assert_int_eq(umount(second), 0);
+	ck_assert_int_eq(tu_sh("'%s' -o ro '%s' '%s'", bin, g_img, second), 0);
+	ck_assert_int_eq(statvfs(second, &s), 0);
+	ck_assert(s.f_flag & ST_RDONLY);
+	FAILS(open(p, O_WRONLY), EROFS);
+	ck_assert_int_eq(statvfs(g_mnt, &s), 0);
+	ck_assert(!(s.f_flag & ST_RDONLY));
+	ck_assert_int_eq(umount(second), 0);
+	OK(unlink(P("sm")));
+	OK(unlink(P("sm2")));
 }
 END_TEST
 
@@ -366,16 +441,79 @@ START_TEST(t_enospc)
 }
 END_TEST
 
+/* ---- file handles: open_by_handle_at after the kernel dropped its inodes ----------------
+ * What NFS export and backup tools use (issue 35, item 5): a handle names the inode by number
+ * and generation, and must open it after the kernel's caches let it go; a freed inode's handle
+ * is stale. */
+static void drop_inode_caches(void)
+{
+	int fd = xopen("/proc/sys/vm/drop_caches", O_WRONLY, 0);
+
+	sync();
+	ck_assert_int_eq(write(fd, "2", 1), 1); /* dentries and inodes: FUSE forgets them */
+	close(fd);
+}
+
+static struct file_handle *handle_of(const char *path)
+{
+	struct file_handle *h = calloc(1, sizeof(*h) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	ck_assert(h);
+	h->handle_bytes = MAX_HANDLE_SZ;
+	ck_assert_msg(!name_to_handle_at(AT_FDCWD, path, h, &mount_id, 0), "name_to_handle_at %s: %s",
+		      path, ename(errno));
+	return h;
+}
+
+START_TEST(t_handles)
+{
+	struct file_handle *fh, *dh, *gone;
+	int mfd, fd;
+	char buf[16] = {0};
+
+	OK(mkdir(P("fh"), 0755));
+	put_file(P("fh/file"), "handle", 6, 0644);
+	put_file(P("fh/gone"), "gone", 4, 0644);
+	fh = handle_of(P("fh/file"));
+	dh = handle_of(P("fh"));
+	gone = handle_of(P("fh/gone"));
+	OK(unlink(P("fh/gone")));
+	mfd = xopen(g_mnt, O_RDONLY | O_DIRECTORY, 0);
+	drop_inode_caches();
+	fd = open_by_handle_at(mfd, fh, O_RDONLY);
+	ck_assert_msg(fd >= 0, "open_by_handle_at of a file: %s", ename(errno));
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+	ck_assert(!memcmp(buf, "handle", 6));
+	close(fd);
+	drop_inode_caches();
+	fd = open_by_handle_at(mfd, dh, O_RDONLY | O_DIRECTORY); /* and its parent, by ".." */
+	ck_assert_msg(fd >= 0, "open_by_handle_at of a directory: %s", ename(errno));
+	ck_assert(faccessat(fd, "file", R_OK, 0) == 0);
+	close(fd);
+	errno = 0;
+	ck_assert_msg(open_by_handle_at(mfd, gone, O_RDONLY) == -1 && errno == ESTALE,
+		      "a freed inode's handle: %s", ename(errno));
+	close(mfd);
+	free(fh);
+	free(dh);
+	free(gone);
+}
+END_TEST
+
 int posix_persist_tests(const TTest **t)
 {
 	int n = 0;
 
 	t[n++] = t_remount;
 	t[n++] = t_readonly;
+	t[n++] = t_remount_ro;
+	t[n++] = t_second_mount;
 	t[n++] = t_tools;
 	t[n++] = t_final;
 	t[n++] = t_fsync_kill;
 	t[n++] = t_unmount;
 	t[n++] = t_enospc;
+	t[n++] = t_handles;
 	return n;
 }

@@ -1,5 +1,5 @@
 /*
- * test_readahead.c - the daemon's read-ahead (fs/readahead.c) through the real daemon.
+ * test_readahead.c - the daemon's read-ahead (fs/file/readahead.c) through the real daemon.
  *
  * Reads that reach the daemon in 128 KiB pieces, in sequence, must reach the device as large
  * reads (the stats' read-size counters show reads of 512 KiB and more), and what a window

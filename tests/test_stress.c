@@ -1,5 +1,5 @@
 /*
- * test_stress.c - the daemon's fine-grained locking under concurrent load (fs/core.h has the
+ * test_stress.c - the daemon's fine-grained locking under concurrent load (fs/core/core.h has the
  * lock order; docs/design.md, "Concurrency").
  *
  * Eight client threads share four directories for ZLFS_STRESS_SECONDS (12) seconds, each doing

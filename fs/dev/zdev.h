@@ -98,9 +98,13 @@ struct zdev;
  * (log.h) and a negative errno is returned: -ENODEV for a path that is neither a zoned block
  * device nor an emulator image, -EBUSY for a device held exclusively (mounted or in use; a
  * zlfs daemon that is finishing its unmount is waited for, up to opts->wait_secs).
+ * Defined with the table of backends at the top of the device layers (fs/emu/backends.c):
+ * nothing in fs/dev calls it.
  */
 int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
 void zdev_close(struct zdev *dev);
+/* 1 when a zlfs daemon holds PATH and serves it mounted on DIR (this mount namespace). */
+int zdev_mounted_at(const char *path, char *dir, size_t len);
 /* A daemon (opts->daemon) whose mount is visible: it is serving now, and tools that find the
  * device busy fail at once. Call it after detaching, so the mark carries the daemon's pid. */
 int zdev_mark_serving(struct zdev *dev);

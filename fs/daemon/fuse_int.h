@@ -27,6 +27,7 @@ struct zfuse {
 		struct iref *next;
 		uint32_t ino;
 		uint64_t nlookup;
+		int direct_written; /* an O_DIRECT write since the lookup (iref_direct_*) */
 	} **irefs;
 	uint32_t nbuckets;
 	struct zlock iref_lock;     /* the lookup counts (a leaf) */
@@ -37,6 +38,7 @@ struct zfuse {
 	pthread_cond_t cp_cond;
 	int cp_stop, cp_wanted, cp_running;
 	int forgets_running;        /* iref_forget calls under way (atomic): frees to wait for */
+	int remounted_ro;           /* atomic: read-only by a remount, which may undo it */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }
@@ -49,6 +51,11 @@ static inline fuse_ino_t kino(uint32_t ino) { return ino == ZLFS_ROOT_INO ? FUSE
 /* ---- fuse_ops.c: lookup counts, entering and leaving the filesystem ---------------------- */
 /* One more lookup of INO held by the kernel (a leaf lock: callable under any other). */
 void iref_get(struct zfuse *z, uint32_t ino);
+/* An O_DIRECT write of INO is done: the kernel's cached pages of it may be stale. */
+void iref_direct_written(struct zfuse *z, uint32_t ino);
+/* 1 when INO has had an O_DIRECT write since the kernel looked it up: an open of it drops
+ * the kernel's cache instead of keeping it. */
+int iref_direct_seen(struct zfuse *z, uint32_t ino);
 /* Give back a lookup just taken that never reached the kernel (readdirplus). */
 void iref_undo(struct zfuse *z, uint32_t ino);
 /* The kernel forgot N lookups of INO: an orphan whose count reaches 0 is freed. Called with
@@ -68,6 +75,8 @@ int op_retry(struct zfuse *z, int ret);
 /* Free zones down to what the logs need: collect now, then checkpoint. */
 int gc_foreground(struct zlfs_fs *fs);
 int reply_err(fuse_req_t req, int err);
+/* ---- remount.c: ZLFS_IOC_REMOUNT_READONLY and _READWRITE on the root ---------------------- */
+void ioctl_remount(fuse_req_t req, unsigned int cmd);
 int check_name(const char *name);
 int writable(struct zfuse *z);
 void fill_entry(struct zfuse *z, struct node_page *np, struct fuse_entry_param *e);

@@ -245,6 +245,10 @@ int files_fsync(struct zlfs_fs *fs, uint32_t ino);
 /* Make everything durable: changed directory blocks, then a checkpoint, under cp_lock
  * exclusive (the caller holds no lock). */
 int files_sync(struct zlfs_fs *fs);
+/* Make everything durable, then refuse changes from here on (a remount read-only); -EROFS when
+ * already read-only. Nothing changed is left only in memory: the sync and the switch happen
+ * under cp_lock exclusive, which every change holds shared. */
+int files_set_readonly(struct zlfs_fs *fs);
 /* Flush, write a clean checkpoint and release the filesystem. */
 int files_unmount(struct zlfs_fs *fs);
 

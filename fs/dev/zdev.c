@@ -1,10 +1,11 @@
 /*
  * zdev.c - backend dispatch and the helpers shared by both backends (see zdev.h).
  *
- * Owns: choosing a backend for a path (and waiting for a daemon letting go of it, through
- * zdev_hold.c), argument checks common to every backend, aligned buffers, names of zone
- * types and conditions, the read-size histogram of each device.
- * May call: the backends through struct zdev_ops, zdev_hold.c, log.h.
+ * Owns: choosing a backend for a path from a table it is given (fs/emu/backends.c has the
+ * table, so that nothing here names a backend above it), waiting for a daemon letting go of
+ * a device (through zdev_hold.c), argument checks common to every backend, aligned buffers,
+ * names of zone types and conditions, the read-size histogram of each device.
+ * May call: the backends through struct zdev_backend and struct zdev_ops, zdev_hold.c, log.h.
  */
 #include "zdev_impl.h"
 #include "log.h"
@@ -155,21 +156,22 @@ const char *zdev_rsize_name(int bucket)
 	return bucket >= 0 && bucket < ZDEV_RSIZE_BUCKETS ? names[bucket] : "unknown";
 }
 
-static int open_backend(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+static int open_backend(const struct zdev_backend *const *b, const char *path,
+			const struct zdev_open_opts *opts, struct zdev **out)
 {
-	int ret = zdev_zbd_probe(path);
+	int ret = 0;
 
-	if (ret > 0)
-		return zdev_zbd_open(path, opts, out);
-	if (!ret && (ret = zdev_emu_probe(path)) > 0)
-		return zdev_emu_open(path, opts, out);
+	for (; *b && !ret; b++)
+		if ((ret = (*b)->probe(path)) > 0)
+			return (*b)->open(path, opts, out);
 	if (ret < 0)
 		return ret;
 	zlog_err("%s: not a zoned block device or zlfs-emu image: create one with zlfs-emu create", path);
 	return -ENODEV;
 }
 
-int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+int zdev_open_from(const struct zdev_backend *const *backends, const char *path,
+		   const struct zdev_open_opts *opts, struct zdev **out)
 {
 	static const struct zdev_open_opts defaults;
 	int ret;
@@ -177,10 +179,10 @@ int zdev_open(const char *path, const struct zdev_open_opts *opts, struct zdev *
 	if (!opts)
 		opts = &defaults;
 	*out = NULL;
-	ret = open_backend(path, opts, out);
+	ret = open_backend(backends, path, opts, out);
 	if (ret == -EBUSY) {
 		ret = hold_wait(path, opts->wait_secs);
-		if (!ret && (ret = open_backend(path, opts, out)) == -EBUSY)
+		if (!ret && (ret = open_backend(backends, path, opts, out)) == -EBUSY)
 			zlog_err("%s is in use (mounted or open by another program)", path);
 	}
 	if (ret)

@@ -53,6 +53,37 @@ void iref_get(struct zfuse *z, uint32_t ino)
 	zlock_unlock(&z->iref_lock);
 }
 
+/* The kernel invalidates its page cache before an O_DIRECT write but, for an asynchronous one
+ * (AIO, io_uring), not after: a buffered reader that fetched the old bytes while the write
+ * was in flight leaves them cached, and an open that keeps the cache keeps them (issue 35,
+ * item 1). So once a file has had a direct write, every open of it drops the cache, as the
+ * passthrough's opens always do: a mark cleared by the first open lost races against
+ * readers opening meanwhile (1-3 stale reads in 500 writes). The mark lives with the lookup
+ * count because the pages live with the kernel's inode: once it forgets it, both go. */
+void iref_direct_written(struct zfuse *z, uint32_t ino)
+{
+	struct iref *r;
+
+	zlock_lock(&z->iref_lock);
+	r = *iref_slot(z, ino);
+	if (r)
+		r->direct_written = 1;
+	zlock_unlock(&z->iref_lock);
+}
+
+int iref_direct_seen(struct zfuse *z, uint32_t ino)
+{
+	struct iref *r;
+	int was = 0;
+
+	zlock_lock(&z->iref_lock);
+	r = *iref_slot(z, ino);
+	if (r)
+		was = r->direct_written;
+	zlock_unlock(&z->iref_lock);
+	return was;
+}
+
 static int iref_held(struct zfuse *z, uint32_t ino)
 {
 	int held;
@@ -417,6 +448,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_gc(req, in_buf, in_size, out_size);
 		return;
 	}
+	if (cmd == ZLFS_IOC_REMOUNT_READONLY || cmd == ZLFS_IOC_REMOUNT_READWRITE) {
+		ioctl_remount(req, cmd); /* remount.c */
+		return;
+	}
 	if (cmd == ZLFS_IOC_SYNC) {
 		op_enter(z, 0);
 		ret = ATOMIC_GET(&z->fs->readonly) ? 0 : files_sync(z->fs);
@@ -460,7 +495,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * the page cache. Not NO_OPENDIR_SUPPORT (see op_opendir). Not SPLICE_READ: requests
 	 * arrive in memory anyway, and splicing small ones costs a second system call each. */
 	conn->want |= conn->capable & (FUSE_CAP_IOCTL_DIR | FUSE_CAP_PARALLEL_DIROPS |
-				       FUSE_CAP_CACHE_SYMLINKS);
+				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_EXPORT_SUPPORT);
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_NO_OPENDIR_SUPPORT);
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;

@@ -38,6 +38,9 @@
 #endif
 
 #define EMU_MAGIC "ZLFSEMU1"
+
+/* This folder's backend for fs/dev's table (backends.c). */
+extern const struct zdev_backend zdev_emu_backend;
 #define EMU_FMT_VERSION 1u           /* zoned images */
 #define EMU_FMT_VERSION_FTL 2u       /* conventional-mode images (older emulators refuse them) */
 #define EMU_BLK 4096u                /* unit of all metadata I/O; also the O_DIRECT alignment */

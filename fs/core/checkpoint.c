@@ -212,21 +212,6 @@ static uint32_t cap_blocks(const struct zlfs_fs *fs)
 	return (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
 }
 
-/* Read meta block ADDR into BUF and check it is KIND with INDEX. */
-int ckpt_meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index)
-{
-	int ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
-
-	if (!ret)
-		ret = zlfs_blk_verify(buf, fs->sb.seed, kind);
-	if (!ret && le32_get(((struct zlfs_blkhdr *)buf)->index) != index)
-		ret = -EUCLEAN;
-	if (ret)
-		zlog_err("%s block %u at address %u is unreadable or damaged (%s): run fsck.zlfs",
-			 zlfs_kind_name(kind), index, addr, strerror(-ret));
-	return ret;
-}
-
 static int ckpt_alloc(struct zlfs_fs *fs)
 {
 	const struct zlfs_sb_info *s = &fs->sb;
@@ -275,7 +260,7 @@ static int ckpt_load_map(struct zlfs_fs *fs, uint8_t *buf)
 		fs->map_addr[i] = fs->cp.map_addr[i];
 		if (fs->map_addr[i] == ZLFS_ADDR_NULL)
 			continue;
-		ret = ckpt_meta_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
+		ret = meta_block_read(fs, fs->map_addr[i], buf, ZLFS_KIND_MAP, i);
 		if (ret)
 			return ret;
 		for (j = 0; j < ZLFS_MAP_PER_BLOCK && i * ZLFS_MAP_PER_BLOCK + j < fs->nr_meta; j++) {

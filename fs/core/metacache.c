@@ -5,7 +5,8 @@
  * decoding from and encoding to the disk form, eviction, and the mount's one pass over the
  * SIT that sums each zone's valid blocks and their age. The tables themselves are never whole
  * in memory: a 4 TiB device has 400k NAT and 42k SIT blocks, and a mount touches few of them.
- * May call: checkpoint.c (ckpt_meta_read: a verified meta block), format.h, zdev.h, log.h.
+ * May call: format.h, zdev.h, log.h. Owns the read of one verified meta block (meta_block_read),
+ * which the checkpoint uses too.
  * Called by node.c (NAT), segment.c and gc_policy.c (SIT), checkpoint.c (write-back), fsck.
  *
  * Locks (core.h): the NAT cache is under nat_lock and the SIT cache under seg_lock, the locks
@@ -21,6 +22,22 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Read meta block ADDR into BUF and check it is KIND with INDEX. Here, under both the caches
+ * and the checkpoint that load and write the meta log, so that neither calls the other up. */
+int meta_block_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index)
+{
+	int ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
+
+	if (!ret)
+		ret = zlfs_blk_verify(buf, fs->sb.seed, kind);
+	if (!ret && le32_get(((struct zlfs_blkhdr *)buf)->index) != index)
+		ret = -EUCLEAN;
+	if (ret)
+		zlog_err("%s block %u at address %u is unreadable or damaged (%s): run fsck.zlfs",
+			 zlfs_kind_name(kind), index, addr, strerror(-ret));
+	return ret;
+}
 
 #define MCACHE_KEEP 4            /* newest pages never evicted (entry pointers in use) */
 #define MCACHE_EVICT_SCAN 64     /* pages looked at from the old end for a clean one */
@@ -175,7 +192,7 @@ static int mc_fill(struct zlfs_fs *fs, struct mcache *c, struct mpage *p, uint32
 				p->u.sit[i].log = ZLFS_LOG_NONE;
 		return 0;
 	}
-	ret = ckpt_meta_read(fs, addr, c->iobuf, c->kind, c->base + blk);
+	ret = meta_block_read(fs, addr, c->iobuf, c->kind, c->base + blk);
 	if (ret)
 		return ret;
 	if (c->kind == ZLFS_KIND_NAT)
@@ -313,7 +330,7 @@ int mcache_copy_or_encode(struct zlfs_fs *fs, uint32_t b, int sit, void *buf)
 	uint32_t addr = fs->meta_addr[c->base + b];
 
 	if (!mc_find(c, b) && addr != ZLFS_ADDR_NULL) {
-		int ret = ckpt_meta_read(fs, addr, c->iobuf, c->kind, c->base + b);
+		int ret = meta_block_read(fs, addr, c->iobuf, c->kind, c->base + b);
 
 		if (ret)
 			return ret;
@@ -363,7 +380,7 @@ int mcache_verify_all(struct zlfs_fs *fs)
 
 		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
 			continue;
-		ret = ckpt_meta_read(fs, fs->meta_addr[b], fs->iobuf,
+		ret = meta_block_read(fs, fs->meta_addr[b], fs->iobuf,
 				     sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, b);
 		if (!ret)
 			ret = sit ? sit_decode(fs, p, b - fs->sb.nat_blocks, (const void *)fs->iobuf)

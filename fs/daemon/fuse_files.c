@@ -224,7 +224,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (z->opts.direct_io)
 		fi->direct_io = 1;
-	fi->keep_cache = !z->opts.direct_io;
+	fi->keep_cache = !z->opts.direct_io && !iref_direct_seen(z, fino(ino));
 	fi->noflush = 1; /* nothing to do at close (no remote locks): spare the round trip */
 	fuse_reply_open(req, fi);
 }
@@ -345,7 +345,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	int bulk = bulk_write_enter(z, size), ret = with_inode(z, req, ino, 1, write_fn, &q);
 
 	bulk_write_leave(z, bulk);
-
+	if (q.done && (fi->flags & O_DIRECT) && !fi->writepage)
+		iref_direct_written(z, fino(ino)); /* before the reply: the next open sees it */
 	if (ret < 0 && !q.done)
 		reply_err(req, ret);
 	else

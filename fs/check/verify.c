@@ -779,6 +779,12 @@ static void check_meta_zones(struct chk *c)
 			finding(c, ZLFS_FIND_DEVICE, "%s zone %u is %s: zlfs cannot write its metadata "
 				"there", z < s->cp_zone[0] ? "superblock" : z < s->meta_zone_first ?
 				"checkpoint" : "metadata", z, zdev_cond_name(r.cond));
+		else if (z == c->fs->meta_zone && r.cond != ZDEV_COND_FULL &&
+			 (r.wp - r.start) / ZLFS_BLOCK_SIZE < c->fs->cp.meta_next_blk)
+			finding(c, ZLFS_FIND_DEVICE, "metadata zone %u: write pointer at block %llu is "
+				"behind the checkpoint's next metadata block %u (the device lost written "
+				"data)", z, (unsigned long long)((r.wp - r.start) / ZLFS_BLOCK_SIZE),
+				c->fs->cp.meta_next_blk);
 	}
 }
 

@@ -27,7 +27,7 @@ struct zbd_dev {
 
 static struct zbd_dev *to_zbd(struct zdev *dev) { return (struct zbd_dev *)dev; }
 
-int zdev_zbd_probe(const char *path)
+static int zbd_dev_probe(const char *path)
 {
 	struct stat st;
 
@@ -284,7 +284,7 @@ static const struct zdev_ops zbd_ops = {
 	.close = zbd_dev_close,
 };
 
-int zdev_zbd_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+static int zbd_dev_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
 {
 	struct zbd_info zi;
 	struct zbd_dev *zd;
@@ -312,3 +312,6 @@ int zdev_zbd_open(const char *path, const struct zdev_open_opts *opts, struct zd
 	*out = &zd->base;
 	return 0;
 }
+
+const struct zdev_backend zdev_zbd_backend = {
+	.name = "zbd", .probe = zbd_dev_probe, .open = zbd_dev_open};

@@ -162,6 +162,18 @@ static int find_mount(const char *path, char *dir, size_t len)
 	return found;
 }
 
+int zdev_mounted_at(const char *path, char *dir, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	long pid;
+
+	if (fd < 0)
+		return 0;
+	pid = mark_find(fd, HELD_BASE);
+	close(fd);
+	return pid > 0 && find_mount(path, dir, len);
+}
+
 static double now_s(void)
 {
 	struct timespec t;

@@ -32,11 +32,14 @@ struct zlfs_cli {
 	char *keyfile;
 	int passphrase, passphrase_fd, encrypt_all;
 	int show_help, show_version;
+	int remount;
 };
 
 #define OPT(t, p, v) {t, offsetof(struct zlfs_cli, p), v}
 static const struct fuse_opt cli_opts[] = {
 	OPT("ro", ro, 1),
+	OPT("rw", ro, 0),
+	OPT("remount", remount, 1),
 	OPT("dev_direct", direct_dev, 1),
 	OPT("direct_io", direct_io, 1),
 	OPT("writeback_cache", writeback, 1),
@@ -89,6 +92,8 @@ static void usage(const char *prog)
 	       "Mount the zlfs filesystem on DEVICE (a zoned block device or a zlfs-emu image).\n\n"
 	       "zlfs options (-o):\n"
 	       "    ro                   mount read-only\n"
+	       "    remount              with ro or rw: switch the filesystem mounted on\n"
+	       "                         MOUNTPOINT in place (mount -o remount,ro)\n"
 	       "    cp_interval=SECS     checkpoint every SECS seconds while dirty (default 30;\n"
 	       "                         0: only on sync, fsync and unmount)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
@@ -318,12 +323,14 @@ int main(int argc, char **argv)
 		printf("zlfs %s (format revision %d), FUSE library %s\n", ZLFS_VERSION, ZLFS_REVISION,
 		       fuse_pkgversion());
 		ret = 0;
+	} else if (c.remount && fo.mountpoint) {
+		ret = remount_run(fo.mountpoint, c.ro); /* the mounted daemon, not a new one */
 	} else if (!c.device || !fo.mountpoint) {
 		fprintf(stderr, "usage: zlfs [options] DEVICE MOUNTPOINT (see zlfs --help)\n");
 		ret = 2;
 	} else if (mount_source(c.device, fsname, sizeof(fsname))) {
 		ret = 2;
-	} else {
+	} else if (!mount_again(c.device, fo.mountpoint, c.ro, &ret)) {
 		if (c.verbose || fo.debug)
 			zlog_set_level(ZLOG_DEBUG);
 		fuse_opt_add_arg(&args, fsname);

@@ -347,7 +347,7 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 	return 0;
 }
 
-int zdev_emu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
+static int emu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
 {
 	static const struct zdev_open_opts defaults;
 	struct emu_dev *d;
@@ -360,7 +360,7 @@ int zdev_emu_open(const char *path, const struct zdev_open_opts *opts, struct zd
 	return ret;
 }
 
-int zdev_emu_probe(const char *path)
+static int emu_probe(const char *path)
 {
 	char magic[8];
 	struct stat st;
@@ -386,19 +386,22 @@ int zdev_emu_probe(const char *path)
 	return !memcmp(magic, EMU_MAGIC, sizeof(magic));
 }
 
+const struct zdev_backend zdev_emu_backend = {
+	.name = "zlfs-emu", .probe = emu_probe, .open = emu_open};
+
 int zemu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out)
 {
 	int ret;
 
 	*out = NULL;
-	ret = zdev_emu_probe(path);
+	ret = emu_probe(path);
 	if (ret < 0)
 		return ret;
 	if (!ret) {
 		zlog_err("%s: not a zlfs-emu image (create one with zlfs-emu create)", path);
 		return -ENODEV;
 	}
-	ret = zdev_emu_open(path, opts, out);
+	ret = emu_open(path, opts, out);
 	if (ret == -EBUSY)
 		zlog_err("%s is in use (mounted or open elsewhere)", path);
 	if (!ret)

@@ -37,6 +37,27 @@ static struct ilock *lock_child(struct zfuse *z, uint32_t ino)
 
 /* ---- lookup, forget ------------------------------------------------------------------------ */
 
+/* The kernel's export operations (open_by_handle_at, NFS) look an inode up by number as "."
+ * in itself, whatever its type, and a directory's parent as ".." in it, once its own caches
+ * have let the inode go. A freed inode answers ENOENT, which the kernel turns into ESTALE; a
+ * reused number carries a new generation, which the kernel compares with the handle's. */
+static int lookup_by_number(struct zfuse *z, fuse_ino_t ino, const char *name,
+			    struct fuse_entry_param *e)
+{
+	struct node_page *np;
+	uint32_t target = fino(ino);
+	int ret = 0;
+
+	if (name[1]) { /* ".." */
+		ret = get_dir(z, ino, &np);
+		if (ret)
+			return ret;
+		target = le32_get(__atomic_load_n(&inode_of(np)->parent_ino, __ATOMIC_RELAXED));
+		node_put_unchanged(z->fs, np);
+	}
+	return fill_entry_ino(z, target, e);
+}
+
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zfuse *z = zf(req);
@@ -46,6 +67,16 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	uint32_t ino;
 	int ret = check_name(name);
 
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		op_enter(z, 0);
+		ret = lookup_by_number(z, parent, name, &e);
+		op_leave(z, 0);
+		if (ret)
+			reply_err(req, ret);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	}
 	op_enter(z, 0);
 	il = ret ? NULL : lock_parent(z, fino(parent), 0, 0);
 	if (!ret)
@@ -497,6 +528,7 @@ static int is_ancestor(struct zfuse *z, uint32_t anc, uint32_t dir)
 }
 
 struct rn {
+	fuse_req_t req;
 	fuse_ino_t parent, newparent;
 	const char *oname, *nname;
 	unsigned flags;
@@ -504,6 +536,7 @@ struct rn {
 	uint8_t src_type, dst_type;
 	struct ilock *locks[4];       /* parents, then children, in the order taken */
 	struct node_page *odir, *ndir, *src, *dst;
+	struct node_page *wh;         /* RENAME_WHITEOUT: the whiteout left at the old name */
 };
 
 static void rn_put(struct zfuse *z, struct rn *r)
@@ -566,7 +599,9 @@ static int rn_replace(struct zfuse *z, struct rn *r)
 			return -EMLINK;
 		ret = dir_add(z->fs, r->ndir, r->nname, nl, r->src->nid, st);
 	}
-	if (!ret)
+	if (!ret && r->wh)
+		ret = dir_retarget(z->fs, r->odir, r->oname, strlen(r->oname), r->wh->nid, DT_CHR);
+	else if (!ret)
 		ret = dir_remove(z->fs, r->odir, r->oname, strlen(r->oname));
 	if (ret)
 		return ret;
@@ -632,6 +667,30 @@ static int rn_load(struct zfuse *z, struct rn *r)
 	return ret;
 }
 
+/* RENAME_WHITEOUT (overlayfs's upper layer): the old name is left to a character device 0:0,
+ * made before anything moves, so that nothing has moved if it cannot be made. Nobody can
+ * reach it before the rename names it, so it needs no lock of its own. */
+static int rn_whiteout_new(struct zfuse *z, struct rn *r)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(r->req);
+	int ret = inode_new(z->fs, S_IFCHR, c->uid, c->gid, 0, r->odir->nid, &r->wh);
+
+	if (!ret)
+		ret = fcrypt_inherit(z->fs, r->odir, r->wh);
+	return ret;
+}
+
+/* The whiteout of a rename that failed is freed; one that was named is the name's now. */
+static void rn_whiteout_put(struct zfuse *z, struct rn *r, int failed)
+{
+	uint32_t ino = r->wh ? r->wh->nid : 0;
+
+	node_put(z->fs, r->wh);
+	r->wh = NULL;
+	if (ino && failed)
+		inode_free(z->fs, ino);
+}
+
 static int rename_once(struct zfuse *z, struct rn *r)
 {
 	int ret, cross = r->parent != r->newparent;
@@ -650,8 +709,13 @@ static int rename_once(struct zfuse *z, struct rn *r)
 		ret = r->dst ? rn_exchange(z, r) : -ENOENT;
 	else if ((r->flags & RENAME_NOREPLACE) && r->dst)
 		ret = -EEXIST;
-	else
-		ret = rn_replace(z, r);
+	else {
+		if (r->flags & RENAME_WHITEOUT)
+			ret = rn_whiteout_new(z, r);
+		if (!ret)
+			ret = rn_replace(z, r);
+		rn_whiteout_put(z, r, ret);
+	}
 	if (!ret) {
 		inode_touch(z->fs, r->odir, INODE_MTIME | INODE_CTIME);
 		inode_touch(z->fs, r->ndir, INODE_MTIME | INODE_CTIME);
@@ -668,11 +732,12 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags)
 {
 	struct zfuse *z = zf(req);
-	struct rn r = {.parent = parent, .newparent = newparent, .oname = name, .nname = newname,
-		       .flags = flags};
+	struct rn r = {.req = req, .parent = parent, .newparent = newparent, .oname = name,
+		       .nname = newname, .flags = flags};
 	int ret = check_name(newname);
 
-	if (!ret && (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)))
+	if (!ret && ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
+		     ((flags & RENAME_EXCHANGE) && (flags & ~RENAME_EXCHANGE))))
 		ret = -EINVAL;
 	if (!ret) {
 		ret = rename_once(z, &r);

@@ -273,18 +273,38 @@ int files_fsync(struct zlfs_fs *fs, uint32_t ino)
 	return ret == -EAGAIN ? files_sync(fs) : ret;
 }
 
-int files_sync(struct zlfs_fs *fs)
+/* Under cp_lock exclusive: everything changed so far made durable. */
+static int sync_locked(struct zlfs_fs *fs)
 {
-	int ret;
+	int ret = dir_flush(fs);
 
-	zrw_wrlock(&fs->cp_lock);
-	ret = dir_flush(fs);
 	/* Nothing changed since the last checkpoint (every change marks the filesystem dirty,
 	 * and that checkpoint drained the write buffer): it already says all a new one would,
 	 * and a second costs two device flushes for nothing. SQLite's rollback journal asks for
 	 * one right after the journal's own fsync took one (its directory's fsync). */
 	if (!ret && ATOMIC_GET(&fs->dirty))
 		ret = ckpt_write(fs, 0);
+	return ret;
+}
+
+int files_sync(struct zlfs_fs *fs)
+{
+	int ret;
+
+	zrw_wrlock(&fs->cp_lock);
+	ret = sync_locked(fs);
+	zrw_unlock(&fs->cp_lock);
+	return ret;
+}
+
+int files_set_readonly(struct zlfs_fs *fs)
+{
+	int ret;
+
+	zrw_wrlock(&fs->cp_lock); /* no change is under way: each holds cp_lock shared */
+	ret = ATOMIC_GET(&fs->readonly) ? -EROFS : sync_locked(fs);
+	if (!ret)
+		ATOMIC_SET(&fs->readonly, 1);
 	zrw_unlock(&fs->cp_lock);
 	return ret;
 }

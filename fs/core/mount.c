@@ -3,7 +3,7 @@
  *
  * Owns: the mount-time checks (format revision, features, exclusive open), reconciling each
  * log's position in the checkpoint with its zone's write pointer, and the clean unmount.
- * May call: checkpoint.c, segment.c, node.c, keys.c, super.h, zdev.h, log.h.
+ * May call: checkpoint.c, orphan.c, segment.c, node.c, keys.c, super.h, zdev.h, log.h.
  *
  * Write pointers: a log continues at max(checkpoint position, device write pointer) - blocks
  * the device holds beyond the checkpoint are never overwritten and never rewound over; they
@@ -128,7 +128,11 @@ static int mount_reconcile_log(struct zlfs_fs *fs, uint32_t t, int readonly)
 	return 0;
 }
 
-static int mount_meta_position(struct zlfs_fs *fs)
+/* The meta log continues at its zone's write pointer. One behind the checkpoint's next meta
+ * block means the device lost what the checkpoint made durable before it was written (or
+ * the field is damaged): the first meta write would fail there, so, as for a log, a
+ * read-write mount is refused (fsck: a device write-pointer error). */
+static int mount_meta_position(struct zlfs_fs *fs, int readonly)
 {
 	struct zdev_zone z;
 	int ret = zdev_report_one(fs->dev, fs->meta_zone, &z);
@@ -139,6 +143,12 @@ static int mount_meta_position(struct zlfs_fs *fs)
 	wp_blk = (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
 	if (z.cond == ZDEV_COND_FULL)
 		wp_blk = (uint32_t)(fs->sb.zone_capacity / ZLFS_BLOCK_SIZE);
+	if (wp_blk < fs->meta_next) {
+		zlog_err("device write-pointer error: metadata zone %u's write pointer is at block %u, "
+			 "behind the checkpoint's next metadata block %u; run fsck.zlfs -n",
+			 fs->meta_zone, wp_blk, fs->meta_next);
+		return readonly ? 0 : -EIO;
+	}
 	if (wp_blk > fs->meta_next) {
 		fs->meta_next = wp_blk;
 		ATOMIC_SET(&fs->dirty, 1);
@@ -165,71 +175,6 @@ static int mount_check_meta_zones(struct zlfs_fs *fs, int readonly)
 		}
 	}
 	return ret;
-}
-
-static int orphans_alloc(struct zlfs_fs *fs)
-{
-	if (!fs->orphans)
-		fs->orphans = calloc(fs->sb.max_nid / 8 + 1, 1);
-	return fs->orphans ? 0 : -ENOMEM;
-}
-
-/* The orphan list is under nat_lock: it is a set of nids, and it changes with them. */
-int orphan_add(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	if (ino >= fs->sb.max_nid)
-		return -EUCLEAN;
-	zlock_lock(&fs->nat_lock);
-	ret = orphans_alloc(fs);
-	if (!ret && !(fs->orphans[ino / 8] & (1u << (ino % 8)))) {
-		fs->orphans[ino / 8] |= (uint8_t)(1u << (ino % 8));
-		fs->nr_orphans++;
-		ATOMIC_SET(&fs->dirty, 1);
-	}
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-void orphan_del(struct zlfs_fs *fs, uint32_t ino)
-{
-	zlock_lock(&fs->nat_lock);
-	if (fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)))) {
-		fs->orphans[ino / 8] &= (uint8_t)~(1u << (ino % 8));
-		fs->nr_orphans--;
-		ATOMIC_SET(&fs->dirty, 1);
-	}
-	zlock_unlock(&fs->nat_lock);
-}
-
-int orphan_is(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = fs->orphans && ino < fs->sb.max_nid && (fs->orphans[ino / 8] & (1u << (ino % 8)));
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after)
-{
-	uint32_t i, found = 0;
-
-	zlock_lock(&fs->nat_lock);
-	for (i = after + 1; fs->orphans && fs->nr_orphans && i < fs->sb.max_nid; i++) {
-		if (!fs->orphans[i / 8]) { /* skip empty bytes */
-			i |= 7;
-			continue;
-		}
-		if (fs->orphans[i / 8] & (1u << (i % 8))) {
-			found = i;
-			break;
-		}
-	}
-	zlock_unlock(&fs->nat_lock);
-	return found;
 }
 
 static int mount_wbuf(struct zlfs_fs *fs, const struct zlfs_mount_opts *o)
@@ -349,7 +294,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	for (t = 0; !ret && t < ZLFS_NR_LOG_TYPES; t++)
 		ret = mount_reconcile_log(fs, t, readonly);
 	if (!ret)
-		ret = mount_meta_position(fs);
+		ret = mount_meta_position(fs, readonly);
 	if (!ret)
 		ret = mount_check_meta_zones(fs, readonly);
 	fs->readonly = readonly;

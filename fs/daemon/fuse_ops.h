@@ -32,5 +32,12 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o);
 int zfuse_start(struct zfuse *z, struct fuse_session *se);
 /* Stop, write a clean checkpoint, release the filesystem. */
 int zfuse_destroy(struct zfuse *z);
+/* `zlfs -o remount[,ro] DEVICE MOUNTPOINT` (mount(8)'s helper): switch the mounted daemon and
+ * the kernel's mount between read-write and read-only in place (remount.c). Exit status. */
+int remount_run(const char *mountpoint, int readonly);
+/* DEVICE already served by a zlfs daemon: make MOUNTPOINT a bind mount of its mount point
+ * (read-only with READONLY), *STATUS the exit status, and return 1; 0 when DEVICE is not
+ * mounted (the caller mounts it). */
+int mount_again(const char *device, const char *mountpoint, int readonly, int *status);
 
 #endif

@@ -53,4 +53,11 @@ struct zlfs_ioc_gc {
 };
 #define ZLFS_IOC_GC _IOWR('Z', 7, struct zlfs_ioc_gc)
 
+/* On the root, root only: `mount -o remount,ro` and back (zlfs -o remount, docs/design.md,
+ * "Remounting"). READONLY makes everything durable and then refuses changes; READWRITE takes
+ * changes again, unless the filesystem is read-only for another reason (mounted with -o ro,
+ * or damage found): EROFS. */
+#define ZLFS_IOC_REMOUNT_READONLY _IO('Z', 8)
+#define ZLFS_IOC_REMOUNT_READWRITE _IO('Z', 9)
+
 #endif

@@ -36,11 +36,19 @@ struct zdev {
 	int mark_pid;  /* the pid they carry */
 };
 
-/* Backend entry points. *_probe: 1 if PATH is for this backend, 0 if not, -errno on error. */
-int zdev_zbd_probe(const char *path);
-int zdev_zbd_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
-int zdev_emu_probe(const char *path);
-int zdev_emu_open(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
+/* A backend. PROBE: 1 if PATH is for this backend, 0 if not, -errno on error; OPEN: open it
+ * (-EBUSY without a message when it is held: zdev_open says why). */
+struct zdev_backend {
+	const char *name;
+	int (*probe)(const char *path);
+	int (*open)(const char *path, const struct zdev_open_opts *opts, struct zdev **out);
+};
+/* The kernel's zoned block devices through libzbd (zdev_zbd.c). */
+extern const struct zdev_backend zdev_zbd_backend;
+/* zdev_open over BACKENDS (NULL-terminated, tried in order), so that this layer names no
+ * backend above it: the table is fs/emu/backends.c's, at the top of the device layers. */
+int zdev_open_from(const struct zdev_backend *const *backends, const char *path,
+		   const struct zdev_open_opts *opts, struct zdev **out);
 
 /* zdev_hold.c. The backends' opens return -EBUSY without a message: zdev_open says why. */
 int hold_mark(struct zdev *dev, const char *path);

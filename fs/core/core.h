@@ -337,6 +337,7 @@ int zlfs_unmount(struct zlfs_fs *fs);
  * could never move its blocks: a device write-pointer error (mount and fsck). */
 int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk);
 
+/* ---- orphan.c: inodes with no name, still open ------------------------------------------ */
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
 int orphan_is(struct zlfs_fs *fs, uint32_t ino);
@@ -546,6 +547,8 @@ int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 /* ---- metacache.c ----------------------------------------------------------------------- */
 #define MCACHE_DEFAULT_BUDGET (32u << 20) /* NAT and SIT pages together */
 /* Caches for the NAT and SIT pages, BUDGET bytes between them (0: the default). */
+/* Read the meta block at ADDR into BUF (aligned) and verify it is block INDEX of KIND. */
+int meta_block_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index);
 int mcache_init(struct zlfs_fs *fs, size_t budget);
 void mcache_destroy(struct zlfs_fs *fs);
 /* NID's entry in its cached NAT page, with nat_lock held; NULL when the page cannot be read
@@ -702,8 +705,6 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);
 /* ---- ckpt.c ----------------------------------------------------------------------------- */
 /* Load the newest checkpoint; BUDGET bytes for NAT and SIT pages (0: the default). */
 int ckpt_load(struct zlfs_fs *fs, size_t budget);
-/* Read the meta block at ADDR into BUF (aligned) and verify it is block INDEX of KIND. */
-int ckpt_meta_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index);
 void ckpt_free(struct zlfs_fs *fs);
 /* Make everything durable: nodes, meta blocks, a new checkpoint pack. CLEAN marks unmount.
  * Called with cp_lock held exclusively (or alone: mount, fsck). */
