@@ -339,7 +339,8 @@ static int owner_points_here(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, ui
 	if (e.blkaddr == ZLFS_ADDR_NULL || node_get(fs, nid, &np))
 		return 0;
 	here = le16_get(((struct zlfs_blkhdr *)np->buf)->kind) == ZLFS_KIND_INODE
-		       ? ofs < ZLFS_INODE_ADDRS && le32_get(inode_of(np)->addr[ofs]) == addr
+		       ? ofs < ZLFS_INODE_ADDRS && le32_get(inode_of(np)->addr[ofs]) == addr &&
+				 !(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE)
 		       : ofs < ZLFS_NODE_ADDRS &&
 				 le32_get(((struct zlfs_node *)np->buf)->ptr[ofs]) == addr;
 	node_put(fs, np);

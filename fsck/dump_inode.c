@@ -242,6 +242,9 @@ int dump_inode(struct out *o, struct zlfs_fs *fs, uint32_t ino)
 	out_end(o);
 	out_u(o, "node_count", w.nodes);
 	out_u(o, "data_blocks", w.data_blocks);
+	/* an inline regular file's bytes are in the inode (fs/inline.c), a symlink's target too */
+	out_u(o, "inline_bytes", le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE
+				 ? le32_get(inode_of(np)->inline_size) : 0);
 	out_u(o, "reserved_blocks", w.reserved_blocks);
 	out_u(o, "unreadable_nodes", (uint64_t)w.errors);
 	out_end(o);

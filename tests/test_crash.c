@@ -43,7 +43,8 @@ static const struct workload_def workloads[] = {
 	{"overwrite", 64ULL << 20, workload_overwrite, 8, 0},
 	{"unlink-open", 64ULL << 20, workload_unlink_open, 8, 0},
 	{"dirs", 64ULL << 20, workload_dirs, 8, 1},
-	{"small", 64ULL << 20, workload_small, 6, 0},
+	/* its files are mostly inline (no data block each): fewer writes, sampled more densely */
+	{"small", 64ULL << 20, workload_small, 12, 0},
 	{"checkpoint", 64ULL << 20, workload_checkpoint, 4, 1},
 	{"full", 64ULL << 20, workload_full, 6, 0},
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
@@ -57,6 +58,8 @@ static const struct workload_def workloads[] = {
 	{"fsync", 64ULL << 20, workload_fsync, 10, 1},
 	/* small appends held in memory between fsyncs: every flush boundary */
 	{"tail", 64ULL << 20, workload_tail, 10, 1},
+	/* small files in their inodes, converted past the area: every flush boundary */
+	{"inline", 64ULL << 20, workload_inline, 10, 1},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

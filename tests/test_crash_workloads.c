@@ -3,7 +3,7 @@
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
  * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
- * small appends on partial blocks held in memory.
+ * small appends on partial blocks held in memory, small files kept inline and converted.
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -703,4 +703,48 @@ void workload_tail(void)
 		stage_file_now(rel[k]);
 		close(fd[k]);
 	}
+}
+
+/* Inline data (fs/file/inline.c): small files written and fsync'ed, then rewritten in place and
+ * fsync'ed (roll-forward restores the inode with its bytes, no checkpoint), grown past the
+ * inode's area by an append or a truncate (the conversion: the inline file or the converted
+ * one, never between), shrunk, punched, and one unlinked. Every flush boundary is tried. */
+void workload_inline(void)
+{
+	static const size_t size[6] = {1, 700, 2048, 3000, 3907, 3908};
+	char name[16];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "i%d", i);
+		write_file(name, 900 + (uint32_t)i, size[i], 0, 1);
+	}
+	fsync_path(".");
+	stage_root_now();
+	ctl_sync(); /* known to a checkpoint: their fsyncs roll forward from here */
+	for (i = 1; i < 6; i++) {
+		snprintf(name, sizeof(name), "i%d", i);
+		write_file(name, 910 + (uint32_t)i, size[i] / 2, size[i] / 4, 1);
+		stage_file_now(name);
+	}
+	write_file("i4", 920, 2, 3907, 1); /* 3,907 -> 3,909 bytes: converted */
+	stage_file_now("i4");
+	write_file("i1", 921, 5000, 700, 1); /* 700 -> 5,700 bytes */
+	stage_file_now("i1");
+	truncate_file("i2", 9000);           /* converted by a truncate */
+	fsync_path("i2");
+	stage_file_now("i2");
+	truncate_file("i3", 1000);           /* stays inline, the cut bytes zeroed */
+	write_file("i3", 922, 10, 2000, 1);  /* and a hole between */
+	stage_file_now("i3");
+	falloc_path("i5", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100, 1000);
+	cur_zero("i5", 100, 1000, 1);
+	stage_file_now("i5");
+	truncate_file("i4", 1000);           /* converted files stay in blocks */
+	fsync_path("i4");
+	stage_file_now("i4");
+	unlink_path("i0");
+	write_file("n", 923, 3333, 0, 1);    /* a new one, fsync'ed alone */
+	fsync_path(".");
+	stage_root_now();
 }

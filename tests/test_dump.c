@@ -3,7 +3,7 @@
  * the inode a path names, the block of a known file and the node holding its pointer, each
  * block's owner round-tripping to the file that points at it, the SIT's validity and a zone's
  * valid blocks; its exit codes for what does not exist; and a mounted device, refused without
- * --shared (with the reason) and read with it.
+ * --shared (with the reason) and read with it, a small file's bytes counted inline.
  */
 #include "fsck_testutil.h"
 
@@ -181,7 +181,8 @@ END_TEST
 
 START_TEST(t_dump_mounted)
 {
-	char args[600], ctl[512];
+	char args[600], ctl[512], *json;
+	const char *p;
 	pid_t pid;
 
 	populate("dump_mounted.img", NULL);
@@ -198,6 +199,13 @@ START_TEST(t_dump_mounted)
 	snprintf(args, sizeof(args), "\"ino\": %u,", ino_f1);
 	ck_assert(tu_file_has(dump_out, args));
 	ck_assert(tu_file_has(dump_out, "\"size\": 6,"));
+	/* /new is small: its 6 bytes are in its inode (inline data), no data block */
+	json = slurp(dump_out);
+	p = strstr(json, "\"size\": 6,");
+	ck_assert_int_eq(num_after(p, "data_blocks"), 0);
+	ck_assert_int_eq(num_after(p, "inline_bytes"), 6);
+	ck_assert_int_eq(num_after(json, "inline_bytes"), 0); /* /d/f1, in blocks */
+	free(json);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	ck_assert_int_eq(fsck("-n", img), 0);
 }

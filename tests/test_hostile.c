@@ -8,7 +8,8 @@
  * reports it as damage (exit 4, the field named) and writes nothing; -y either repairs it
  * (exit 1; what was undamaged is intact; a second -n is clean) or refuses, writing nothing
  * (exit 4). A damaged name on a mounted filesystem fails alone while the rest works, and
- * damaged tables turn the filesystem read-only; unmount always ends the daemon.
+ * damaged tables turn the filesystem read-only; unmount always ends the daemon. Inline data
+ * (a small file's bytes in its inode) is among the values: its size past the area is refused.
  */
 #include "fsck_testutil.h"
 
@@ -55,27 +56,51 @@ static uint32_t node_addr(uint32_t nid)
 	return a;
 }
 
-/* An inline symlink /link -> "d/f1" made through the library, as the daemon makes one. */
-static uint32_t add_symlink(void)
+/* Name NP NAME in the root, close the library's mount; fsck must call it clean. */
+static uint32_t name_in_root(struct zlfs_fs *fs, struct node_page *root, struct node_page *np,
+			     const char *name, uint8_t type)
 {
-	struct zlfs_fs *fs = mount_rw(img, 0);
-	struct node_page *root, *np;
-	uint32_t ino;
+	uint32_t ino = np->nid;
 
-	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
-	ck_assert_int_eq(inode_new(fs, S_IFLNK | 0777, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
-	ino = np->nid;
-	memcpy(inode_of(np)->addr, "d/f1", 4);
-	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
-	inode_of(np)->inline_size = le32_put(4);
-	inode_of(np)->size = le64_put(4);
 	node_dirty(fs, np);
-	ck_assert_int_eq(dir_add(fs, root, "link", 4, ino, DT_LNK), 0);
+	ck_assert_int_eq(dir_add(fs, root, name, strlen(name), ino, type), 0);
 	node_put(fs, np);
 	node_put(fs, root);
 	ck_assert_int_eq(files_unmount(fs), 0);
 	ck_assert_int_eq(fsck("-n", img), 0);
 	return ino;
+}
+
+/* An inline symlink /link -> "d/f1" made through the library, as the daemon makes one. */
+static uint32_t add_symlink(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *root, *np;
+
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(inode_new(fs, S_IFLNK | 0777, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
+	memcpy(inode_of(np)->addr, "d/f1", 4);
+	inode_of(np)->flags = le32_put(ZLFS_IFLAG_INLINE);
+	inode_of(np)->inline_size = le32_put(4);
+	inode_of(np)->size = le64_put(4);
+	return name_in_root(fs, root, np, "link", DT_LNK);
+}
+
+/* A small regular file /small of 100 bytes kept in its inode (inline data), made through the
+ * library as the daemon makes one. */
+static uint32_t add_inline_file(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *root, *np;
+	char bytes[100];
+
+	memset(bytes, 'i', sizeof(bytes));
+	ck_assert_int_eq(inode_get(fs, ZLFS_ROOT_INO, &root), 0);
+	ck_assert_int_eq(inode_new(fs, S_IFREG | 0644, 0, 0, 0, ZLFS_ROOT_INO, &np), 0);
+	inline_start(fs, np);
+	ck_assert(inline_is(np));
+	ck_assert_int_eq(inline_try_write(fs, np, bytes, sizeof(bytes), 0), (int)sizeof(bytes));
+	return name_in_root(fs, root, np, "small", DT_REG);
 }
 
 /* fsck -n reports FIELD as damage and writes nothing. */
@@ -142,6 +167,39 @@ START_TEST(t_symlink_size)
 	files_unmount(fs);
 	reported("inode size of an inline symlink");
 	repaired();
+}
+END_TEST
+
+/* An inline file whose size (or inline_size with it) passes its inode's area, or whose size
+ * differs from the bytes stored: a read would copy past the node. The inode is refused
+ * naming the field; -y drops it and its name; the other files stay whole. */
+START_TEST(t_inline_file_size)
+{
+	static const struct {
+		size_t off;
+		uint32_t val;
+		const char *field;
+	} bad[] = {
+		{offsetof(struct zlfs_inode, size), 5000, "inode size of an inline file"},
+		{offsetof(struct zlfs_inode, inline_size), 5000, "inode inline_size"},
+		{offsetof(struct zlfs_inode, blocks), 1, "inode blocks of an inline file"},
+		{offsetof(struct zlfs_inode, addr) + 200, 7, "byte 200 of an inline file"},
+	};
+	struct zlfs_fs *fs;
+	struct node_page *np;
+	uint32_t ino;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		populate("inline.img", NULL);
+		ino = add_inline_file();
+		set_field(node_addr(ino), ZLFS_KIND_INODE, bad[i].off, bad[i].val);
+		fs = mount_rw(img, 1);
+		ck_assert_int_eq(inode_get(fs, ino, &np), -EUCLEAN);
+		ck_assert(same_data(fs, ino_f1, F1_SIZE));
+		files_unmount(fs);
+		reported(bad[i].field);
+		repaired();
+	}
 }
 END_TEST
 
@@ -344,6 +402,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_symlink_size);
+	tcase_add_test(tc, t_inline_file_size);
 	tcase_add_test(tc, t_dir_depth);
 	tcase_add_test(tc, t_dentry_overrun);
 	tcase_add_test(tc, t_foreign_node);

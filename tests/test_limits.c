@@ -199,6 +199,44 @@ static struct zlfs_inode *fresh_inode(uint32_t nid, uint32_t mode)
 	return in;
 }
 
+#define INODE(mode, stmt, field)                                                               \
+	do {                                                                                   \
+		in = fresh_inode(7, mode);                                                     \
+		stmt;                                                                          \
+		REFUSED(zlfs_node_check(&s, 7, nb, why, sizeof(why)), field);                  \
+	} while (0)
+
+/* An inline regular file (INLINE_DATA): bytes [0, size) in addr[], nothing mapped, the rest of
+ * the area zero; each rule broken alone is refused by the field's name. */
+static void inline_file_limits(const struct zlfs_sb_info *base)
+{
+	struct zlfs_sb_info s = *base;
+	struct zlfs_inode *in;
+
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_INLINE_DATA;
+#define INLINE_FILE(stmt, field)                                                               \
+	INODE(S_IFREG, (in->flags = le32_put(ZLFS_IFLAG_INLINE), in->size = le64_put(5),        \
+			in->inline_size = le32_put(5), memset(in->addr, 'x', 5), stmt), field)
+	in = fresh_inode(7, S_IFREG);
+	in->flags = le32_put(ZLFS_IFLAG_INLINE);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0); /* empty */
+	in->size = le64_put(ZLFS_INLINE_MAX);
+	in->inline_size = le32_put(ZLFS_INLINE_MAX);
+	memset(in->addr, 'y', ZLFS_INLINE_MAX);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
+	INLINE_FILE((in->size = le64_put(ZLFS_INLINE_MAX + 1),
+		     in->inline_size = le32_put(ZLFS_INLINE_MAX + 1)), "inline_size");
+	INLINE_FILE(in->size = le64_put(6), "size of an inline file");
+	INLINE_FILE(in->size = le64_put(1ull << 32 | 5), "size of an inline file");
+	INLINE_FILE(in->blocks = le64_put(1), "blocks of an inline file");
+	INLINE_FILE(in->nid[4] = le32_put(9), "nid[] of an inline file");
+	INLINE_FILE(((uint8_t *)in->addr)[ZLFS_INLINE_MAX - 1] = 1, "byte 3907");
+	INLINE_FILE(((uint8_t *)in->addr)[5] = 1, "byte 5");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT;
+	INLINE_FILE(in->flags = le32_put(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT), "encrypted");
+#undef INLINE_FILE
+}
+
 START_TEST(t_node_limits)
 {
 	struct zlfs_sb_info s;
@@ -209,12 +247,6 @@ START_TEST(t_node_limits)
 
 	good_sb(&s);
 	main0 = s.main_zone_first * zlfs_zone_blocks(&s);
-#define INODE(mode, stmt, field)                                                               \
-	do {                                                                                   \
-		in = fresh_inode(7, mode);                                                     \
-		stmt;                                                                          \
-		REFUSED(zlfs_node_check(&s, 7, nb, why, sizeof(why)), field);                  \
-	} while (0)
 	in = fresh_inode(7, S_IFDIR | 0755);
 	in->addr[3] = le32_put(main0 + 4);
 	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
@@ -228,7 +260,8 @@ START_TEST(t_node_limits)
 	INODE(S_IFDIR, in->dir_depth = le32_put(ZLFS_DIR_DEPTH_MAX + 1), "dir_depth");
 	INODE(S_IFDIR, in->parent_ino = 0, "parent_ino");
 	INODE(S_IFDIR, in->dir_entries = le32_put(ZLFS_DIR_ENTRIES_MAX + 1), "dir_entries");
-	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_INLINE), "only symlinks");
+	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_INLINE), "INLINE_DATA feature");
+	INODE(S_IFDIR, in->flags = le32_put(ZLFS_IFLAG_INLINE), "only symlinks");
 	INODE(S_IFLNK, (in->flags = le32_put(ZLFS_IFLAG_INLINE),
 			in->inline_size = le32_put(ZLFS_INLINE_MAX + 1)), "inline_size");
 	INODE(S_IFLNK, (in->flags = le32_put(ZLFS_IFLAG_INLINE), in->inline_size = le32_put(4),
@@ -237,6 +270,7 @@ START_TEST(t_node_limits)
 	INODE(S_IFREG, in->addr[9] = le32_put(s.meta_zone_first * zlfs_zone_blocks(&s)),
 	      "addr[9]");
 	INODE(S_IFREG, in->addr[9] = le32_put(ZLFS_ADDR_PREALLOC), "fallocate feature");
+	inline_file_limits(&s);
 	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_FALLOC;
 	in = fresh_inode(7, S_IFREG);
 	in->addr[9] = le32_put(ZLFS_ADDR_PREALLOC);

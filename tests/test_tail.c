@@ -9,6 +9,8 @@
  * another descriptor and a remount; st_blocks counts a held block; the bound on held blocks
  * and their age limit; release and fsync write them. An fsync'ed prefix of appended records
  * survives kill -9 of the daemon, and kill -9 with a power cut of the emulated device.
+ * Mounted with noinline_data: a small file would otherwise keep its bytes in its inode, where
+ * nothing is held.
  */
 #include "testutil.h"
 
@@ -201,7 +203,7 @@ START_TEST(t_appends_cost_what_they_carry)
 	int fd;
 
 	fresh("tail-waf.img", 512ull << 20);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
 	ck_assert_int_gt(pid, 0);
 	user0 = stat_of("bytes_written_by_users");
 	dev0 = stat_of("bytes_written_to_device");
@@ -220,7 +222,7 @@ START_TEST(t_appends_cost_what_they_carry)
 	stop(pid);
 
 	/* Without held blocks the same appends cost a block each: the figure above is theirs. */
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc,tail_blocks=0");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,tail_blocks=0");
 	ck_assert_int_gt(pid, 0);
 	expect_all("after the remount");
 	user0 = stat_of("bytes_written_by_users");
@@ -270,7 +272,7 @@ START_TEST(t_reads_see_every_byte)
 	int fd, fd2, i;
 
 	fresh("tail-reads.img", 256ull << 20);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0");
 	ck_assert_int_gt(pid, 0);
 	fd = open(path, O_CREAT | O_RDWR, 0644);
 	ck_assert_int_ge(fd, 0);
@@ -349,7 +351,7 @@ START_TEST(t_reads_see_every_byte)
 	close(fd);
 	stop(pid);
 	ck_assert(fsck_clean());
-	pid = tu_daemon_start(img, mnt, "cp_interval=0");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0");
 	ck_assert_int_gt(pid, 0);
 	expect_all("after the remount");
 	/* An O_TRUNC open drops a held block. */
@@ -385,7 +387,7 @@ START_TEST(t_bound_age_release_fsync)
 	pid_t pid;
 
 	fresh("tail-bound.img", 256ull << 20);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,tail_blocks=8,tail_secs=5");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,tail_blocks=8,tail_secs=5");
 	ck_assert_int_gt(pid, 0);
 	for (i = 0; i < 12; i++) { /* twelve files, eight held: the rest written through */
 		snprintf(p, sizeof(p), "%s/b%02d", mnt, i);
@@ -439,7 +441,7 @@ static void crash_after_appends(int power)
 	int fd, i;
 
 	fresh(power ? "tail-power.img" : "tail-kill.img", 256ull << 20);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc,tail_secs=0"); /* no age limit */
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,tail_secs=0"); /* no age limit */
 	ck_assert_int_gt(pid, 0);
 	fd = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644);
 	ck_assert_int_ge(fd, 0);
@@ -465,7 +467,7 @@ static void crash_after_appends(int power)
 	if (power)
 		ck_assert_int_eq(tu_sh("%s powercut %s >/dev/null",
 				       tu_bin(bin, sizeof(bin), "zlfs-emu"), img), 0);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_msg((size_t)st.st_size >= durable && (size_t)st.st_size <= msize,

@@ -89,8 +89,12 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * keep their two flushes: a pack must be provably whole on its own, or a device that lost
  * acknowledged blocks would pass for a power cut and roll the filesystem back silently. */
 #define ZLFS_FEAT_INCOMPAT_ONE_FLUSH (1u << 2)
+/* A regular file flagged ZLFS_IFLAG_INLINE keeps its bytes [0, size) in the inode's address
+ * area (set by mkfs: an older reader would take those bytes for block addresses). */
+#define ZLFS_FEAT_INCOMPAT_INLINE_DATA (1u << 3)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
-	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH)
+	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
+	 ZLFS_FEAT_INCOMPAT_INLINE_DATA)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */

@@ -417,14 +417,48 @@ static int data_ptrs_check(const struct zlfs_sb_info *s, const le32 *p, uint32_t
 	return 0;
 }
 
-static int inode_check_inline(const struct zlfs_inode *in, char *why, size_t len)
+/* An inline regular file (INLINE_DATA feature): bytes [0, size) in addr[], nothing else
+ * mapped, and the rest of the area zero, so that growing it in place reads zeros. */
+static int inode_check_inline_file(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
+				   char *why, size_t len)
+{
+	uint32_t stored = le32_get(in->inline_size), i;
+	uint64_t size = le64_get(in->size);
+	const uint8_t *area = (const uint8_t *)in->addr;
+
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_INLINE_DATA))
+		return bad(why, len, "inode flags: inline data in a regular file on a filesystem "
+			   "without the INLINE_DATA feature");
+	if (le32_get(in->flags) & ZLFS_IFLAG_ENCRYPT)
+		return bad(why, len, "inode flags: inline data in an encrypted file");
+	if (stored > ZLFS_INLINE_MAX)
+		return RANGE(why, len, "inode inline_size", stored, 0, ZLFS_INLINE_MAX);
+	if (size != stored)
+		return RANGE(why, len, "inode size of an inline file", size, stored, stored);
+	if (le64_get(in->blocks))
+		return RANGE(why, len, "inode blocks of an inline file", le64_get(in->blocks), 0, 0);
+	for (i = 0; i < ZLFS_INODE_NIDS; i++)
+		if (le32_get(in->nid[i]))
+			return RANGE(why, len, "inode nid[] of an inline file", le32_get(in->nid[i]),
+				     0, 0);
+	for (i = stored; i < ZLFS_INLINE_MAX; i++)
+		if (area[i])
+			return bad(why, len, "inode addr: byte %u of an inline file of %u bytes is "
+				   "not zero (the area past the size must be)", i, stored);
+	return 0;
+}
+
+static int inode_check_inline(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
+			      char *why, size_t len)
 {
 	uint32_t mode = le32_get(in->mode), stored = le32_get(in->inline_size);
 	uint64_t size = le64_get(in->size);
 
+	if (S_ISREG(mode))
+		return inode_check_inline_file(s, in, why, len);
 	if (!S_ISLNK(mode))
 		return bad(why, len, "inode flags: inline data on a file of mode 0%o (only symlinks "
-			   "keep data inline)", mode);
+			   "and regular files keep data inline)", mode);
 	if (stored > ZLFS_INLINE_MAX)
 		return RANGE(why, len, "inode inline_size", stored, 0, ZLFS_INLINE_MAX);
 	/* An encrypted target is stored padded: at least as long as the target. */
@@ -461,7 +495,7 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 		return RANGE(why, len, "inode dir_entries", le32_get(in->dir_entries), 0,
 			     ZLFS_DIR_ENTRIES_MAX);
 	if (flags & ZLFS_IFLAG_INLINE)
-		return inode_check_inline(in, why, len);
+		return inode_check_inline(s, in, why, len);
 	for (i = 0; i < ZLFS_INODE_NIDS; i++)
 		if (!nid_ok(s, le32_get(in->nid[i])))
 			return bad(why, len, "inode nid[%u] = %u, out of range [0, %u]", i,

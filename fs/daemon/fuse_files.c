@@ -323,7 +323,11 @@ static int write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void 
 		q->append = 0;
 	}
 	while (q->done < q->size) {
-		ret = data_write(z->fs, np, q->buf + q->done, q->size - q->done, q->off + q->done);
+		ret = inline_try_write(z->fs, np, q->buf + q->done, q->size - q->done,
+				       q->off + q->done);
+		if (!ret)
+			ret = data_write(z->fs, np, q->buf + q->done, q->size - q->done,
+					 q->off + q->done);
 		if (ret <= 0)
 			break;
 		q->done += (size_t)ret;
@@ -416,6 +420,8 @@ static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, v
 	 * held in memory (tailbuf.c) goes to the device first, and the mode sees a plain file. */
 	if (!ret)
 		ret = tail_write(z->fs, np);
+	if (!ret)
+		ret = inline_before_fallocate(z->fs, np, a->mode);
 	if (ret)
 		return ret;
 	switch (a->mode & ~FALLOC_FL_KEEP_SIZE) {

@@ -20,6 +20,7 @@ struct zlfs_ops_opts {
 	double attr_timeout;  /* seconds the kernel may keep attributes */
 	unsigned tail_blocks; /* partial blocks held in memory at most (tailbuf.c); 0: none */
 	unsigned tail_secs;   /* how long one is held at most, about (the checkpoint thread) */
+	int noinline_data;    /* new small files do not start in their inodes (inline.c) */
 };
 
 /* 4 MiB of partial blocks; each written within about 5 seconds (docs/design.md). */

@@ -28,6 +28,7 @@ struct zlfs_cli {
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval, wait_secs, tail_blocks, tail_secs;
+	int noinline_data;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
 	int passphrase, passphrase_fd, encrypt_all;
@@ -46,6 +47,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("cp_interval=%u", cp_interval, 0),
 	OPT("tail_blocks=%u", tail_blocks, 0),
 	OPT("tail_secs=%u", tail_secs, 0),
+	OPT("noinline_data", noinline_data, 1),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("wait=%u", wait_secs, 0),
@@ -101,6 +103,8 @@ static void usage(const char *prog)
 	       "    tail_blocks=N        partial blocks at files' ends kept in memory until they\n"
 	       "                         fill, fsync, close or a checkpoint (default %u; 0: none)\n"
 	       "    tail_secs=SECS       and about SECS seconds at most (default %u; 0: no limit)\n"
+	       "    noinline_data        new files of at most 3,908 bytes take a data block, not\n"
+	       "                         their inode's room (default: inline, when mkfs set it)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
 	       "                         (default 86400: zlfs is its device's only writer)\n"
 	       "    attr_timeout=SECS    how long the kernel may keep attributes (default 86400)\n"
@@ -232,7 +236,7 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
 				   .verbose = c->verbose, .entry_timeout = c->entry_timeout,
 				   .attr_timeout = c->attr_timeout, .tail_blocks = c->tail_blocks,
-				   .tail_secs = c->tail_secs};
+				   .tail_secs = c->tail_secs, .noinline_data = c->noinline_data};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;

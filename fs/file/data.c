@@ -10,7 +10,10 @@
  * (AES-256-XTS, tweak = its block number in the file) as it enters the log, so the zone write
  * buffer, the device and GC only ever see ciphertext, and decrypted after it is read. Holes
  * stay holes and read as zeros. Reading is in data_read.c.
- * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, crypto/zcrypt.h, log.h.
+ * An inline file (inline.c) has no tree: reads, sizes and punches of one are inline.c's, and
+ * mapping one of its blocks is refused.
+ * May call: node.c, segment.c (through core.h), inode.c, fcrypt.c, inline.c, tailbuf.c,
+ * crypto/zcrypt.h, log.h.
  */
 #include "data_int.h"
 #include "log.h"
@@ -122,6 +125,8 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	struct dpath p;
 	int ret = data_path(idx, &p), d;
 
+	if (inline_is(inode)) /* its address area holds bytes: a caller that forgot to convert */
+		return -EUCLEAN;
 	if (ret)
 		return ret;
 	node_ref(fs, inode);
@@ -742,6 +747,9 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 
 	if (size >= L3_END * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
+	ret = inline_resize(fs, inode, size);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	/* The held block goes with a new end before it, is whole with one past it, and else
 	 * keeps the end of file, zeroed past it in memory. */
 	if (h && size <= hidx * ZLFS_BLOCK_SIZE)
@@ -793,6 +801,8 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 
 	if (ret)
 		return ret;
+	if (inline_is(inode))
+		return inline_punch(fs, inode, off, len);
 	if (end < off || end > L3_END * ZLFS_BLOCK_SIZE) /* wrapped, or past what a tree holds */
 		end = L3_END * ZLFS_BLOCK_SIZE;
 	if (off >= end)

@@ -65,6 +65,8 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	struct dkey dk;
 	int ret = 0;
 
+	if (inline_is(inode))
+		return inline_read_plan(fs, inode, size, off, p);
 	memset(p, 0, sizeof(*p));
 	if (off >= fsize || !size)
 		return 0;

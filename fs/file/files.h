@@ -143,6 +143,28 @@ uint32_t tail_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 int tail_flush_all(struct zlfs_fs *fs);
 /* Write the blocks held for AGE_NS or longer (the caller holds no lock). */
 void tail_flush_aged(struct zlfs_fs *fs, uint64_t age_ns);
+/* ---- inline.c --------------------------------------------------------------------------- */
+/* A regular file whose bytes live in its inode (INLINE_DATA feature). */
+int inline_is(struct node_page *np);
+/* A new regular file starts inline when the filesystem has the feature and it is not
+ * encrypted. */
+void inline_start(struct zlfs_fs *fs, struct node_page *np);
+/* Make an inline file an ordinary one: its bytes become data block 0. */
+int inline_convert(struct zlfs_fs *fs, struct node_page *np);
+/* data_read_plan of an inline file. */
+int inline_read_plan(struct zlfs_fs *fs, struct node_page *np, size_t size, uint64_t off,
+		     struct data_rplan *p);
+/* A write: the bytes written in the inode, or 0 when the file is not inline (or no longer:
+ * converted because the write would not fit) and the write goes to blocks. */
+int inline_try_write(struct zlfs_fs *fs, struct node_page *np, const void *buf, size_t size,
+		     uint64_t off);
+/* A new size: 1 when set in the inode, 0 when the caller sets it (not inline, or converted). */
+int inline_resize(struct zlfs_fs *fs, struct node_page *np, uint64_t size);
+/* data_punch of an inline file: the range reads as zeros. */
+int inline_punch(struct zlfs_fs *fs, struct node_page *np, uint64_t off, uint64_t len);
+/* Before fallocate MODE: converts an inline file for the modes that work on blocks (a punch
+ * is done in place, a mode refused leaves it as it is). */
+int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode);
 
 /* ---- readahead.c ------------------------------------------------------------------------ */
 int ra_init(struct zlfs_fs *fs);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #define ICACHE_MAX (256u * 1024) /* inodes whose attributes are kept (about 24 MiB) */
 #define ICACHE_BUCKETS 65536
@@ -42,6 +43,10 @@ void iattr_of_inode(const struct zlfs_inode *in, struct iattr *a)
 			    le32_get(in->gid),	  le32_get(in->rdev),	 le32_get(in->generation),
 			    le64_get(in->size),	  le64_get(in->blocks),	 le64_get(in->atime_ns),
 			    le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
+	/* A non-empty inline file (inline.c) counts one block, as on F2FS: tools that take a file
+	 * with no blocks for all hole (tar --sparse, cp) would read nothing of it. */
+	if (S_ISREG(a->mode) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE) && a->size)
+		a->blocks = 1;
 }
 
 void iattr_update(struct zlfs_fs *fs, struct node_page *np)

@@ -4,12 +4,14 @@
 # daemon and zlfs-ctl, files written through the mount as a user writes them.
 #
 #   plain.img     16 MiB, 1 MiB zones, the default layout (6 logs): a tree of directories,
-#                 files of many sizes, a sparse file past the inode's pointers, a hard link,
-#                 an inline and a long symlink, xattrs (one file's in an xattr node); clean
+#                 files of many sizes (those of at most 3,908 bytes inline in their inodes),
+#                 a sparse file past the inode's pointers, a hard link, an inline and a long
+#                 symlink, xattrs (one file's in an xattr node); clean
 #   enc.img       24 MiB, 10 logs, --encrypt --keyfile master.key (the test key kept here)
 #   logs2/4/7/10.img  the same small tree under each other layout (--logs N)
-#   rollfwd.img   files fsync'ed after the last checkpoint, then the daemon killed (-9) and
-#                 the emulator's power cut: roll-forward work for the next mount
+#   rollfwd.img   files fsync'ed after the last checkpoint (an inline one among them), then
+#                 the daemon killed (-9) and the emulator's power cut: roll-forward work for
+#                 the next mount
 #   orphan.img    a file unlinked while held open, in a checkpoint (zlfs-ctl sync), then the
 #                 daemon killed: an orphan to free at the next mount
 #   nearfull.img  16 MiB filled, half deleted and rewritten so GC is under way, then killed
@@ -87,6 +89,8 @@ for i in range(3):
         f.write(bytes([65 + i]) * (5000 * (i + 1))); f.flush(); os.fsync(f.fileno())
 with open(m + "/dir/file-with-a-longer-name-03", "r+b") as f:
     f.seek(100); f.write(b"R" * 9000); os.fsync(f.fileno())
+with open(m + "/dir/file-with-a-longer-name-02", "r+b") as f:  # 1,034 bytes: inline
+    f.seek(10); f.write(b"I" * 100); os.fsync(f.fileno())
 EOF
 killed; "$B/zlfs-emu" powercut "$T/rollfwd.img" --seed 7 >/dev/null
 
