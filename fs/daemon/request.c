@@ -251,8 +251,20 @@ void op_leave(struct zfuse *z, int change)
 	ATOMIC_ADD(&fs->users_active, -1);
 }
 
+/* Why a write was told ENOSPC (-o verbose): room that GC could not reach is a bug to find. */
+static void enospc_report(struct zlfs_fs *fs, int gc_ret)
+{
+	zlog_debug("ENOSPC: %u free zones (GC's count %u, reserve %u, prefree %u), %llu free "
+		   "blocks, %llu reclaimable by GC, last GC pass: %s", ATOMIC_GET(&fs->free_zones),
+		   gc_free_zones(fs), seg_reserve(fs), seg_prefree_zones(fs),
+		   (unsigned long long)gc_free_blocks(fs),
+		   (unsigned long long)gc_reclaimable_blocks(fs), strerror(gc_ret < 0 ? -gc_ret : 0));
+}
+
 int op_retry(struct zfuse *z, int ret)
 {
+	int gc_ret = 0;
+
 	/* The room may be in dead blocks, or in a file being freed. A forget the kernel has
 	 * sent may not have reached a worker yet: one pause before ENOSPC is final, as ext4
 	 * waits for a journal commit before it says so. */
@@ -260,7 +272,8 @@ int op_retry(struct zfuse *z, int ret)
 		if (pass)
 			usleep(ENOSPC_PAUSE_US);
 		forgets_wait(z);
-		if (gc_foreground(z->fs) >= 0)
+		gc_ret = gc_foreground(z->fs);
+		if (gc_ret >= 0)
 			return 1;
 		/* Nothing left to collect, but another writer's collection or a checkpoint may
 		 * have made the room this request found missing: try it again, as the callers
@@ -268,8 +281,10 @@ int op_retry(struct zfuse *z, int ret)
 		if (seg_room_for_user(z->fs))
 			return 1;
 	}
-	if (ret == -ENOSPC)
+	if (ret == -ENOSPC) {
+		enospc_report(z->fs, gc_ret);
 		return 0;
+	}
 	if (ret == -EAGAIN) /* nids freed since the last checkpoint come back with the next */
 		return !files_sync(z->fs);
 	return 0;
