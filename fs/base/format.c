@@ -75,7 +75,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
-		[ZLFS_KIND_CP_REMAP] = "remap list",
+		[ZLFS_KIND_CP_REMAP] = "remap list",	[ZLFS_KIND_XVALUE] = "xattr value node",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])
