@@ -324,7 +324,7 @@ START_TEST(t_unlink_frees)
 	ck_assert_uint_eq(blocks1, blocks0);
 	/* statfs does not show it: the freed blocks are all nodes, dead in the node log's open
 	 * zone, which counts as free only once the log fills it (docs/design.md, "Free
-	 * space"); it must not show less than with the file, though. */
+	 * space: what df promises"); it must not show less than with the file, though. */
 	ck_assert_uint_ge(free1, free_full);
 	ck_assert_uint_le(free1, free0);
 }
