@@ -99,8 +99,36 @@ static uint64_t span_of(int depth)
 	return s; /* file blocks under one node of DEPTH levels (0: a direct node) */
 }
 
+static void walk_node(struct walk *w, uint32_t nid, uint32_t parent, uint32_t slot, int depth,
+		      uint64_t base, int data);
+
+/* What an xattr node links to (XATTR_NODES): each external entry's value nodes and the next
+ * node, listed as nodes with their parent; BASE is the node's place (a chain longer than
+ * the format allows, or a cycle, ends the listing). */
+static void walk_xattr_links(struct walk *w, struct node_page *np, int depth, uint64_t base)
+{
+	const struct zlfs_xattr_node *x = np->buf;
+	uint32_t used = le32_get(x->used), off;
+
+	if (!(w->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) ||
+	    base + 1 >= (depth == -1 ? ZLFS_XATTR_NODES_MAX : ZLFS_XVALUE_NODES_MAX))
+		return;
+	for (off = 0; depth == -1 && off + 4 <= used && used <= ZLFS_XATTR_NODE_SPACE;
+	     off += (4u + x->data[off + 1] + (x->data[off + 2] | x->data[off + 3] << 8) + 3) & ~3u) {
+		le32 raw;
+
+		if (!(x->data[off] & ZLFS_XATTR_EXTERNAL) || off + 4 + x->data[1 + off] + 4 > used)
+			continue;
+		memcpy(&raw, x->data + off + 4 + x->data[off + 1], sizeof(raw));
+		walk_node(w, le32_get(raw), np->nid, off, -2, 0, 0);
+	}
+	if (le32_get(x->next))
+		walk_node(w, le32_get(x->next), np->nid, ZLFS_INODE_ADDRS + ZLFS_INODE_NIDS, depth,
+			  base + 1, 0);
+}
+
 /* One node of the tree and, in the second pass (DATA), the data blocks below it. DEPTH as
- * verify.c counts it: 0 a direct node, -1 the xattr node. */
+ * verify.c counts it: 0 a direct node, -1 an xattr node, -2 a value node (BASE: its place). */
 static void walk_node(struct walk *w, uint32_t nid, uint32_t parent, uint32_t slot, int depth,
 		      uint64_t base, int data)
 {
@@ -137,6 +165,9 @@ static void walk_node(struct walk *w, uint32_t nid, uint32_t parent, uint32_t sl
 		dump_where(w->o, w->fs, e.blkaddr);
 		out_end(w->o);
 	}
+	if (depth < 0 && !data && (le16_get(n->hdr.kind) == ZLFS_KIND_XATTR ||
+				   le16_get(n->hdr.kind) == ZLFS_KIND_XVALUE))
+		walk_xattr_links(w, np, depth, base);
 	if (depth >= 0 && le16_get(n->hdr.kind) != ZLFS_KIND_XATTR) {
 		for (uint32_t i = 0; i < ZLFS_NODE_ADDRS; i++) {
 			uint32_t p = le32_get(n->ptr[i]);

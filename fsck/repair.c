@@ -271,6 +271,12 @@ static int fix_pointer(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs
 	if (f->b == ZLFS_FIX_SLOT_XATTR && le16_get(inode_of(np)->hdr.kind) == ZLFS_KIND_INODE) {
 		old = le32_get(inode_of(np)->xattr_nid);
 		inode_of(np)->xattr_nid = 0;
+	} else if (le16_get(inode_of(np)->hdr.kind) == ZLFS_KIND_XATTR) {
+		ret = xattr_node_cut(fs, np, f->b, &old); /* the chain's next, or an entry */
+		if (ret) {
+			node_put(fs, np);
+			return ret;
+		}
 	} else if (f->b < (le16_get(inode_of(np)->hdr.kind) == ZLFS_KIND_INODE ?
 				   ZLFS_INODE_ADDRS + ZLFS_INODE_NIDS : ZLFS_NODE_ADDRS)) {
 		old = le32_get(*node_slot(np, f->b));

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 struct stage stages[MAX_STAGES];
@@ -469,4 +470,114 @@ int root_encrypted(void)
 	if (fd >= 0)
 		close(fd);
 	return ret;
+}
+
+/* ---- extended attributes -------------------------------------------------------------------- */
+
+#define MAX_XOPS 640
+#define MAX_XIDS 256
+#define XVAL_MAX 65536
+
+static struct xop {
+	char path[64];
+	uint16_t id;
+	uint8_t remove;
+	uint32_t len, seed;
+} xscript[MAX_XOPS];
+static int nxops;
+
+static void xattr_record(const char *rel, unsigned id, int remove, size_t len, uint32_t seed)
+{
+	struct file_exp *f = cur_file(rel);
+
+	ck_assert_int_lt(nxops, MAX_XOPS);
+	ck_assert_uint_lt(id, MAX_XIDS);
+	snprintf(xscript[nxops].path, sizeof(xscript[nxops].path), "%s", rel);
+	xscript[nxops].id = (uint16_t)id;
+	xscript[nxops].remove = (uint8_t)remove;
+	xscript[nxops].len = (uint32_t)len;
+	xscript[nxops].seed = seed;
+	nxops++;
+	f->xops++;
+	hist_add(f);
+}
+
+void xattr_set_path(const char *rel, unsigned id, size_t len, uint32_t seed)
+{
+	static uint8_t b[XVAL_MAX];
+	char p[600], name[32];
+
+	ck_assert_uint_le(len, sizeof(b));
+	snprintf(name, sizeof(name), "user.x%u", id);
+	fill(b, len, seed, 0);
+	ck_assert_int_eq(setxattr(at_mnt(p, sizeof(p), rel), name, b, len, 0), 0);
+	xattr_record(rel, id, 0, len, seed);
+}
+
+void xattr_rm_path(const char *rel, unsigned id)
+{
+	char p[600], name[32];
+
+	snprintf(name, sizeof(name), "user.x%u", id);
+	ck_assert_int_eq(removexattr(at_mnt(p, sizeof(p), rel), name), 0);
+	xattr_record(rel, id, 1, 0, 0);
+}
+
+/* Attribute ID of PATH as the first XOPS operations on it left it: its length, -1 if none. */
+static long xattr_model(const char *path, uint32_t xops, unsigned id, uint32_t *seed)
+{
+	long len = -1;
+	uint32_t done = 0;
+
+	for (int i = 0; i < nxops && done < xops; i++) {
+		if (strcmp(xscript[i].path, path))
+			continue;
+		done++;
+		if (xscript[i].id == id) {
+			len = xscript[i].remove ? -1 : (long)xscript[i].len;
+			*seed = xscript[i].seed;
+		}
+	}
+	return len;
+}
+
+const char *xattr_match(const char *path, uint32_t xops, char *why, size_t wl)
+{
+	static uint8_t got[XVAL_MAX], want[XVAL_MAX];
+	char p[600], list[MAX_XIDS * 16], name[32];
+	unsigned id, listed = 0, expected = 0;
+	ssize_t n = nxops ? listxattr(at_mnt(p, sizeof(p), path), list, sizeof(list)) : 0, off;
+	uint32_t seed;
+	long len;
+
+	if (n < 0) {
+		snprintf(why, wl, "%s: listxattr: %s", path, strerror(errno));
+		return why;
+	}
+	for (off = 0; off < n; off += (ssize_t)strlen(list + off) + 1, listed++)
+		if (sscanf(list + off, "user.x%u", &id) != 1 || xattr_model(path, xops, id, &seed) < 0) {
+			snprintf(why, wl, "%s has attribute %.40s, not in state %u", path, list + off,
+				 xops);
+			return why;
+		}
+	for (id = 0; id < MAX_XIDS && nxops; id++) {
+		len = xattr_model(path, xops, id, &seed);
+		if (len < 0)
+			continue;
+		expected++;
+		snprintf(name, sizeof(name), "user.x%u", id);
+		fill(want, (size_t)len, seed, 0);
+		n = getxattr(p, name, got, sizeof(got));
+		if (n != len || memcmp(got, want, (size_t)len)) {
+			snprintf(why, wl, "%s: %s is %zd bytes%s, state %u has %ld", path, name, n,
+				 n == len ? " of other content" : "", xops, len);
+			return why;
+		}
+	}
+	if (listed != expected) {
+		snprintf(why, wl, "%s lists %u attributes, state %u has %u", path, listed, xops,
+			 expected);
+		return why;
+	}
+	return NULL;
 }

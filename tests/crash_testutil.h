@@ -38,6 +38,7 @@ struct file_exp {
 	int may_be_absent; /* written but never made durable: absent, or a prefix of it */
 	int hist_from; /* in a stage: the states (hist) recorded before it was taken; any of the
 			* path's later ones may have replaced it (a checkpoint) */
+	uint32_t xops;  /* its xattrs: the first XOPS of the script's operations on its path */
 };
 
 struct stage {
@@ -86,6 +87,13 @@ void unlink_path(const char *rel);
 void mkdir_path(const char *rel);
 void rmdir_path(const char *rel);
 void ctl_sync(void);
+/* Extended attributes, as a script of operations in the order made (one state each): set
+ * attribute user.xID of REL to LEN bytes of SEED's pattern, or remove it. */
+void xattr_set_path(const char *rel, unsigned id, size_t len, uint32_t seed);
+void xattr_rm_path(const char *rel, unsigned id);
+/* NULL when the file at PATH has exactly the attributes the first XOPS operations on PATH
+ * left, else why not (in WHY). */
+const char *xattr_match(const char *path, uint32_t xops, char *why, size_t wl);
 int root_encrypted(void);
 
 /* ---- crash points and stages ---------------------------------------------------------- */
@@ -119,6 +127,7 @@ void workload_hot(void);
 void workload_fsync(void);
 void workload_tail(void);
 void workload_inline(void);
+void workload_xattr(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With
  * LOSE_ZONE set (not UINT32_MAX), the writes to it from operation LOSE_FROM on are lost. */

@@ -115,6 +115,11 @@ static const struct fz_field f_xattr[] = {
 	F(struct zlfs_xattr_block, ofs), F(struct zlfs_xattr_block, used),
 	FA(struct zlfs_xattr_block, data, ZLFS_PAYLOAD - 8, 1), END};
 
+static const struct fz_field f_xnode[] = { /* XATTR_NODES: a value node (and chain node) */
+	F(struct zlfs_xattr_node, ofs), F(struct zlfs_xattr_node, used),
+	F(struct zlfs_xattr_node, next), F(struct zlfs_xattr_node, reserved),
+	FA(struct zlfs_xattr_node, data, ZLFS_XATTR_NODE_SPACE, 1), END};
+
 static const struct fz_field f_dentry[] = {
 	FA(struct zlfs_dentry_block, bitmap, 32, 1),
 	FS(struct zlfs_dentry_block, d, hash, ZLFS_DENTRY_SLOTS),
@@ -156,6 +161,7 @@ const struct fz_field *fz_fields_of(unsigned kind)
 	case ZLFS_KIND_DNODE:
 	case ZLFS_KIND_INDNODE: return f_node;
 	case ZLFS_KIND_XATTR: return f_xattr;
+	case ZLFS_KIND_XVALUE: return f_xnode;
 	case ZLFS_KIND_DENTRY: return f_dentry;
 	case ZLFS_KIND_MAX: return f_zent;
 	default: return f_hdr;

@@ -682,10 +682,17 @@ int fz_fuse_populate(struct zlfs_fs *fs, unsigned nfiles)
 		w->ops->link(&r, big, FUSE_ROOT_ID, "big2");
 		if (!req_done(&r))
 			hold(w, r.e.ino);
-		for (int i = 0; i < 24; i++) { /* enough to move xattrs out to their own node */
+		/* xattrs over several xattr nodes, and values in value nodes (XATTR_NODES) */
+		for (int i = 0; i < 80; i++) {
 			snprintf(name, sizeof(name), "user.attr-%02d", i);
 			req_init(w, &r, "setxattr");
 			w->ops->setxattr(&r, big, name, w->data, 150, 0);
+			req_done(&r);
+		}
+		for (int i = 0; i < 2; i++) {
+			snprintf(name, sizeof(name), "user.value-%d", i);
+			req_init(w, &r, "setxattr");
+			w->ops->setxattr(&r, big, name, w->data, i ? 65536 : 5000, 0);
 			req_done(&r);
 		}
 	}

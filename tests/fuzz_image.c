@@ -5,8 +5,8 @@
  *
  * Setup builds small emulated base images through the daemon's own FUSE operations
  * (fuzz_fuse.c): a plain one (6 logs) and an encrypted one (10 logs, a key file), each with a
- * directory of files, an indirect tree, xattrs in an xattr node, an inline and a long
- * symlink, a hard link, then an orphan in a checkpoint and files fsync'ed after it by a
+ * directory of files, an indirect tree, xattrs over a chain of xattr nodes and value nodes,
+ * an inline and a long symlink, a hard link, then an orphan in a checkpoint and files fsync'ed after it by a
  * process that dies (roll-forward work), and a power cut. Each input is:
  *   byte 0   which base (bits 0-1), what to run (bits 2-3: 0 mount read-only, check with
  *            repairs proposed and read everything through the file layer; 1 walk the FUSE

@@ -60,6 +60,8 @@ static const struct workload_def workloads[] = {
 	{"tail", 64ULL << 20, workload_tail, 10, 1},
 	/* small files in their inodes, converted past the area: every flush boundary */
 	{"inline", 64ULL << 20, workload_inline, 10, 1},
+	/* xattrs over several nodes and value nodes, grown and shrunk: every flush boundary */
+	{"xattr", 64ULL << 20, workload_xattr, 10, 1},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

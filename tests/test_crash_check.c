@@ -73,7 +73,7 @@ static const char *match(const char *path, const uint8_t *b, ssize_t n,
 		bad = why;
 	}
 	free(e);
-	return bad;
+	return bad ? bad : xattr_match(path, f->xops, why, wl);
 }
 
 /* NULL when the file at PATH holds F's content exactly, or, with PREFIX_OK, a prefix of it. */

@@ -3,7 +3,8 @@
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
  * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
- * small appends on partial blocks held in memory, small files kept inline and converted.
+ * small appends on partial blocks held in memory, small files kept inline and converted, and
+ * extended attributes grown past one node and shrunk.
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -747,4 +748,61 @@ void workload_inline(void)
 	write_file("n", 923, 3333, 0, 1);    /* a new one, fsync'ed alone */
 	fsync_path(".");
 	stage_root_now();
+}
+
+/* Extended attributes past one xattr node (fs/file/xattr_node.c): a file's attributes grow
+ * to 160 small ones over four nodes and three 64 KiB values in value nodes, fsync'ed every
+ * 20 operations, with replacements small -> big -> small; then shrink (nodes emptied, the
+ * chain compacted, value nodes freed) under fsync; a second file with a chain and a big value
+ * is unlinked. Every operation is a state: at each flush boundary every file must have the
+ * attributes of its last fsync or of a state after it. */
+void workload_xattr(void)
+{
+	unsigned i;
+
+	write_file("X0", 950, 100, 0, 1);
+	write_file("X1", 951, 10, 0, 1);
+	fsync_path(".");
+	stage_root_now();
+	ctl_sync();
+	for (i = 0; i < 160; i++) {
+		xattr_set_path("X0", i, 40 + i % 50, 1000 + i);
+		if (i % 20 == 19) {
+			fsync_path("X0");
+			stage_file_now("X0");
+		}
+	}
+	for (i = 200; i < 203; i++) {
+		xattr_set_path("X0", i, 65536, 2000 + i);
+		fsync_path("X0");
+		stage_file_now("X0");
+	}
+	xattr_set_path("X0", 201, 30, 3000);    /* big -> small */
+	xattr_set_path("X0", 5, 20000, 3001);   /* small -> big */
+	xattr_set_path("X0", 200, 9000, 3002);  /* big -> big */
+	fsync_path("X0");
+	stage_file_now("X0");
+	for (i = 0; i < 40; i++)
+		xattr_set_path("X1", i, 100, 4000 + i);
+	xattr_set_path("X1", 100, 65536, 4100);
+	fsync_path("X1");
+	stage_file_now("X1");
+	for (i = 0; i < 160; i += 1 + (i >= 100)) {
+		if (i == 5)
+			continue;
+		xattr_rm_path("X0", i);
+		if (i % 25 == 24) {
+			fsync_path("X0");
+			stage_file_now("X0");
+		}
+	}
+	xattr_rm_path("X0", 202);
+	fsync_path("X0");
+	stage_file_now("X0");
+	unlink_path("X1");
+	fsync_path(".");
+	stage_root_now();
+	xattr_set_path("X0", 7, 65536, 5000);   /* after the shrink, grown again */
+	fsync_path("X0");
+	stage_file_now("X0");
 }

@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static char img[512], mnt[512], key[512], bin[512], p[4096], q[2048];
@@ -411,8 +412,32 @@ START_TEST(t_passphrase)
 }
 END_TEST
 
+/* xattrs of an encrypted file past one xattr node: 300 small ones and a 64 KiB value
+ * (XATTR_NODES), set (SET) or read back. They are stored as given (not encrypted, as fscrypt
+ * leaves them). */
+static void xattrs_of(const char *rel, int set)
+{
+	static char v[65536], got[65536];
+	char nm[32];
+
+	for (int i = 0; i < 300; i++) {
+		snprintf(nm, sizeof(nm), "user.e%03d", i);
+		snprintf(v, sizeof(v), "value %d of %s", i, rel);
+		if (set)
+			ck_assert_int_eq(setxattr(mp(rel), nm, v, strlen(v), XATTR_CREATE), 0);
+		ck_assert_int_eq(getxattr(mp(rel), nm, got, sizeof(got)), (ssize_t)strlen(v));
+		ck_assert(!memcmp(got, v, strlen(v)));
+	}
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (char)(i * 13 + 5);
+	if (set)
+		ck_assert_int_eq(setxattr(mp(rel), "user.big", v, sizeof(v), 0), 0);
+	ck_assert_int_eq(getxattr(mp(rel), "user.big", got, sizeof(got)), (ssize_t)sizeof(v));
+	ck_assert(!memcmp(got, v, sizeof(v)));
+}
+
 /* Truncate, holes, appends, overwrites, renames and links inside encrypted directories;
- * EXDEV between encrypted and plain; the policy's refusals; -o encrypt_all. */
+ * EXDEV between encrypted and plain; the policy's refusals; -o encrypt_all; xattrs. */
 START_TEST(t_posix_inside)
 {
 	struct stat st;
@@ -449,6 +474,7 @@ START_TEST(t_posix_inside)
 	ck_assert_int_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10000, 20000), 0);
 	close(fd);
 	expect("v/f", 11, 70001, 10000, 30000); /* the punched range reads as zeros */
+	xattrs_of("v/f", 1);
 
 	/* rename and link inside */
 	ck_assert_int_eq(mkdir(mp("v/d"), 0755), 0);
@@ -484,6 +510,7 @@ START_TEST(t_posix_inside)
 	ck_assert(tu_file_has(daemon_err, "stay plaintext"));
 	expect("v/d/moved", 12, 4000, 0, 0);
 	expect("v/f", 11, 70001, 10000, 30000);
+	xattrs_of("v/f", 0);
 	put("top", 13, 8192, 0); /* -o encrypt_all: a new file in the plain root is encrypted */
 	ck_assert_uint_eq(enc_flags(mp("top")), ZLFS_ENC_ENCRYPTED | ZLFS_ENC_KEY);
 	ck_assert_int_eq(mkdir(mp("newdir"), 0755), 0);

@@ -9,7 +9,8 @@
  * (exit 1; what was undamaged is intact; a second -n is clean) or refuses, writing nothing
  * (exit 4). A damaged name on a mounted filesystem fails alone while the rest works, and
  * damaged tables turn the filesystem read-only; unmount always ends the daemon. Inline data
- * (a small file's bytes in its inode) is among the values: its size past the area is refused.
+ * (a small file's bytes in its inode) is among the values: its size past the area is refused;
+ * so are the links of an xattr chain and a value node's fill (XATTR_NODES).
  */
 #include "fsck_testutil.h"
 
@@ -264,6 +265,93 @@ START_TEST(t_foreign_node)
 }
 END_TEST
 
+/* /d/f1 given a 64 KiB value and 300 small attributes through the library (three xattr
+ * nodes): the nids of its first xattr node, of the second, and of the value's first value
+ * node. fsck must call the image clean. */
+static void add_xattrs(uint32_t *head, uint32_t *second, uint32_t *value)
+{
+	struct zlfs_fs *fs = mount_rw(img, 0);
+	struct node_page *np, *xp;
+	struct zlfs_xattr_node *x;
+	static char v[65536];
+	char nm[32];
+	le32 raw;
+
+	memset(v, 'v', sizeof(v));
+	ck_assert_int_eq(inode_get(fs, ino_f1, &np), 0);
+	ck_assert_int_eq(xattr_set(fs, np, "user.big", v, sizeof(v), 0), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(nm, sizeof(nm), "user.a%03d", i);
+		ck_assert_int_eq(xattr_set(fs, np, nm, v, 20, 0), 0);
+	}
+	*head = le32_get(inode_of(np)->xattr_nid);
+	ck_assert_int_eq(node_get(fs, *head, &xp), 0);
+	x = xp->buf;
+	*second = le32_get(x->next);
+	ck_assert(x->data[0] & ZLFS_XATTR_EXTERNAL); /* user.big, the first entry */
+	memcpy(&raw, x->data + 4 + x->data[1], sizeof(raw));
+	*value = le32_get(raw);
+	ck_assert_uint_ne(*second, 0);
+	node_put(fs, xp);
+	node_put(fs, np);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+
+/* Attribute NAME of /d/f1 read with the library: its size or the error. */
+static int f1_xattr(const char *name)
+{
+	static char v[65536];
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct node_page *np;
+	int ret;
+
+	ck_assert_int_eq(inode_get(fs, ino_f1, &np), 0);
+	ret = xattr_get(fs, np, name, v, sizeof(v));
+	node_put(fs, np);
+	files_unmount(fs);
+	return ret;
+}
+
+/* The link from a file's first xattr node to the next points to another file's inode: the
+ * attributes past it fail with EUCLEAN, those before it read; -y cuts the chain there. */
+START_TEST(t_xattr_chain_foreign)
+{
+	uint32_t head, second, value;
+
+	populate("xchain.img", NULL);
+	add_xattrs(&head, &second, &value);
+	set_field(node_addr(head), ZLFS_KIND_XATTR, offsetof(struct zlfs_xattr_node, next), ino_f2);
+	ck_assert_int_eq(f1_xattr("user.a299"), -EUCLEAN);
+	ck_assert_int_eq(f1_xattr("user.a000"), 20);
+	ck_assert_int_eq(f1_xattr("user.big"), 65536);
+	reported("belongs");
+	repaired();
+	ck_assert_int_eq(f1_xattr("user.a299"), -ENODATA);
+	ck_assert_int_eq(f1_xattr("user.a000"), 20);
+	ck_assert_int_eq(f1_xattr("user.big"), 65536);
+}
+END_TEST
+
+/* A value node's used out of range: that value fails with EUCLEAN, every other attribute
+ * reads; -y drops the attribute and frees its value nodes. */
+START_TEST(t_xattr_value_used)
+{
+	uint32_t head, second, value;
+
+	populate("xvalue.img", NULL);
+	add_xattrs(&head, &second, &value);
+	set_field(node_addr(value), ZLFS_KIND_XVALUE, offsetof(struct zlfs_xattr_node, used), 0);
+	ck_assert_int_eq(f1_xattr("user.big"), -EUCLEAN);
+	ck_assert_int_eq(f1_xattr("user.a299"), 20);
+	reported("xattr value node used");
+	repaired();
+	ck_assert_int_eq(f1_xattr("user.big"), -ENODATA);
+	ck_assert_int_eq(f1_xattr("user.a299"), 20);
+	ck_assert_int_eq(f1_xattr("user.a000"), 20);
+}
+END_TEST
+
 /* Superblock geometry: meta_zones 0 would divide by zero in the first checkpoint. Nothing can
  * be trusted, so no mode repairs it. */
 START_TEST(t_sb_meta_zones)
@@ -406,6 +494,8 @@ int main(void)
 	tcase_add_test(tc, t_dir_depth);
 	tcase_add_test(tc, t_dentry_overrun);
 	tcase_add_test(tc, t_foreign_node);
+	tcase_add_test(tc, t_xattr_chain_foreign);
+	tcase_add_test(tc, t_xattr_value_used);
 	tcase_add_test(tc, t_sb_meta_zones);
 	tcase_add_test(tc, t_cp_meta_zone);
 	tcase_add_test(tc, t_nat_entry);

@@ -316,6 +316,81 @@ START_TEST(t_node_limits)
 }
 END_TEST
 
+/* XATTR_NODES: xattr nodes of a chain and value nodes, their place, link, fill and the
+ * external entries pointing to value nodes. */
+START_TEST(t_xattr_node_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_xattr_node *x = (void *)nb;
+	le32 ext[2];
+
+	good_sb(&s);
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_XVALUE, 9, 7, 1);
+	x->used = le32_put(100);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "XATTR_NODES feature");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_XATTR_NODES;
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	x->ofs = le32_put(ZLFS_XVALUE_NODES_MAX);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr value node ofs");
+	x->ofs = le32_put(ZLFS_XVALUE_NODES_MAX - 1);
+	x->next = le32_put(10); /* not full, yet not the last */
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr value node used");
+	x->used = le32_put(ZLFS_XATTR_NODE_SPACE);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	x->used = le32_put(0);
+	x->next = 0;
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr value node used");
+	x->used = le32_put(1);
+	x->next = le32_put(s.max_nid);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr value node next");
+	x->next = 0;
+	x->reserved = le32_put(1);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "reserved");
+	/* a chain node with an inline entry and an external one */
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_XATTR, 9, 7, 1);
+	x->data[0] = 1, x->data[1] = 3, x->data[2] = 2; /* user.abc = 2 bytes: 12 bytes */
+	memcpy(x->data + 4, "abc", 3);
+	x->data[12] = 1 | ZLFS_XATTR_EXTERNAL, x->data[13] = 1, x->data[14] = 8; /* 16 bytes */
+	x->data[16] = 'z';
+	ext[0] = le32_put(11), ext[1] = le32_put(ZLFS_XATTR_VALUE_MAX);
+	memcpy(x->data + 17, ext, sizeof(ext));
+	x->used = le32_put(28);
+	x->ofs = le32_put(3);
+	x->next = le32_put(12);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	x->ofs = le32_put(ZLFS_XATTR_NODES_MAX);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr node ofs");
+	x->ofs = 0;
+	x->next = le32_put(s.max_nid);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr node next");
+	x->next = 0;
+	x->used = le32_put(ZLFS_XATTR_NODE_SPACE + 4);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr node used");
+	x->used = le32_put(28);
+	ext[1] = le32_put(ZLFS_XATTR_VALUE_MAX + 1);
+	memcpy(x->data + 17, ext, sizeof(ext));
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr entry value size");
+	ext[0] = 0, ext[1] = le32_put(1);
+	memcpy(x->data + 17, ext, sizeof(ext));
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "xattr entry value nid");
+	x->data[14] = 4, x->used = le32_put(24); /* external, but 4 value bytes */
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "external value");
+	x->data[12] = 4 | ZLFS_XATTR_EXTERNAL;
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	/* the older layout knows no external flag */
+	s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_XATTR_NODES;
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_XATTR, 9, 7, 1);
+	((struct zlfs_xattr_block *)nb)->data[0] = 1 | ZLFS_XATTR_EXTERNAL;
+	((struct zlfs_xattr_block *)nb)->data[1] = 1;
+	((struct zlfs_xattr_block *)nb)->data[4] = 'a';
+	((struct zlfs_xattr_block *)nb)->used = le32_put(8);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+}
+END_TEST
+
 START_TEST(t_dentry_limits)
 {
 	struct zlfs_sb_info s;
@@ -365,6 +440,7 @@ int main(void)
 	tcase_add_test(tc, t_cp_limits);
 	tcase_add_test(tc, t_table_limits);
 	tcase_add_test(tc, t_node_limits);
+	tcase_add_test(tc, t_xattr_node_limits);
 	tcase_add_test(tc, t_dentry_limits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

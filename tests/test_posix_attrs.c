@@ -242,14 +242,15 @@ START_TEST(t_xattr)
 	snprintf(val, sizeof(val), "user.%s", long_name('n', 251));
 	FAILS(setxattr(f, val, "x", 1, 0), ERANGE);
 
-	/* values: too big for the xattr space, beyond the VFS limit */
+	/* values: bigger than an xattr node (kept in value nodes), beyond the VFS limit */
 	memset(big, 'v', sizeof(big));
-	errno = 0;
-	ck_assert_int_eq(setxattr(f, "user.huge", big, 5000, 0), -1);
-	ck_assert_msg(errno == E2BIG || errno == ENOSPC, "5000-byte value: %s", ename(errno));
+	OK(setxattr(f, "user.huge", big, 5000, 0));
+	ck_assert_int_eq(getxattr(f, "user.huge", NULL, 0), 5000);
+	OK(removexattr(f, "user.huge"));
 	FAILS(setxattr(f, "user.huge", big, 70000, 0), E2BIG);
 	FAILS(getxattr(f, "user.huge", val, sizeof(val)), ENODATA);
-	/* fill the space: ENOSPC, and what fitted is intact */
+	/* more than one xattr node holds (8 of these): all fit, and read back intact
+	 * (test_xattr takes thousands) */
 	put_file(P("x/full"), "", 0, 0644);
 	for (fitted = 0; fitted < 64; fitted++) {
 		char nm[32];
@@ -259,8 +260,7 @@ START_TEST(t_xattr)
 		if (setxattr(P("x/full"), nm, big, 500, 0))
 			break;
 	}
-	ck_assert_int_eq(errno, ENOSPC);
-	ck_assert_int_ge(fitted, 7);
+	ck_assert_int_eq(fitted, 64);
 	for (i = 0; i < fitted; i++) {
 		char nm[32];
 

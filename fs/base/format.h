@@ -92,9 +92,13 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* A regular file flagged ZLFS_IFLAG_INLINE keeps its bytes [0, size) in the inode's address
  * area (set by mkfs: an older reader would take those bytes for block addresses). */
 #define ZLFS_FEAT_INCOMPAT_INLINE_DATA (1u << 3)
+/* A file's xattrs are a chain of xattr nodes (struct zlfs_xattr_node) and a value too big
+ * for one of them lives in a chain of value nodes (set by mkfs: an older reader would see
+ * only the first node's attributes and its fsck would free the rest as unreachable). */
+#define ZLFS_FEAT_INCOMPAT_XATTR_NODES (1u << 4)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
-	 ZLFS_FEAT_INCOMPAT_INLINE_DATA)
+	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -161,6 +165,7 @@ enum zlfs_blk_kind {
 	ZLFS_KIND_XATTR,
 	ZLFS_KIND_DENTRY,     /* directory data block */
 	ZLFS_KIND_CP_REMAP,   /* owners of data blocks whose segment summary is stale */
+	ZLFS_KIND_XVALUE,     /* node block (XATTR_NODES): part of one xattr's value */
 	ZLFS_KIND_MAX
 };
 
@@ -459,6 +464,33 @@ struct zlfs_xattr_block {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_xattr_block) == ZLFS_BLOCK_SIZE, "xattr block size");
+
+/* With ZLFS_FEAT_INCOMPAT_XATTR_NODES, an xattr node (KIND_XATTR) and a value node
+ * (KIND_XVALUE) have this layout instead. The inode's xattr_nid starts a chain of xattr
+ * nodes linked by next, ofs = 0, 1, 2... their places in it; each holds packed entries as
+ * above, which never straddle two nodes. An entry whose index has ZLFS_XATTR_EXTERNAL keeps
+ * no value of its own: its 8 value bytes are {le32 nid, le32 size} of a chain of value nodes
+ * (ofs 0, 1, ... again) holding the value's bytes in order, every node but the last full.
+ * A value is stored so when its entry would not fit an empty xattr node. */
+struct zlfs_xattr_node {
+	struct zlfs_blkhdr hdr;
+	le32 ofs;      /* place in its chain */
+	le32 used;     /* bytes of data in use */
+	le32 next;     /* the chain's next node, 0 at its end */
+	le32 reserved; /* 0 */
+	uint8_t data[ZLFS_PAYLOAD - 16];
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_xattr_node) == ZLFS_BLOCK_SIZE, "xattr chain node size");
+#define ZLFS_XATTR_NODE_SPACE ((uint32_t)(ZLFS_PAYLOAD - 16)) /* 4040 bytes */
+#define ZLFS_XATTR_EXTERNAL 0x80u /* in an entry's index: the value is in value nodes */
+#define ZLFS_XATTR_EXT_LEN 8u     /* the value bytes of such an entry: le32 nid, le32 size */
+#define ZLFS_XATTR_VALUE_MAX 65536u /* XATTR_SIZE_MAX, the VFS's largest value */
+/* Value nodes of the largest value, and xattr nodes of one file's chain (4 MiB of entries,
+ * some 200,000 small attributes). */
+#define ZLFS_XVALUE_NODES_MAX                                                                  \
+	((ZLFS_XATTR_VALUE_MAX + ZLFS_XATTR_NODE_SPACE - 1) / ZLFS_XATTR_NODE_SPACE)
+#define ZLFS_XATTR_NODES_MAX 1024u
 
 /* ---- directory blocks -------------------------------------------------------------------------
  * A directory's data blocks are dentry blocks. A name of length L takes ceil(L/8) consecutive

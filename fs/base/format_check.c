@@ -504,28 +504,91 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 	return data_ptrs_check(s, in->addr, ZLFS_INODE_ADDRS, "inode addr", why, len);
 }
 
-static int xattr_check(const struct zlfs_xattr_block *x, char *why, size_t len)
+/* An entry whose value lives in value nodes (XATTR_NODES): {le32 nid, le32 size}. */
+static int xattr_external_check(const struct zlfs_sb_info *s, const uint8_t *v, uint32_t vlen,
+				char *why, size_t len)
 {
-	uint32_t used = le32_get(x->used), off = 0;
+	le32 raw[2];
+	uint32_t nid, size;
 
-	if (used > sizeof(x->data))
-		return RANGE(why, len, "xattr node used", used, 0, sizeof(x->data));
+	if (vlen != ZLFS_XATTR_EXT_LEN)
+		return RANGE(why, len, "xattr entry value_size of an external value", vlen,
+			     ZLFS_XATTR_EXT_LEN, ZLFS_XATTR_EXT_LEN);
+	memcpy(raw, v, sizeof(raw));
+	nid = le32_get(raw[0]);
+	size = le32_get(raw[1]);
+	if (!nid || !nid_ok(s, nid))
+		return RANGE(why, len, "xattr entry value nid", nid, 1, s->max_nid - 1);
+	if (!size || size > ZLFS_XATTR_VALUE_MAX)
+		return RANGE(why, len, "xattr entry value size", size, 1, ZLFS_XATTR_VALUE_MAX);
+	return 0;
+}
+
+/* Packed entries {u8 index, u8 name_len, le16 value_size, name, value} in DATA, USED of SPACE
+ * bytes, that fill exactly what is used. */
+static int xattr_entries_check(const struct zlfs_sb_info *s, const uint8_t *data, uint32_t used,
+			       uint32_t space, char *why, size_t len)
+{
+	int chain = !!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES);
+	uint32_t off = 0;
+
+	if (used > space)
+		return RANGE(why, len, "xattr node used", used, 0, space);
 	while (off + 4 <= used) {
-		const uint8_t *e = x->data + off;
-		uint32_t size = (4u + e[1] + (uint32_t)(e[2] | e[3] << 8) + 3) & ~3u;
+		const uint8_t *e = data + off;
+		uint32_t vlen = (uint32_t)(e[2] | e[3] << 8), size = (4u + e[1] + vlen + 3) & ~3u;
+		uint32_t index = chain ? e[0] & ~ZLFS_XATTR_EXTERNAL : e[0];
 
-		if (!e[0] || e[0] > ZLFS_XATTR_INDEX_MAX || !e[1] || off + size > used)
+		if (!index || index > ZLFS_XATTR_INDEX_MAX || !e[1] || off + size > used)
 			return bad(why, len, "xattr node: the entry at byte %u (index %u, name_len %u, "
 				   "value_size %u) does not fit the %u bytes used", off, e[0], e[1],
-				   e[2] | e[3] << 8, used);
+				   vlen, used);
 		if (memchr(e + 4, 0, e[1])) /* no name given through the API holds one */
 			return bad(why, len, "xattr node: the name of the entry at byte %u holds a NUL",
 				   off);
+		if (chain && (e[0] & ZLFS_XATTR_EXTERNAL) &&
+		    xattr_external_check(s, e + 4 + e[1], vlen, why, len))
+			return -EUCLEAN;
 		off += size;
 	}
 	if (off != used)
 		return bad(why, len, "xattr node: entries end at byte %u, used = %u", off, used);
 	return 0;
+}
+
+/* An xattr node of a chain or a value node (XATTR_NODES): place, link and fill. */
+static int xattr_node_check(const struct zlfs_sb_info *s, const struct zlfs_xattr_node *x,
+			    char *why, size_t len)
+{
+	int value = le16_get(x->hdr.kind) == ZLFS_KIND_XVALUE;
+	uint32_t ofs = le32_get(x->ofs), used = le32_get(x->used), next = le32_get(x->next);
+
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES))
+		return bad(why, len, "xattr value node on a filesystem without the XATTR_NODES "
+			   "feature");
+	if (ofs >= (value ? ZLFS_XVALUE_NODES_MAX : ZLFS_XATTR_NODES_MAX))
+		return RANGE(why, len, value ? "xattr value node ofs" : "xattr node ofs", ofs, 0,
+			     (value ? ZLFS_XVALUE_NODES_MAX : ZLFS_XATTR_NODES_MAX) - 1);
+	if (!nid_ok(s, next))
+		return RANGE(why, len, value ? "xattr value node next" : "xattr node next", next, 0,
+			     s->max_nid - 1);
+	if (le32_get(x->reserved))
+		return RANGE(why, len, "xattr node reserved", le32_get(x->reserved), 0, 0);
+	if (!value)
+		return xattr_entries_check(s, x->data, used, ZLFS_XATTR_NODE_SPACE, why, len);
+	if (!used || used > ZLFS_XATTR_NODE_SPACE || (next && used != ZLFS_XATTR_NODE_SPACE))
+		return RANGE(why, len, "xattr value node used", used, next ? ZLFS_XATTR_NODE_SPACE : 1,
+			     ZLFS_XATTR_NODE_SPACE);
+	return 0;
+}
+
+static int xattr_check(const struct zlfs_sb_info *s, const void *blk, char *why, size_t len)
+{
+	const struct zlfs_xattr_block *x = blk;
+
+	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
+		return xattr_node_check(s, blk, why, len);
+	return xattr_entries_check(s, x->data, le32_get(x->used), sizeof(x->data), why, len);
 }
 
 int zlfs_node_check(const struct zlfs_sb_info *s, uint32_t nid, const void *blk, char *why,
@@ -556,7 +619,9 @@ int zlfs_node_check(const struct zlfs_sb_info *s, uint32_t nid, const void *blk,
 					   le32_get(n->ptr[i]), s->max_nid - 1);
 		return 0;
 	case ZLFS_KIND_XATTR:
-		return xattr_check(blk, why, len);
+		return xattr_check(s, blk, why, len);
+	case ZLFS_KIND_XVALUE:
+		return xattr_node_check(s, blk, why, len);
 	}
 	return bad(why, len, "block kind %u (%s) is not a node", kind, zlfs_kind_name(kind));
 }
@@ -633,7 +698,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
-		[ZLFS_KIND_CP_REMAP] = "remap list",
+		[ZLFS_KIND_CP_REMAP] = "remap list",	[ZLFS_KIND_XVALUE] = "xattr value node",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])

@@ -36,6 +36,7 @@ struct chk {
 	uint32_t *subdirs;   /* per directory: subdirectories found */
 	uint32_t nblocks;
 	uint64_t prealloc;   /* data pointers reserved by fallocate */
+	uint64_t xv_bytes;   /* bytes in the value nodes of the xattr value being walked */
 };
 
 static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
@@ -195,7 +196,7 @@ static void bad_pointer(struct chk *c, struct ptr at)
 	c->rep->incomplete = 1;
 }
 
-/* A child node NID under inode INO: NAT must agree, then walk it. DEPTH < 0: xattr node. */
+/* A child node NID under inode INO: NAT must agree, then walk it (DEPTH as check_node's). */
 static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth, struct ptr at)
 {
 	struct nat_ent e = chk_nat(c, nid);
@@ -220,35 +221,59 @@ static void walk_child(struct chk *c, uint32_t nid, uint32_t ino, int depth, str
 	check_node(c, nid, ino, depth, at);
 }
 
-/* Packed entries {u8 index, u8 name_len, le16 value_size, name, value}, 4-byte aligned. */
-static void check_xattrs(struct chk *c, const struct zlfs_xattr_block *x, uint32_t ino)
+#define DEPTH_XATTR (-1)  /* check_node's depth of an xattr node */
+#define DEPTH_XVALUE (-2) /* ... of an xattr value node */
+
+/* What an xattr node (XATTR_NODES) links to: the value nodes of each external entry, which
+ * must hold the entry's size together (damage in them drops the entry: -y clears the
+ * pointer at the entry's offset), and the chain's next node. Its entries themselves passed
+ * the node check when it was read. */
+static void check_xattr_links(struct chk *c, struct node_page *np, uint32_t ino)
 {
-	uint32_t used = le32_get(x->used), off = 0, space = (uint32_t)sizeof(x->data);
+	const struct zlfs_xattr_node *x = np->buf;
+	uint32_t used = le32_get(x->used), off, next = le32_get(x->next);
 
-	if (used > space) {
-		finding(c, ZLFS_FIND_ERROR, "inode %u: xattr node claims %u bytes of %u", ino, used,
-			space);
-		return;
-	}
-	while (off + 4 <= used) {
+	for (off = 0; off + 4 <= used;
+	     off += (4u + x->data[off + 1] + (x->data[off + 2] | x->data[off + 3] << 8) + 3) & ~3u) {
 		const uint8_t *e = x->data + off;
-		uint32_t size = (4u + e[1] + (uint32_t)(e[2] | e[3] << 8) + 3) & ~3u;
+		uint64_t errors = c->rep->errors;
+		le32 raw[2];
 
-		if (!e[0] || e[0] > 3 || !e[1] || off + size > used) {
-			finding(c, ZLFS_FIND_ERROR, "inode %u: xattr entry at byte %u is malformed",
-				ino, off);
-			return;
+		if (!(e[0] & ZLFS_XATTR_EXTERNAL))
+			continue;
+		memcpy(raw, e + 4 + e[1], sizeof(raw));
+		c->xv_bytes = 0;
+		walk_child(c, le32_get(raw[0]), ino, DEPTH_XVALUE, (struct ptr){np->nid, off, 0});
+		if (c->rep->errors == errors && c->xv_bytes != le32_get(raw[1])) {
+			finding(c, ZLFS_FIND_ERROR, "inode %u: the xattr value at byte %u of node %u "
+				"is %u bytes, its value nodes hold %llu", ino, off, np->nid,
+				le32_get(raw[1]), (unsigned long long)c->xv_bytes);
+			bad_pointer(c, (struct ptr){np->nid, off, 0});
 		}
-		off += size;
 	}
-	if (off != used)
-		finding(c, ZLFS_FIND_ERROR, "inode %u: xattr entries end at byte %u, not %u", ino,
-			off, used);
+	if (next)
+		walk_child(c, next, ino, DEPTH_XATTR,
+			   (struct ptr){np->nid, ZLFS_FIX_SLOT_XATTR, le32_get(x->ofs) + 1});
+}
+
+/* A value node: its bytes count towards its value, and the chain goes on under the pointer
+ * AT to the value's entry. */
+static void check_xvalue(struct chk *c, struct node_page *np, uint32_t ino, struct ptr at)
+{
+	const struct zlfs_xattr_node *x = np->buf;
+
+	c->xv_bytes += le32_get(x->used);
+	if (le32_get(x->next))
+		walk_child(c, le32_get(x->next), ino, DEPTH_XVALUE,
+			   (struct ptr){at.parent, at.slot, at.ofs + 1});
 }
 
 static unsigned node_kind_expected(int depth)
 {
-	return depth < 0 ? ZLFS_KIND_XATTR : depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE;
+	return depth == DEPTH_XVALUE  ? ZLFS_KIND_XVALUE
+	       : depth == DEPTH_XATTR ? ZLFS_KIND_XATTR
+	       : depth                ? ZLFS_KIND_INDNODE
+				      : ZLFS_KIND_DNODE;
 }
 
 /* A node that cannot be used: why, in the finding, as the daemon logs it. */
@@ -263,7 +288,7 @@ static void node_damaged(struct chk *c, uint32_t nid, uint32_t ino, int err)
 			strerror(-err));
 }
 
-/* DEPTH: levels of nodes below NID (0: direct node, -1: xattr node). */
+/* DEPTH: levels of nodes below NID (0: direct node), or DEPTH_XATTR, DEPTH_XVALUE. */
 static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, struct ptr at)
 {
 	struct node_page *np;
@@ -291,8 +316,11 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 			zlfs_kind_name(node_kind_expected(depth)),
 			at.ofs == NODE_OFS_ANY ? "" : " at that offset");
 		bad_pointer(c, at);
-	} else if (depth < 0) {
-		check_xattrs(c, np->buf, ino);
+	} else if (depth == DEPTH_XVALUE) {
+		check_xvalue(c, np, ino, at);
+	} else if (depth == DEPTH_XATTR) {
+		if (c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
+			check_xattr_links(c, np, ino);
 	} else {
 		for (i = 0; i < ZLFS_NODE_ADDRS; i++) {
 			uint32_t p = le32_get(n->ptr[i]);
@@ -365,9 +393,11 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 					   (struct ptr){np->nid, ZLFS_INODE_ADDRS + i,
 							data_child_ofs(0, i)});
 	}
-	if (xnid)
-		walk_child(c, xnid, np->nid, -1,
-			   (struct ptr){np->nid, ZLFS_FIX_SLOT_XATTR, NODE_OFS_ANY});
+	if (xnid) /* with XATTR_NODES, the first of a chain, at place 0 */
+		walk_child(c, xnid, np->nid, DEPTH_XATTR,
+			   (struct ptr){np->nid, ZLFS_FIX_SLOT_XATTR,
+					(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
+						? 0 : NODE_OFS_ANY});
 }
 
 static int is_inode(struct chk *c, uint32_t ino)

@@ -470,6 +470,7 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 		snprintf(s->label, sizeof(s->label), "%s", o->label);
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ONE_FLUSH; /* one flush per fsync */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_INLINE_DATA; /* small files in their inode */
+	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_XATTR_NODES; /* xattrs past one node */
 	if (o->enc) {
 		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT;
 		s->enc_kdf = o->enc->kdf;

@@ -233,12 +233,13 @@ static int ncache_add(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 	return 0;
 }
 
-/* Directory nodes are hot, file nodes warm, indirect nodes (rarely rewritten) cold. */
+/* Directory nodes are hot, file nodes warm, indirect nodes (rarely rewritten) and xattr value
+ * nodes (never rewritten: a new value gets new nodes) cold. */
 static enum zlfs_log_type node_temp(const struct node_page *np)
 {
 	const struct zlfs_blkhdr *h = np->buf;
 
-	if (le16_get(h->kind) == ZLFS_KIND_INDNODE)
+	if (le16_get(h->kind) == ZLFS_KIND_INDNODE || le16_get(h->kind) == ZLFS_KIND_XVALUE)
 		return ZLFS_LOG_COLD_NODE;
 	return __atomic_load_n(&np->hot, __ATOMIC_RELAXED) ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
 }
@@ -296,7 +297,7 @@ static void ncache_remove(struct zlfs_fs *fs, struct node_page *victim)
 static int node_is_kind(unsigned kind)
 {
 	return kind == ZLFS_KIND_INODE || kind == ZLFS_KIND_DNODE || kind == ZLFS_KIND_INDNODE ||
-	       kind == ZLFS_KIND_XATTR;
+	       kind == ZLFS_KIND_XATTR || kind == ZLFS_KIND_XVALUE;
 }
 
 /* A node block as read: checksum, then every field against the format's limits, so that

@@ -77,7 +77,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 static int is_node_kind(unsigned k)
 {
 	return k == ZLFS_KIND_INODE || k == ZLFS_KIND_DNODE || k == ZLFS_KIND_INDNODE ||
-	       k == ZLFS_KIND_XATTR;
+	       k == ZLFS_KIND_XATTR || k == ZLFS_KIND_XVALUE;
 }
 
 /* A node block written under the checkpoint still to come (whatever its flags)? */

@@ -92,7 +92,6 @@ int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *gene
 int inode_free(struct zlfs_fs *fs, uint32_t ino)
 {
 	struct node_page *np;
-	uint32_t xnid;
 	int isdir, ret = inode_get(fs, ino, &np);
 
 	if (ret)
@@ -100,15 +99,14 @@ int inode_free(struct zlfs_fs *fs, uint32_t ino)
 	tail_drop(fs, ino);
 	if (!(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE))
 		ret = data_truncate_blocks(fs, np, 0);
-	xnid = le32_get(inode_of(np)->xattr_nid);
+	if (!ret)
+		xattr_free_all(fs, np);
 	isdir = S_ISDIR(le32_get(inode_of(np)->mode));
 	node_put(fs, np);
 	if (ret)
 		return ret;
 	if (isdir)
 		dir_cache_drop(fs, ino);
-	if (xnid)
-		node_free(fs, xnid);
 	node_free(fs, ino);
 	return 0;
 }

@@ -233,6 +233,13 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	      size_t size, int flags);
 int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size);
 int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
+/* Free INODE's xattr nodes and value nodes (its last release; xattr_node.c). */
+void xattr_free_all(struct zlfs_fs *fs, struct node_page *inode);
+/* fsck's repair of a link out of the xattr node NP (held) that leads to damage: SLOT
+ * UINT32_MAX cuts the chain after NP, else SLOT is the byte offset of an entry whose value
+ * nodes are damaged, and the entry goes. *OLD: the nid the link held. -EINVAL if there is
+ * no such link. */
+int xattr_node_cut(struct zlfs_fs *fs, struct node_page *np, uint32_t slot, uint32_t *old);
 
 /* ---- fcrypt.c --------------------------------------------------------------------------- */
 

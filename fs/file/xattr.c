@@ -1,22 +1,21 @@
 /*
- * xattr.c - extended attributes, kept in one xattr node per inode.
+ * xattr.c - extended attributes: names, namespaces and the VFS's rules.
  *
- * Owns: the packed entry list of struct zlfs_xattr_block (u8 name index, u8 name length,
- * le16 value size, name, value, 4-byte aligned), the namespaces (user., trusted., security.)
- * and the errors Linux filesystems return for them. system.* (POSIX ACLs) is refused with
+ * Owns: the namespaces (user., trusted., security.), their on-disk index, and the errors
+ * Linux filesystems return (ENODATA, EEXIST, ERANGE, E2BIG, ENOSPC). Where entries are kept
+ * is xattr_node.c's. system.* (POSIX ACLs) is refused with
  * EOPNOTSUPP like a filesystem mounted without ACL support: without FUSE_CAP_POSIX_ACL the
  * kernel hands ACLs to us as plain xattrs, and storing them without applying them to the mode
  * made cp -a and tar believe the permissions were set (files ended up 0600).
- * May call: node.c (through core.h), inode.c, log.h.
+ * May call: xattr_node.c, node.c (through core.h), inode.c, log.h.
  */
 #include "files.h"
+#include "xattr_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
-
-#define XHDR 4
-#define XSPACE ((uint32_t)sizeof(((struct zlfs_xattr_block *)0)->data))
 
 static const char *const prefixes[] = {NULL, "user.", "trusted.", "security.", "system."};
 #define XINDEX_SYSTEM 4
@@ -48,207 +47,204 @@ static int xname_unknown(const char *name)
 										      : -EOPNOTSUPP;
 }
 
-static uint32_t xent_size(uint32_t nlen, uint32_t vlen) { return (XHDR + nlen + vlen + 3) & ~3u; }
-
-/* Bytes in use, up to the last whole entry: a damaged count or entry never leads a reader
- * past the block (fsck.zlfs reports the damage). */
-static uint32_t xused(const struct zlfs_xattr_block *x)
+/* The stored entry's value: its size, and its bytes into VAL when SIZE holds them. */
+static int xent_value(struct zlfs_fs *fs, struct node_page *inode, const uint8_t *e, void *val,
+		      size_t size)
 {
-	uint32_t used = le32_get(x->used), off = 0;
-
-	if (used > XSPACE)
-		used = XSPACE;
-	while (off + XHDR <= used) {
-		const uint8_t *e = x->data + off;
-		uint32_t sz = xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
-
-		if (off + sz > used)
-			break;
-		off += sz;
-	}
-	return off;
-}
-
-/* Offset of the entry (INDEX, SUFFIX) in X, or -1. */
-static int xfind(const struct zlfs_xattr_block *x, uint8_t index, const char *suffix)
-{
-	uint32_t used = xused(x), off = 0;
-	size_t sl = strlen(suffix);
-
-	while (off + XHDR <= used) {
-		const uint8_t *e = x->data + off;
-		uint16_t vlen = (uint16_t)(e[2] | e[3] << 8);
-
-		if (e[0] == index && e[1] == sl && !memcmp(e + XHDR, suffix, sl))
-			return (int)off;
-		off += xent_size(e[1], vlen);
-	}
-	return -1;
-}
-
-static int xnode_get(struct zlfs_fs *fs, struct node_page *inode, int create,
-		     struct node_page **out)
-{
-	struct zlfs_inode *in = inode_of(inode);
-	uint32_t nid = le32_get(in->xattr_nid);
+	uint32_t vlen = xent_vlen(e), vnid = 0;
 	int ret;
 
-	if (nid)
-		return node_get_as(fs, nid, inode->nid, ZLFS_KIND_XATTR, NODE_OFS_ANY, out);
-	if (!create)
-		return -ENODATA;
-	ret = node_alloc_nid(fs, inode->nid, &nid);
-	if (ret)
-		return ret;
-	ret = node_new(fs, nid, inode->nid, ZLFS_KIND_XATTR, out);
-	if (ret) {
-		node_free(fs, nid);
-		return ret;
+	if ((fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) && (e[0] & ZLFS_XATTR_EXTERNAL))
+		xent_ext(e, &vnid, &vlen);
+	if (size && size < vlen)
+		return -ERANGE;
+	if (!size)
+		return (int)vlen;
+	if (!vnid) {
+		memcpy(val, e + XHDR + e[1], vlen);
+		return (int)vlen;
 	}
-	in->xattr_nid = le32_put(nid);
-	node_dirty(fs, inode);
-	return 0;
+	ret = xvalue_read(fs, inode, vnid, vlen, val);
+	return ret ? ret : (int)vlen;
 }
 
 int xattr_get(struct zlfs_fs *fs, struct node_page *inode, const char *name, void *val,
 	      size_t size)
 {
-	struct node_page *xp;
 	const char *suffix;
+	struct xnode x;
 	uint8_t index;
-	int ret = xname_split(name, &index, &suffix), off;
+	int ret = xname_split(name, &index, &suffix);
 
 	if (ret)
 		return ret == -EOPNOTSUPP ? xname_unknown(name) : ret;
-	ret = xnode_get(fs, inode, 0, &xp);
+	ret = xchain_lookup(fs, inode, index, suffix, &x);
 	if (ret)
 		return ret;
-	off = xfind(xp->buf, index, suffix);
-	if (off < 0) {
-		ret = -ENODATA;
-	} else {
-		const uint8_t *e = ((struct zlfs_xattr_block *)xp->buf)->data + off;
-		uint16_t vlen = (uint16_t)(e[2] | e[3] << 8);
-
-		if (size && size < vlen)
-			ret = -ERANGE;
-		else
-			ret = vlen;
-		if (size >= vlen)
-			memcpy(val, e + XHDR + e[1], vlen);
-	}
-	node_put(fs, xp);
+	ret = xent_value(fs, inode, x.data + x.off, val, size);
+	node_put(fs, x.np);
 	return ret;
 }
 
-static void xremove_at(struct zlfs_xattr_block *x, uint32_t off)
+/* Lay out the entry (INDEX, SUFFIX) = VAL in E: its value inline, or (VNID) in value nodes. */
+static uint32_t xent_build(uint8_t *e, uint8_t index, const char *suffix, const void *val,
+			   size_t size, uint32_t vnid)
 {
-	uint8_t *e = x->data + off;
-	uint32_t used = xused(x), sz = xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
+	uint32_t nlen = (uint32_t)strlen(suffix), vlen = vnid ? ZLFS_XATTR_EXT_LEN : (uint32_t)size;
+	uint32_t esize = xent_size(nlen, vlen);
 
-	memmove(e, e + sz, used - off - sz);
-	memset(x->data + used - sz, 0, sz);
-	x->used = le32_put(used - sz);
+	memset(e, 0, esize);
+	e[0] = (uint8_t)(index | (vnid ? ZLFS_XATTR_EXTERNAL : 0));
+	e[1] = (uint8_t)nlen;
+	e[2] = (uint8_t)(vlen & 0xff);
+	e[3] = (uint8_t)(vlen >> 8);
+	memcpy(e + XHDR, suffix, nlen);
+	if (vnid) {
+		le32 raw[2] = {le32_put(vnid), le32_put((uint32_t)size)};
+
+		memcpy(e + XHDR + nlen, raw, sizeof(raw));
+	} else {
+		memcpy(e + XHDR + nlen, val, size);
+	}
+	return esize;
+}
+
+/* Put the laid-out entry E (ESIZE bytes) in place of the entry at X->off (X held; put here)
+ * when its node has room for it: 1 done, 0 no room (X still held). */
+static int xreplace_in_place(struct zlfs_fs *fs, struct xnode *x, const uint8_t *e,
+			     uint32_t esize)
+{
+	uint8_t *old = x->data + x->off;
+	uint32_t used = xused(x), osize = xent_size(old[1], xent_vlen(old));
+
+	if (used - osize + esize > x->space)
+		return 0;
+	xnode_drop_entry(x);
+	xnode_append(fs, x, e, esize);
+	node_put(fs, x->np);
+	return 1;
+}
+
+/* Store the entry E (ESIZE bytes) for a name held at X (FOUND) or not held yet. The new
+ * entry goes in before the old one leaves, so a failure (no room, no nid) changes nothing. */
+static int xstore(struct zlfs_fs *fs, struct node_page *inode, struct xnode *x, int found,
+		  const uint8_t *e, uint32_t esize)
+{
+	uint32_t ovnid = 0, ovsize;
+	int ret;
+
+	if (found && (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
+	    (x->data[x->off] & ZLFS_XATTR_EXTERNAL))
+		xent_ext(x->data + x->off, &ovnid, &ovsize);
+	if (found && xreplace_in_place(fs, x, e, esize)) {
+		if (ovnid)
+			xvalue_free(fs, inode, ovnid);
+		return 0;
+	}
+	ret = xchain_insert(fs, inode, e, esize);
+	if (!found)
+		return ret;
+	if (ret) {
+		node_put(fs, x->np);
+		return ret;
+	}
+	return xchain_remove(fs, inode, x);
 }
 
 int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, const void *val,
 	      size_t size, int flags)
 {
-	struct zlfs_xattr_block *x;
-	struct node_page *xp;
+	uint32_t esize, vnid = 0, space = xnode_space(fs), nlen;
 	const char *suffix;
+	struct xnode x;
 	uint8_t index, *e;
-	uint32_t need, used;
-	int ret = xname_split(name, &index, &suffix), off;
+	int ret = xname_split(name, &index, &suffix), found;
 
 	if (ret)
 		return ret;
-	need = xent_size((uint32_t)strlen(suffix), (uint32_t)size);
-	if (size > 0xffff || need > XSPACE)
+	nlen = (uint32_t)strlen(suffix);
+	if (size > ZLFS_XATTR_VALUE_MAX ||
+	    (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
+	     xent_size(nlen, (uint32_t)size) > space))
 		return -E2BIG;
-	ret = xnode_get(fs, inode, !(flags & XATTR_REPLACE), &xp);
-	if (ret)
+	ret = xchain_lookup(fs, inode, index, suffix, &x);
+	if (ret && ret != -ENODATA)
 		return ret;
-	x = xp->buf;
-	off = xfind(x, index, suffix);
-	if ((off >= 0 && (flags & XATTR_CREATE)) || (off < 0 && (flags & XATTR_REPLACE))) {
-		node_put(fs, xp);
-		return off >= 0 ? -EEXIST : -ENODATA;
+	found = !ret;
+	if ((found && (flags & XATTR_CREATE)) || (!found && (flags & XATTR_REPLACE))) {
+		if (found)
+			node_put(fs, x.np);
+		return found ? -EEXIST : -ENODATA;
 	}
-	used = xused(x);
-	if (used - (off >= 0 ? xent_size(x->data[off + 1], (uint32_t)(x->data[off + 2] |
-						  x->data[off + 3] << 8)) : 0) + need > XSPACE) {
-		node_put(fs, xp);
-		return -ENOSPC;
+	e = malloc(space);
+	ret = e ? 0 : -ENOMEM;
+	if (!ret && xent_size(nlen, (uint32_t)size) > space) /* too big for any node */
+		ret = xvalue_write(fs, inode, val, (uint32_t)size, &vnid);
+	if (!ret) {
+		esize = xent_build(e, index, suffix, val, size, vnid);
+		ret = xstore(fs, inode, &x, found, e, esize);
+		found = 0;
+		if (ret && vnid)
+			xvalue_free(fs, inode, vnid);
 	}
-	if (off >= 0)
-		xremove_at(x, (uint32_t)off);
-	used = xused(x);
-	e = x->data + used;
-	e[0] = index;
-	e[1] = (uint8_t)strlen(suffix);
-	e[2] = (uint8_t)(size & 0xff);
-	e[3] = (uint8_t)(size >> 8);
-	memcpy(e + XHDR, suffix, e[1]);
-	memcpy(e + XHDR + e[1], val, size);
-	x->used = le32_put(used + need);
-	node_dirty(fs, xp);
-	node_put(fs, xp);
-	inode_touch(fs, inode, INODE_CTIME);
-	return 0;
+	if (found)
+		node_put(fs, x.np);
+	free(e);
+	if (!ret)
+		inode_touch(fs, inode, INODE_CTIME);
+	return ret;
 }
 
 int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size)
 {
-	const struct zlfs_xattr_block *x;
-	struct node_page *xp;
-	uint32_t off = 0, used;
+	uint32_t nid = le32_get(inode_of(inode)->xattr_nid), off, used;
 	size_t total = 0;
-	int ret = xnode_get(fs, inode, 0, &xp);
+	struct xnode x;
+	int ret;
 
-	if (ret)
-		return ret == -ENODATA ? 0 : ret;
-	x = xp->buf;
-	used = xused(x);
-	while (off + XHDR <= used) {
-		const uint8_t *e = x->data + off;
-		size_t pl = e[0] && e[0] < XINDEX_SYSTEM ? strlen(prefixes[e[0]]) : 0;
-		size_t n = pl + e[1] + 1;
+	if (!nid)
+		return 0;
+	for (ret = xchain_get(fs, inode, nid, 0, &x); !ret && x.np;
+	     ret = xchain_next(fs, inode, &x)) {
+		used = xused(&x);
+		for (off = 0; off + XHDR <= used; off += xent_size(x.data[off + 1],
+								    xent_vlen(x.data + off))) {
+			const uint8_t *e = x.data + off;
+			uint8_t index = e[0] & ~ZLFS_XATTR_EXTERNAL;
+			size_t pl = index && index < XINDEX_SYSTEM ? strlen(prefixes[index]) : 0;
+			size_t n = pl + e[1] + 1;
 
-		if (pl) {
+			if (!pl)
+				continue;
 			if (size && total + n <= size) {
-				memcpy(list + total, prefixes[e[0]], pl);
+				memcpy(list + total, prefixes[index], pl);
 				memcpy(list + total + pl, e + XHDR, e[1]);
 				list[total + n - 1] = 0;
 			}
 			total += n;
 		}
-		off += xent_size(e[1], (uint32_t)(e[2] | e[3] << 8));
 	}
-	node_put(fs, xp);
+	if (ret)
+		return ret;
 	if (size && total > size)
 		return -ERANGE;
-	return (int)total;
+	return total > INT32_MAX ? -E2BIG : (int)total;
 }
 
 int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name)
 {
-	struct node_page *xp;
 	const char *suffix;
+	struct xnode x;
 	uint8_t index;
-	int ret = xname_split(name, &index, &suffix), off;
+	int ret = xname_split(name, &index, &suffix);
 
 	if (ret)
 		return ret == -EOPNOTSUPP ? xname_unknown(name) : ret;
-	ret = xnode_get(fs, inode, 0, &xp);
+	ret = xchain_lookup(fs, inode, index, suffix, &x);
 	if (ret)
 		return ret;
-	off = xfind(xp->buf, index, suffix);
-	if (off >= 0) {
-		xremove_at(xp->buf, (uint32_t)off);
-		node_dirty(fs, xp);
+	ret = xchain_remove(fs, inode, &x);
+	if (!ret)
 		inode_touch(fs, inode, INODE_CTIME);
-	}
-	node_put(fs, xp);
-	return off >= 0 ? 0 : -ENODATA;
+	return ret;
 }

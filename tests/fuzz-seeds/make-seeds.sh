@@ -15,6 +15,12 @@
 #   orphan.img    a file unlinked while held open, in a checkpoint (zlfs-ctl sync), then the
 #                 daemon killed: an orphan to free at the next mount
 #   nearfull.img  16 MiB filled, half deleted and rewritten so GC is under way, then killed
+#   xattr.img     16 MiB, the small tree and a file with 600 xattrs over a chain of xattr
+#                 nodes, values of 5,000, 30,000 and 65,536 bytes in value nodes, a third of
+#                 the small ones removed (nodes emptied and the chain compacted), a 20,000-byte
+#                 value on a directory (XATTR_NODES feature); clean
+# The other images were made before XATTR_NODES (one xattr node per file) and are kept as
+# they are: seeds of the older layout.
 # The content is deterministic; uuids and times are not (mkfs draws them). Exit 77 without
 # FUSE.
 set -euo pipefail
@@ -134,6 +140,22 @@ for i in range(0, 200, 3):
 EOF
 "$B/zlfs-ctl" sync "$MNT"
 killed
+
+mk xattr 16; mnt xattr; tree 6
+python3 - "$MNT" <<'EOF'
+import os, sys
+m = sys.argv[1]
+p = m + "/many"
+with open(p, "wb") as f: f.write(b"m" * 100)
+for i in range(600):                          # a chain of xattr nodes
+    os.setxattr(p, "user.small-%03d" % i, bytes([i % 251]) * (10 + i % 40))
+for i, n in enumerate((5000, 30000, 65536)):  # values in value nodes
+    os.setxattr(p, "user.big-%d" % i, bytes((k * 7 + i) % 256 for k in range(n)))
+for i in range(0, 600, 3):                    # nodes emptied, the chain compacted
+    os.removexattr(p, "user.small-%03d" % i)
+os.setxattr(m + "/dir", "trusted.dir", b"d" * 20000)
+EOF
+umnt
 
 for img in "$T"/*.img; do
 	xz -9 -T1 -c "$img" >"$OUT/$(basename "$img").xz"
