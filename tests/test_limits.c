@@ -379,6 +379,17 @@ START_TEST(t_xattr_node_limits)
 	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "external value");
 	x->data[12] = 4 | ZLFS_XATTR_EXTERNAL;
 	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	/* index 4 (system.: POSIX ACLs) only with the POSIX_ACL feature */
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_XATTR, 9, 7, 1);
+	x->data[0] = ZLFS_XATTR_INDEX_ACL, x->data[1] = 1, x->data[4] = 'a';
+	x->used = le32_put(8);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_POSIX_ACL;
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	x->data[0] = ZLFS_XATTR_INDEX_ACL + 1;
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
+	s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_POSIX_ACL;
 	/* the older layout knows no external flag */
 	s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_XATTR_NODES;
 	memset(nb, 0, sizeof(nb));

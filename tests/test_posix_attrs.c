@@ -213,14 +213,15 @@ START_TEST(t_xattr)
 	ck_assert_int_eq(getxattr(f, "security.s", val, sizeof(val)), 3);
 	FAILS(setxattr(f, "bogus.ns", "v", 1, 0), EOPNOTSUPP);
 	{
-		/* a valid access ACL (user::rw- group::r-- other::r--): ACLs are not supported,
-		 * so they must be refused, never stored beside a mode they do not match */
+		/* a valid access ACL (user::rw- group::r-- other::r--) that the mode says whole:
+		 * taken (the kernel enforces ACLs, t_acl), and not stored beside the mode */
 		static const uint8_t acl[28] = {2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
 						4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
 						0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff};
 
-		FAILS(setxattr(f, "system.posix_acl_access", acl, sizeof(acl), 0), EOPNOTSUPP);
-		FAILS(getxattr(f, "system.posix_acl_access", val, sizeof(val)), EOPNOTSUPP);
+		OK(setxattr(f, "system.posix_acl_access", acl, sizeof(acl), 0));
+		FAILS(getxattr(f, "system.posix_acl_access", val, sizeof(val)), ENODATA);
+		FAILS(setxattr(f, "system.other", "v", 1, 0), EOPNOTSUPP);
 		ck_assert_int_eq(lst(f).st_mode, S_IFREG | 0644);
 	}
 	xlist(f, names, sizeof(names));
@@ -320,6 +321,134 @@ static int run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+/* ---- POSIX ACLs (FUSE_CAP_POSIX_ACL: the kernel enforces, zlfs stores and keeps the mode) -- */
+
+#define A_UOBJ 0x01
+#define A_USER 0x02
+#define A_GOBJ 0x04
+#define A_GROUP 0x08
+#define A_MASK 0x10
+#define A_OTHER 0x20
+
+/* An ACL in its xattr form from N (tag, perm, id) triples; its size. */
+static size_t acl_of(uint8_t *b, const uint32_t (*e)[3], size_t n)
+{
+	uint32_t v = 2;
+
+	memcpy(b, &v, 4);
+	for (size_t i = 0; i < n; i++) {
+		uint16_t tp[2] = {(uint16_t)e[i][0], (uint16_t)e[i][1]};
+
+		memcpy(b + 4 + i * 8, tp, 4);
+		memcpy(b + 8 + i * 8, &e[i][2], 4);
+	}
+	return 4 + n * 8;
+}
+
+static int child_acl_read(void *arg)
+{
+	int fd = open((const char *)arg, O_RDONLY);
+
+	CHILD(fd >= 0);
+	close(fd);
+	CHILD_FAILS(open((const char *)arg, O_WRONLY), EACCES);
+	return 0;
+}
+
+static int child_acl_denied(void *arg)
+{
+	CHILD_FAILS(open((const char *)arg, O_RDONLY), EACCES);
+	return 0;
+}
+
+static int child_acl_write(void *arg)
+{
+	int fd = open((const char *)arg, O_WRONLY);
+
+	CHILD(fd >= 0);
+	CHILD(write(fd, "w", 1) == 1);
+	close(fd);
+	return 0;
+}
+
+/* ACL entry I of the stored access ACL of PATH: its perm, or -1. */
+static int acl_perm(const char *path, const char *name, unsigned i)
+{
+	uint8_t b[512];
+	ssize_t n = getxattr(path, name, b, sizeof(b));
+	uint16_t perm;
+
+	if (n < (ssize_t)(4 + (i + 1) * 8))
+		return -1;
+	memcpy(&perm, b + 4 + i * 8 + 2, 2);
+	return perm;
+}
+
+/* A named user's entry grants what the mode does not, the mask limits it and follows chmod,
+ * the mode's group bits show the mask; a default ACL is inherited (umask ignored) by files
+ * and directories; an ACL the mode says whole is not stored; all of it after a remount. */
+START_TEST(t_acl)
+{
+	static const uint32_t named[][3] = {{A_UOBJ, 6, ~0u}, {A_USER, 4, UID_A}, {A_GOBJ, 4, ~0u},
+					    {A_MASK, 4, ~0u}, {A_OTHER, 0, ~0u}};
+	static const uint32_t dflt[][3] = {{A_UOBJ, 7, ~0u}, {A_USER, 7, UID_A}, {A_GOBJ, 5, ~0u},
+					   {A_MASK, 7, ~0u}, {A_OTHER, 0, ~0u}};
+	static const uint32_t bad[][3] = {{A_UOBJ, 6, ~0u}, {A_USER, 4, UID_A}, {A_GOBJ, 4, ~0u},
+					  {A_OTHER, 0, ~0u}}; /* a named entry without a mask */
+	uint8_t b[128], got[128];
+	size_t n;
+
+	OK(mkdir(P("acl"), 0755));
+	put_file(P("acl/f"), "secret", 6, 0600);
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_denied, (void *)P("acl/f")), 0);
+	n = acl_of(b, named, 5);
+	OK(setxattr(P("acl/f"), "system.posix_acl_access", b, n, 0));
+	ck_assert_int_eq(lst(P("acl/f")).st_mode, S_IFREG | 0640); /* group bits: the mask */
+	ck_assert_int_eq(getxattr(P("acl/f"), "system.posix_acl_access", got, sizeof(got)),
+			 (ssize_t)n);
+	ck_assert(!memcmp(got, b, n));
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_read, (void *)P("acl/f")), 0);
+	ck_assert_int_eq(run_as(UID_B, UID_B, child_acl_denied, (void *)P("acl/f")), 0);
+	OK(chmod(P("acl/f"), 0600)); /* the mask follows the group bits: UID_A loses read */
+	ck_assert_int_eq(acl_perm(P("acl/f"), "system.posix_acl_access", 3), 0);
+	ck_assert_int_eq(acl_perm(P("acl/f"), "system.posix_acl_access", 1), 4);
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_denied, (void *)P("acl/f")), 0);
+	OK(chmod(P("acl/f"), 0640));
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_read, (void *)P("acl/f")), 0);
+	n = acl_of(b, bad, 4);
+	FAILS(setxattr(P("acl/f"), "system.posix_acl_access", b, n, 0), EINVAL);
+	/* a default ACL: new files and directories get it, masked by the mode asked for */
+	OK(mkdir(P("acl/d"), 0755));
+	n = acl_of(b, dflt, 5);
+	OK(setxattr(P("acl/d"), "system.posix_acl_default", b, n, 0));
+	FAILS(setxattr(P("acl/f"), "system.posix_acl_default", b, n, 0), EACCES);
+	umask(077); /* a default ACL replaces the umask */
+	put_file(P("acl/d/new"), "", 0, 0666);
+	OK(mkdir(P("acl/d/sub"), 0755));
+	umask(0);
+	ck_assert_int_eq(lst(P("acl/d/new")).st_mode, S_IFREG | 0660);
+	ck_assert_int_eq(lst(P("acl/d/sub")).st_mode, S_IFDIR | 0750);
+	ck_assert_int_eq(acl_perm(P("acl/d/new"), "system.posix_acl_access", 1), 7);
+	ck_assert_int_eq(acl_perm(P("acl/d/new"), "system.posix_acl_access", 3), 6);
+	ck_assert_int_eq(getxattr(P("acl/d/sub"), "system.posix_acl_default", got, sizeof(got)),
+			 (ssize_t)n);
+	ck_assert(!memcmp(got, b, n));
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_write, (void *)P("acl/d/new")), 0);
+	/* removing the access ACL leaves the mode; the default's removal stops inheritance */
+	OK(removexattr(P("acl/d"), "system.posix_acl_default"));
+	put_file(P("acl/d/plain"), "", 0, 0640);
+	FAILS(getxattr(P("acl/d/plain"), "system.posix_acl_access", got, sizeof(got)), ENODATA);
+	remount();
+	ck_assert_int_eq(lst(P("acl/f")).st_mode, S_IFREG | 0640);
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_read, (void *)P("acl/f")), 0);
+	ck_assert_int_eq(run_as(UID_B, UID_B, child_acl_denied, (void *)P("acl/f")), 0);
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_write, (void *)P("acl/d/new")), 0);
+	OK(removexattr(P("acl/f"), "system.posix_acl_access"));
+	ck_assert_int_eq(lst(P("acl/f")).st_mode, S_IFREG | 0640);
+	ck_assert_int_eq(run_as(UID_A, UID_A, child_acl_denied, (void *)P("acl/f")), 0);
+}
+END_TEST
 
 /* ---- permissions: access, setgid directories, sticky directories, suid ----------------- */
 
@@ -658,6 +787,7 @@ int posix_attrs_tests(const TTest **t)
 
 	t[n++] = t_attrs;
 	t[n++] = t_xattr;
+	t[n++] = t_acl;
 	t[n++] = t_access;
 	t[n++] = t_setgid;
 	t[n++] = t_sticky;

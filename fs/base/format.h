@@ -96,9 +96,14 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * for one of them lives in a chain of value nodes (set by mkfs: an older reader would see
  * only the first node's attributes and its fsck would free the rest as unreachable). */
 #define ZLFS_FEAT_INCOMPAT_XATTR_NODES (1u << 4)
+/* xattr entries of index 4 (ZLFS_XATTR_INDEX_ACL: system.posix_acl_access and _default) are
+ * POSIX ACLs the kernel enforces (set by the first ACL stored: a reader without ACLs would
+ * grant what they deny). */
+#define ZLFS_FEAT_INCOMPAT_POSIX_ACL (1u << 5)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
-	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES)
+	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
+	 ZLFS_FEAT_INCOMPAT_POSIX_ACL)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -589,6 +594,7 @@ int zlfs_cp_tail_check(const void *block, uint64_t seed, uint64_t version, uint6
  * level L, every slot a name. */
 #define ZLFS_DIR_ENTRIES_MAX (2u * ((1u << ZLFS_DIR_DEPTH_MAX) - 1u) * ZLFS_DENTRY_SLOTS)
 #define ZLFS_XATTR_INDEX_MAX 3u /* user, trusted, security */
+#define ZLFS_XATTR_INDEX_ACL 4u /* system. (POSIX_ACL): posix_acl_access, posix_acl_default */
 /* Node ids: mkfs gives one per 8 blocks, at most 2^28, rounded up to whole NAT blocks. */
 #define ZLFS_MAX_NID (((1u << 28) / ZLFS_NAT_PER_BLOCK + 1u) * ZLFS_NAT_PER_BLOCK)
 /* Blocks a file's tree addresses (data.c), and so its largest size in bytes. */

@@ -539,7 +539,9 @@ static int xattr_entries_check(const struct zlfs_sb_info *s, const uint8_t *data
 		uint32_t vlen = (uint32_t)(e[2] | e[3] << 8), size = (4u + e[1] + vlen + 3) & ~3u;
 		uint32_t index = chain ? e[0] & ~ZLFS_XATTR_EXTERNAL : e[0];
 
-		if (!index || index > ZLFS_XATTR_INDEX_MAX || !e[1] || off + size > used)
+		if (!index || !e[1] || off + size > used ||
+		    index > ((s->feat_incompat & ZLFS_FEAT_INCOMPAT_POSIX_ACL) ? ZLFS_XATTR_INDEX_ACL
+										: ZLFS_XATTR_INDEX_MAX))
 			return bad(why, len, "xattr node: the entry at byte %u (index %u, name_len %u, "
 				   "value_size %u) does not fit the %u bytes used", off, e[0], e[1],
 				   vlen, used);

@@ -120,8 +120,12 @@ static int setattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, voi
 			return ret;
 		in->mtime_ns = le64_put(now);
 	}
-	if (to_set & FUSE_SET_ATTR_MODE)
+	if (to_set & FUSE_SET_ATTR_MODE) {
 		in->mode = le32_put((le32_get(in->mode) & S_IFMT) | (a->st_mode & 07777));
+		ret = z->posix_acl ? acl_chmod(z->fs, np) : 0; /* the access ACL follows */
+		if (ret)
+			return ret;
+	}
 	if (to_set & FUSE_SET_ATTR_UID)
 		in->uid = le32_put(a->st_uid);
 	if (to_set & FUSE_SET_ATTR_GID)
@@ -649,12 +653,24 @@ struct xa {
 	int flags;
 };
 
+/* system.* holds only POSIX ACLs, and only when the kernel enforces them (op_init). */
+static int xattr_refused(struct zfuse *z, const char *name)
+{
+	return !strncmp(name, "system.", 7) && (!z->posix_acl || !acl_name(name));
+}
+
 static int setxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	struct xa *x = arg;
+	int which = acl_name(x->name);
 
-	(void)req;
-	return xattr_set(z->fs, np, x->name, x->value, x->size, x->flags);
+	if (xattr_refused(z, x->name))
+		return -EOPNOTSUPP;
+	if (!which)
+		return xattr_set(z->fs, np, x->name, x->value, x->size, x->flags);
+	/* as posix_acl_update_mode: a caller outside the group and not root drops setgid */
+	return acl_set(z->fs, np, which, x->value, x->size,
+		       fuse_req_ctx(req)->uid && !caller_in_group(req, le32_get(inode_of(np)->gid)));
 }
 
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -680,6 +696,8 @@ static int getxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, vo
 	struct xa *x = arg;
 
 	(void)req;
+	if (x->name && xattr_refused(z, x->name))
+		return -EOPNOTSUPP;
 	return x->name ? xattr_get(z->fs, np, x->name, x->buf, x->size)
 		       : xattr_list(z->fs, np, x->buf, x->size);
 }
@@ -707,6 +725,8 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static int removexattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	(void)req;
+	if (xattr_refused(z, ((struct xa *)arg)->name))
+		return -EOPNOTSUPP;
 	return xattr_remove(z->fs, np, ((struct xa *)arg)->name);
 }
 

@@ -39,6 +39,8 @@ struct zfuse {
 	int cp_stop, cp_wanted, cp_running;
 	int forgets_running;        /* iref_forget calls under way (atomic): frees to wait for */
 	int remounted_ro;           /* atomic: read-only by a remount, which may undo it */
+	int posix_acl;              /* the kernel enforces POSIX ACLs and leaves the umask to
+				     * us (FUSE_CAP_POSIX_ACL, FUSE_CAP_DONT_MASK; set at init) */
 };
 
 static inline struct zfuse *zf(fuse_req_t req) { return fuse_req_userdata(req); }

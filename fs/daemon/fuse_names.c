@@ -218,6 +218,8 @@ static int make_in(struct zfuse *z, struct node_page *dir, struct mk *m)
 	ino = np->nid;
 	il = lock_child(z, ino); /* nobody can reach it yet: uncontended, for the rule's sake */
 	ret = il ? fcrypt_inherit(z->fs, dir, np) : -ENOMEM;
+	if (!ret && z->posix_acl) /* the directory's default ACL, or the umask */
+		ret = acl_inherit(z->fs, dir, np, fuse_req_ctx(m->req)->umask);
 	if (!ret && !z->opts.noinline_data)
 		inline_start(z->fs, np);
 	if (!ret && m->target)

@@ -192,6 +192,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_IOCTL_DIR | FUSE_CAP_PARALLEL_DIROPS |
 				       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_EXPORT_SUPPORT);
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_NO_OPENDIR_SUPPORT);
+	/* POSIX ACLs: the kernel enforces them, zlfs keeps the mode in step and gives new
+	 * inodes their directory's default ACL; so it also applies the umask (DONT_MASK), which
+	 * a default ACL replaces. Both or neither. */
+	if ((conn->capable & (FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK)) ==
+	    (FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		z->posix_acl = 1;
+	}
 	if (z->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else

@@ -233,6 +233,26 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	      size_t size, int flags);
 int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size);
 int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
+/* ---- acl.c ------------------------------------------------------------------------------ */
+#define ACL_ACCESS 1
+#define ACL_DEFAULT 2
+/* ACL_ACCESS or ACL_DEFAULT for system.posix_acl_access or _default, else 0. */
+int acl_name(const char *name);
+/* An ACL in its xattr form: 0, -EINVAL (malformed, out of order) or -E2BIG. */
+int acl_check(const void *v, size_t size);
+/* Set NP's ACL WHICH to V (no entries: remove it). The access ACL sets the mode's permission
+ * bits and is not stored when the mode says it all; KILL_SGID drops S_ISGID (a caller
+ * outside the file's group and not root). A default ACL only on a directory (EACCES). */
+int acl_set(struct zlfs_fs *fs, struct node_page *np, int which, const void *v, size_t size,
+	    int kill_sgid);
+/* After a chmod of NP: its access ACL's owner, mask (or owning group) and other follow. */
+int acl_chmod(struct zlfs_fs *fs, struct node_page *np);
+/* NP was just made in DIR (both locked) with the mode the caller asked: DIR's default ACL
+ * masks that mode, becomes NP's access ACL and, for a directory, its default ACL; without
+ * one, UMASK applies. */
+int acl_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np,
+		uint32_t umask);
+
 /* Free INODE's xattr nodes and value nodes (its last release; xattr_node.c). */
 void xattr_free_all(struct zlfs_fs *fs, struct node_page *inode);
 /* fsck's repair of a link out of the xattr node NP (held) that leads to damage: SLOT

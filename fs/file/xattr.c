@@ -1,12 +1,13 @@
 /*
  * xattr.c - extended attributes: names, namespaces and the VFS's rules.
  *
- * Owns: the namespaces (user., trusted., security.), their on-disk index, and the errors
- * Linux filesystems return (ENODATA, EEXIST, ERANGE, E2BIG, ENOSPC). Where entries are kept
- * is xattr_node.c's. system.* (POSIX ACLs) is refused with
- * EOPNOTSUPP like a filesystem mounted without ACL support: without FUSE_CAP_POSIX_ACL the
- * kernel hands ACLs to us as plain xattrs, and storing them without applying them to the mode
- * made cp -a and tar believe the permissions were set (files ended up 0600).
+ * Owns: the namespaces (user., trusted., security., and of system. the POSIX ACLs, whose
+ * rules are acl.c's), their on-disk index, and the errors Linux filesystems return (ENODATA,
+ * EEXIST, ERANGE, E2BIG, ENOSPC). Where entries are kept is xattr_node.c's. Other system.*
+ * names are refused with EOPNOTSUPP; the daemon refuses the ACLs too when the kernel does
+ * not enforce them (without FUSE_CAP_POSIX_ACL the kernel hands ACLs to us as plain xattrs,
+ * and storing them without applying them to the mode made cp -a and tar believe the
+ * permissions were set: files ended up 0600).
  * May call: xattr_node.c, node.c (through core.h), inode.c, log.h.
  */
 #include "files.h"
@@ -20,11 +21,17 @@
 static const char *const prefixes[] = {NULL, "user.", "trusted.", "security.", "system."};
 #define XINDEX_SYSTEM 4
 
-/* Split NAME into a namespace index and the suffix stored on disk. */
+/* Split NAME into a namespace index and the suffix stored on disk. Of system.*, only the
+ * POSIX ACLs (acl.c; the daemon refuses them too when the kernel does not enforce them). */
 static int xname_split(const char *name, uint8_t *index, const char **suffix)
 {
 	uint8_t i;
 
+	if (acl_name(name)) {
+		*index = XINDEX_SYSTEM;
+		*suffix = name + strlen(prefixes[XINDEX_SYSTEM]);
+		return 0;
+	}
 	for (i = 1; i < XINDEX_SYSTEM; i++) {
 		size_t pl = strlen(prefixes[i]);
 
@@ -163,6 +170,8 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	if (ret)
 		return ret;
 	nlen = (uint32_t)strlen(suffix);
+	if (index == XINDEX_SYSTEM && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_POSIX_ACL))
+		return -EOPNOTSUPP; /* acl.c turns the feature on first */
 	if (size > ZLFS_XATTR_VALUE_MAX ||
 	    (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
 	     xent_size(nlen, (uint32_t)size) > space))
@@ -211,7 +220,7 @@ int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t s
 								    xent_vlen(x.data + off))) {
 			const uint8_t *e = x.data + off;
 			uint8_t index = e[0] & ~ZLFS_XATTR_EXTERNAL;
-			size_t pl = index && index < XINDEX_SYSTEM ? strlen(prefixes[index]) : 0;
+			size_t pl = index && index <= XINDEX_SYSTEM ? strlen(prefixes[index]) : 0;
 			size_t n = pl + e[1] + 1;
 
 			if (!pl)
