@@ -28,18 +28,6 @@
 enum { T_USER_OBJ = 0x01, T_USER = 0x02, T_GROUP_OBJ = 0x04, T_GROUP = 0x08, T_MASK = 0x10,
        T_OTHER = 0x20 };
 
-static const char acl_access[] = "system.posix_acl_access";
-static const char acl_default[] = "system.posix_acl_default";
-
-int acl_name(const char *name)
-{
-	if (!strcmp(name, acl_access))
-		return ACL_ACCESS;
-	if (!strcmp(name, acl_default))
-		return ACL_DEFAULT;
-	return 0;
-}
-
 static uint16_t ent_u16(const uint8_t *a, uint32_t i, uint32_t at)
 {
 	const uint8_t *p = a + ACL_HDR + i * ACL_ENTRY + at;
@@ -186,15 +174,15 @@ int acl_set(struct zlfs_fs *fs, struct node_page *np, int which, const void *v, 
 	int ret;
 
 	if (size <= ACL_HDR) /* no entries: the kernel's "remove" */
-		return acl_drop(fs, np, which == ACL_ACCESS ? acl_access : acl_default);
+		return acl_drop(fs, np, which == ACL_ACCESS ? ACL_ACCESS_XATTR : ACL_DEFAULT_XATTR);
 	ret = acl_check(v, size);
 	if (ret)
 		return ret;
 	if (which == ACL_DEFAULT)
-		return S_ISDIR(le32_get(inode_of(np)->mode)) ? acl_store(fs, np, acl_default, v, size)
+		return S_ISDIR(le32_get(inode_of(np)->mode)) ? acl_store(fs, np, ACL_DEFAULT_XATTR, v, size)
 							    : -EACCES;
 	n = (uint32_t)(size - ACL_HDR) / ACL_ENTRY;
-	ret = acl_minimal(n) ? acl_drop(fs, np, acl_access) : acl_store(fs, np, acl_access, v,
+	ret = acl_minimal(n) ? acl_drop(fs, np, ACL_ACCESS_XATTR) : acl_store(fs, np, ACL_ACCESS_XATTR, v,
 									  size);
 	if (!ret) {
 		set_mode_bits(fs, np, acl_mode_bits(v, n), kill_sgid);
@@ -206,7 +194,7 @@ int acl_set(struct zlfs_fs *fs, struct node_page *np, int which, const void *v, 
 int acl_chmod(struct zlfs_fs *fs, struct node_page *np)
 {
 	uint8_t *a = malloc(ACL_MAX_BYTES);
-	int n = a ? xattr_get(fs, np, acl_access, a, ACL_MAX_BYTES) : -ENOMEM, ret = 0;
+	int n = a ? xattr_get(fs, np, ACL_ACCESS_XATTR, a, ACL_MAX_BYTES) : -ENOMEM, ret = 0;
 
 	if (n == -ENODATA)
 		n = 0;
@@ -214,7 +202,7 @@ int acl_chmod(struct zlfs_fs *fs, struct node_page *np)
 		zlog_warn("inode %u: its access ACL is malformed: run fsck.zlfs", np->nid);
 	else if (n > 0) {
 		acl_apply_mode(a, ((uint32_t)n - ACL_HDR) / ACL_ENTRY, le32_get(inode_of(np)->mode), 0);
-		ret = xattr_set(fs, np, acl_access, a, (size_t)n, XATTR_REPLACE);
+		ret = xattr_set(fs, np, ACL_ACCESS_XATTR, a, (size_t)n, XATTR_REPLACE);
 	}
 	free(a);
 	return n < 0 ? n : ret;
@@ -229,7 +217,7 @@ int acl_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np,
 	if (S_ISLNK(mode))
 		return 0;
 	a = malloc(ACL_MAX_BYTES);
-	len = a ? xattr_get(fs, dir, acl_default, a, ACL_MAX_BYTES) : -ENOMEM;
+	len = a ? xattr_get(fs, dir, ACL_DEFAULT_XATTR, a, ACL_MAX_BYTES) : -ENOMEM;
 	if (len == -ENODATA || (len >= 0 && (size_t)len <= ACL_HDR)) { /* the umask applies */
 		set_mode_bits(fs, np, mode & 0777 & ~umask, 0);
 		free(a);
@@ -238,12 +226,12 @@ int acl_inherit(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np,
 	if (len >= 0)
 		ret = acl_check(a, (size_t)len);
 	if (len >= 0 && !ret && S_ISDIR(mode))
-		ret = acl_store(fs, np, acl_default, a, (size_t)len);
+		ret = acl_store(fs, np, ACL_DEFAULT_XATTR, a, (size_t)len);
 	if (len >= 0 && !ret) {
 		n = ((uint32_t)len - ACL_HDR) / ACL_ENTRY;
 		set_mode_bits(fs, np, acl_apply_mode(a, n, mode, 1), 0);
 		if (!acl_minimal(n))
-			ret = acl_store(fs, np, acl_access, a, (size_t)len);
+			ret = acl_store(fs, np, ACL_ACCESS_XATTR, a, (size_t)len);
 	}
 	free(a);
 	return len < 0 ? len : ret;

@@ -233,11 +233,14 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	      size_t size, int flags);
 int xattr_list(struct zlfs_fs *fs, struct node_page *inode, char *list, size_t size);
 int xattr_remove(struct zlfs_fs *fs, struct node_page *inode, const char *name);
-/* ---- acl.c ------------------------------------------------------------------------------ */
+/* The names POSIX ACLs are kept under (acl.c), and which of them NAME is: ACL_ACCESS,
+ * ACL_DEFAULT, else 0. xattr.c's, since it stores them, and acl.c sits above it. */
 #define ACL_ACCESS 1
 #define ACL_DEFAULT 2
-/* ACL_ACCESS or ACL_DEFAULT for system.posix_acl_access or _default, else 0. */
+#define ACL_ACCESS_XATTR "system.posix_acl_access"
+#define ACL_DEFAULT_XATTR "system.posix_acl_default"
 int acl_name(const char *name);
+/* ---- acl.c ------------------------------------------------------------------------------ */
 /* An ACL in its xattr form: 0, -EINVAL (malformed, out of order) or -E2BIG. */
 int acl_check(const void *v, size_t size);
 /* Set NP's ACL WHICH to V (no entries: remove it). The access ACL sets the mode's permission

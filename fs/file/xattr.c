@@ -21,6 +21,15 @@
 static const char *const prefixes[] = {NULL, "user.", "trusted.", "security.", "system."};
 #define XINDEX_SYSTEM 4
 
+int acl_name(const char *name)
+{
+	if (!strcmp(name, ACL_ACCESS_XATTR))
+		return ACL_ACCESS;
+	if (!strcmp(name, ACL_DEFAULT_XATTR))
+		return ACL_DEFAULT;
+	return 0;
+}
+
 /* Split NAME into a namespace index and the suffix stored on disk. Of system.*, only the
  * POSIX ACLs (acl.c; the daemon refuses them too when the kernel does not enforce them). */
 static int xname_split(const char *name, uint8_t *index, const char **suffix)
