@@ -34,6 +34,7 @@ struct zlfs_mkfs_enc {
 
 struct zlfs_mkfs_opts {
 	const char *label;     /* NULL: empty */
+	const uint8_t *uuid;   /* 16 bytes, or NULL: a random one (zlfs_random) */
 	const struct zlfs_mkfs_enc *enc; /* NULL: no encryption */
 	int plain_root;        /* with ENC: leave the root directory unencrypted (fscrypt's
 				* layout); by default it is encrypted and everything inherits */
@@ -58,6 +59,17 @@ int zlfs_layout(const struct zdev_geometry *geo, const struct zdev_zone *zones,
  * and superblock. SBI receives what was written. Reasons for failure
  * are logged. */
 int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi);
+
+/* ---- clock.c: the time and random bytes stamped into what is written -------------------- */
+/* Stand the clock still at TIME_NS and draw random bytes from a stream seeded with SEED, for
+ * the rest of the process: the same input then makes the same image (mkfs.zlfs --timestamp). */
+void zlfs_pin_clock(uint64_t time_ns, uint64_t seed);
+int zlfs_clock_pinned(void);
+/* CLOCK_REALTIME (or the pinned time), in nanoseconds and in seconds. */
+uint64_t zlfs_now_ns(void);
+uint64_t zlfs_now_s(void);
+/* LEN random bytes (getrandom, or the pinned stream): 0 or a negative errno. */
+int zlfs_random(void *buf, size_t len);
 
 /* Name of a filesystem other than zlfs recognised on DEV, or NULL. */
 const char *zlfs_foreign_fs(struct zdev *dev);

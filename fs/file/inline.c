@@ -7,7 +7,8 @@
  * truncating and punching one in place; and its conversion to an ordinary file (the bytes
  * become data block 0) when a write, truncate or fallocate would take it past the area.
  * A file of a few kilobytes then costs one node write instead of a node and a data block,
- * and its unlink frees no block. Symlinks keep their targets inline too (fuse_names.c).
+ * and its unlink frees no block. Symlinks keep their targets inline too (symlink_store: the FUSE symlink and
+ * mkfs.zlfs --root-dir).
  * May call: data.c (data_put_block, for the conversion), node.c (through core.h), log.h.
  * Called at the entries of data.c's read and size functions and of the FUSE write and
  * fallocate requests, with the inode locked (exclusive for a change, cp_lock shared).
@@ -17,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <string.h>
 
@@ -198,4 +200,58 @@ int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode)
 		return inline_convert(fs, np);
 	}
 	return 0;
+}
+
+/* ---- symlink targets ----------------------------------------------------------------------- */
+
+/* A target that fits is kept in the inode: as ciphertext (CBC-CTS, inline_size its padded
+ * length) for an encrypted inode. Longer ones are file data, encrypted like any. */
+int symlink_store(struct zlfs_fs *fs, struct node_page *np, const char *target)
+{
+	struct zlfs_inode *in = inode_of(np);
+	size_t len = strlen(target), stored = len;
+	int ret;
+
+	if (len > ZLFS_INLINE_MAX) {
+		ret = data_write(fs, np, target, len, 0);
+		return ret < 0 ? ret : 0;
+	}
+	if (fcrypt_is_encrypted(np)) {
+		ret = fcrypt_symlink_encrypt(fs, np, target, len, (uint8_t *)in->addr);
+		if (ret < 0)
+			return ret;
+		stored = (size_t)ret;
+	} else {
+		memcpy(in->addr, target, len);
+	}
+	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_INLINE);
+	in->inline_size = le32_put((uint32_t)stored);
+	in->size = le64_put(len);
+	node_dirty(fs, np);
+	return 0;
+}
+
+int symlink_load(struct zlfs_fs *fs, struct node_page *np, char *buf)
+{
+	struct zlfs_inode *in = inode_of(np);
+	uint64_t len = le64_get(in->size);
+	uint32_t stored = le32_get(in->inline_size);
+	int ret;
+
+	if (!S_ISLNK(le32_get(in->mode)) || len > PATH_MAX)
+		return -EINVAL;
+	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
+		ret = data_read(fs, np, buf, len, 0);
+		buf[ret < 0 ? 0 : len] = 0;
+		return ret < 0 ? ret : 0;
+	}
+	if (!fcrypt_is_encrypted(np)) {
+		memcpy(buf, in->addr, len);
+		buf[len] = 0;
+		return 0;
+	}
+	if (stored > ZLFS_INLINE_MAX)
+		return -EUCLEAN;
+	ret = fcrypt_symlink_decrypt(fs, np, (const uint8_t *)in->addr, stored, buf);
+	return ret < 0 ? ret : 0;
 }
