@@ -51,7 +51,7 @@ static uint32_t pow2_floor(uint64_t v)
 #define LANES_MIN_MAIN_ZONES 64u
 
 /* Zones needed beside the logs: the GC reserve, from the overprovision percentage. */
-static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
+uint32_t zlfs_layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
 {
 	uint32_t r = (uint32_t)div_up((uint64_t)main_zones * ovp, 100);
 
@@ -161,7 +161,7 @@ static int layout_size(const struct zdev_geometry *g, struct zlfs_sb_info *s, ui
 			meta = 2;
 	}
 	main = avail > meta ? avail - meta : 0;
-	s->reserved_zones = layout_reserve(main, s->ovp_percent, s->nr_logs);
+	s->reserved_zones = zlfs_layout_reserve(main, s->ovp_percent, s->nr_logs);
 	need = s->nr_logs + s->reserved_zones + MIN_FREE_ZONES;
 	if (main < need)
 		goto too_few;
@@ -179,7 +179,7 @@ too_few:
 			"needs 2 superblock + 2 checkpoint + %u metadata zones, then %u log, %u "
 			"GC-reserve and %u free zones",
 			seq, (unsigned long long)(g->zone_size >> 10), s->nr_logs, meta, s->nr_logs,
-			layout_reserve(main, s->ovp_percent, s->nr_logs), MIN_FREE_ZONES);
+			zlfs_layout_reserve(main, s->ovp_percent, s->nr_logs), MIN_FREE_ZONES);
 }
 
 int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,

@@ -54,6 +54,27 @@ int zlfs_layout(const struct zdev_geometry *geo, const struct zdev_zone *zones,
 		const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi, char *why,
 		size_t whylen);
 
+/* Zones held back for GC in a main area of MAIN_ZONES: OVP percent, never fewer than a GC pass
+ * needs with NR_LOGS logs (mkfs's rule; resize applies it to the new main area). */
+uint32_t zlfs_layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs);
+
+/* ---- resize_core.c: growing a filesystem onto more zones, offline ------------------------ */
+struct zlfs_resize_opts {
+	uint32_t nr_zones;     /* the zones the filesystem will span; 0: all the device has */
+	int dry_run;           /* check and report, write nothing */
+};
+struct zlfs_resize_result {
+	uint32_t old_zones, new_zones, old_main, new_main;
+	uint32_t largest;      /* refused as too large (-EFBIG): the most zones that fit */
+	int done;              /* the new superblock is written */
+	char why[256];         /* why it was refused or failed */
+};
+/* Grow the cleanly unmounted filesystem on DEV onto O->nr_zones zones: the main area takes the
+ * new zones, with mkfs's rules for the SIT and the GC reserve. One superblock record switches
+ * from the old layout to the new, so a power cut leaves one or the other (resize_core.c).
+ * 0 (nothing to do when the size is already that), or a negative errno with R->why. */
+int zlfs_resize(struct zdev *dev, const struct zlfs_resize_opts *o, struct zlfs_resize_result *r);
+
 /* Make a new, empty filesystem on DEV: reset every zone, write the root directory (encrypted,
  * with a fresh nonce, when ENC is set and PLAIN_ROOT is not), the first metadata, checkpoint
  * and superblock. SBI receives what was written. Reasons for failure
