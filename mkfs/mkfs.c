@@ -467,7 +467,8 @@ static void pin_clock(const struct mkfs_args *a)
 static int load_root_dir(struct mkfs_args *a)
 {
 	struct zlfs_key_source ks = {.keyfile = a->keyfile, .passphrase = a->pass_len ? a->pass : NULL};
-	struct zlfs_mount_opts mo = {.key = a->encrypt ? &ks : NULL, .wait_secs = a->wait_secs};
+	struct zlfs_mount_opts mo = {.key = a->encrypt ? &ks : NULL, .wait_secs = a->wait_secs,
+				     .wb = {.serial = a->fixed_time}};
 	struct sload_opts so = {.root = a->root_dir, .fixed_time = a->fixed_time,
 				.time_ns = a->timestamp * 1000000000LL};
 	struct sload_stats st;
