@@ -206,12 +206,13 @@ static int emu_flush(struct zdev *zd)
 /* Closed with nothing unflushed, the journal region holds only records of generations a
  * flush voided, in whatever order the writers' threads took their slots. They are dropped
  * (a hole reads as zeros), so an image closed clean is a function of what its zones hold:
- * mkfs.zlfs --timestamp makes the same file twice. Only a tidy-up: on a read-only open, or a
- * file system without hole punching, the stale records stay, as void as before. */
+ * mkfs.zlfs --timestamp makes the same file twice. Only after a flush of this open (one that
+ * wrote nothing, a refused mount, leaves every byte as it was), and only a tidy-up: on a
+ * file system without hole punching the stale records stay, as void as before. */
 static void emu_jrnl_forget(struct emu_dev *d)
 {
-	if (d->fd < 0 || d->jcount || emu_jrnl_failed(d))
-		return;
+	if (d->fd < 0 || !d->jclears || d->jcount || emu_jrnl_failed(d))
+		return; /* an open that voided nothing leaves the file as it found it */
 	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)d->hdr->jrnl_off,
 			(off_t)round_up((uint64_t)d->hdr->jslots * sizeof(struct emu_jrec), EMU_BLK));
 }
