@@ -397,8 +397,8 @@ static int read_names(struct sload *s, char ***out, size_t *count)
 
 static int load_dir(struct sload *s, uint32_t dir_ino)
 {
-	size_t plen = s->plen, n, i;
-	char **names;
+	size_t plen = s->plen, n = 0, i;
+	char **names = NULL;
 	int ret = read_names(s, &names, &n);
 
 	for (i = 0; !ret && i < n; i++) {
