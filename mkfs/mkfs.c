@@ -2,15 +2,20 @@
  * mkfs.c - mkfs.zlfs: make a zlfs filesystem on a zoned block device or an emulated image.
  *
  * Owns: the command line (options in the style of mkfs.f2fs and mke2fs), refusing to
- * overwrite a filesystem without -f, and the summary printed after formatting.
- * May call: super.h (zlfs_mkfs, zlfs_sb_read, zlfs_foreign_fs), zdev.h, crypto/zcrypt.h,
- * log.h.
+ * overwrite a filesystem without -f, reproducible images (--timestamp, --uuid), filling the
+ * new filesystem from a directory (--root-dir, through sload.c) and the summary printed
+ * after formatting.
+ * May call: super.h (zlfs_mkfs, zlfs_sb_read, zlfs_foreign_fs, the clock pin), files.h
+ * (files_mount, files_unmount), sload.h, zdev.h, crypto/zcrypt.h, log.h.
  */
+#include "files.h"
 #include "log.h"
+#include "sload.h"
 #include "super.h"
 #include "zcrypt.h"
 #include "zdev.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -36,6 +41,12 @@ static void usage(FILE *f)
 		"                           default %llu)\n"
 		"        --plain-root       leave the root directory unencrypted (by default it\n"
 		"                           is encrypted and everything below inherits it)\n"
+		"  -d, --root-dir DIR       fill the new filesystem with DIR's tree: owners, modes,\n"
+		"                           times, xattrs, hard links, symlinks, device nodes\n"
+		"  -T, --timestamp SECS     a reproducible image: every time stamped is SECS since\n"
+		"                           the epoch (inode times too), and the UUID, nonces and\n"
+		"                           generations derive from it and the label (or --uuid)\n"
+		"  -U, --uuid UUID          the filesystem's UUID instead of a random one\n"
 		"  -f, --force              overwrite an existing filesystem\n"
 		"      --wait SECS          DEVICE held by a zlfs daemon finishing its unmount:\n"
 		"                           wait up to SECS for it (default %u; 0: fail at once)\n"
@@ -65,6 +76,13 @@ struct mkfs_args {
 	const char *keyfile;
 	unsigned long long scrypt_n;
 	struct zlfs_mkfs_enc enc;
+	char pass[1024];   /* the passphrase, kept to mount for --root-dir; wiped at exit */
+	int pass_len;
+	const char *root_dir;
+	int fixed_time;
+	int64_t timestamp;
+	int has_uuid;
+	uint8_t uuid[16];
 };
 
 static int parse_uint(const char *s, unsigned *out)
@@ -78,6 +96,37 @@ static int parse_uint(const char *s, unsigned *out)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+/* Seconds since the epoch, negative ones too (the format keeps times from 1678 to 2262). */
+static int parse_timestamp(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < -9200000000LL || v > 9200000000LL)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_uuid(const char *s, uint8_t u[16])
+{
+	int n = 0;
+
+	for (; *s && n < 32; s++) {
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return -1;
+		int v = isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
+
+		u[n / 2] = (uint8_t)(n % 2 ? u[n / 2] | v : v << 4);
+		n++;
+	}
+	return n == 32 && !*s ? 0 : -1;
 }
 
 static int parse_stamp(int opt, const char *arg, struct mkfs_stamp *st)
@@ -115,12 +164,13 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"encrypt", no_argument, NULL, 'E'},	 {"keyfile", required_argument, NULL, 'K'},
 		{"passphrase", no_argument, NULL, 'P'},	 {"passphrase-fd", required_argument, NULL, 'D'},
 		{"scrypt-n", required_argument, NULL, 'N'}, {"revision", required_argument, NULL, 'R'},
-		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'T'},
-		{"wait", required_argument, NULL, 'w'},
+		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'p'},
+		{"wait", required_argument, NULL, 'w'},	 {"root-dir", required_argument, NULL, 'd'},
+		{"timestamp", required_argument, NULL, 'T'}, {"uuid", required_argument, NULL, 'U'},
 		{NULL, 0, NULL, 0}};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "l:L:o:fqVh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:L:o:d:T:U:fqVh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 		case 'L':
@@ -143,7 +193,24 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 			}
 			break;
 		case 'E': a->encrypt = 1; break;
-		case 'T': a->o.plain_root = 1; break;
+		case 'p': a->o.plain_root = 1; break;
+		case 'd': a->root_dir = optarg; break;
+		case 'T':
+			if (parse_timestamp(optarg, &a->timestamp)) {
+				fprintf(stderr, "mkfs.zlfs: --timestamp takes seconds since the epoch\n");
+				return 1;
+			}
+			a->fixed_time = 1;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, a->uuid)) {
+				fprintf(stderr, "mkfs.zlfs: --uuid takes 32 hex digits, dashes allowed "
+						"(01234567-89ab-cdef-0123-456789abcdef)\n");
+				return 1;
+			}
+			a->has_uuid = 1;
+			a->o.uuid = a->uuid;
+			break;
 		case 'K': a->keyfile = optarg; break;
 		case 'P': a->passphrase = 1; break;
 		case 'D':
@@ -227,7 +294,6 @@ static int enc_passphrase(struct mkfs_args *a, char *pass, size_t len)
 static int enc_setup(struct mkfs_args *a)
 {
 	struct zcrypt_master m;
-	char pass[1024];
 	int ret;
 
 	a->enc.kdf = a->keyfile ? 1 : 2;
@@ -241,13 +307,16 @@ static int enc_setup(struct mkfs_args *a)
 		a->enc.scrypt_n = a->scrypt_n ? a->scrypt_n : ZCRYPT_SCRYPT_N;
 		a->enc.scrypt_r = ZCRYPT_SCRYPT_R;
 		a->enc.scrypt_p = ZCRYPT_SCRYPT_P;
-		int len = enc_passphrase(a, pass, sizeof(pass));
+		int len = enc_passphrase(a, a->pass, sizeof(a->pass) - 1);
 
-		ret = len < 0 ? len : zcrypt_random(a->enc.salt, sizeof(a->enc.salt));
+		/* from the pinned stream when the image is to be reproducible */
+		ret = len < 0 ? len : zlfs_random(a->enc.salt, sizeof(a->enc.salt));
 		if (!ret)
-			ret = zcrypt_passphrase_derive(pass, (size_t)len, a->enc.salt, a->enc.scrypt_n,
-						       a->enc.scrypt_r, a->enc.scrypt_p, &m);
-		zcrypt_wipe(pass, sizeof(pass));
+			ret = zcrypt_passphrase_derive(a->pass, (size_t)len, a->enc.salt,
+						       a->enc.scrypt_n, a->enc.scrypt_r,
+						       a->enc.scrypt_p, &m);
+		a->pass_len = len < 0 ? 0 : len;
+		a->pass[a->pass_len] = 0;
 	}
 	if (!ret)
 		ret = zcrypt_keycheck_make(&m, a->enc.key_check);
@@ -367,6 +436,69 @@ static void print_summary(struct zdev *dev, const struct zlfs_sb_info *s, int pl
 				  : "root directory encrypted, everything below inherits it");
 }
 
+/* FNV-1a over the bytes, folded into H. */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* A reproducible image: the clock stands at the timestamp, and the random bytes (UUID unless
+ * given, salt, nonces, generations) come from a stream seeded by what the user gave - the
+ * timestamp, the label and the UUID - so the same command on the same tree makes the same
+ * image, and images that differ in label or UUID differ in everything random too. */
+static void pin_clock(const struct mkfs_args *a)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (!a->fixed_time)
+		return;
+	h = fnv(h, &a->timestamp, sizeof(a->timestamp));
+	if (a->o.label)
+		h = fnv(h, a->o.label, strlen(a->o.label));
+	if (a->has_uuid)
+		h = fnv(h, a->uuid, sizeof(a->uuid));
+	zlfs_pin_clock((uint64_t)(a->timestamp * 1000000000LL), h);
+}
+
+/* The new filesystem (on a closed device) gets the tree of --root-dir. */
+static int load_root_dir(struct mkfs_args *a)
+{
+	struct zlfs_key_source ks = {.keyfile = a->keyfile, .passphrase = a->pass_len ? a->pass : NULL};
+	struct zlfs_mount_opts mo = {.key = a->encrypt ? &ks : NULL, .wait_secs = a->wait_secs,
+				     .wb = {.serial = a->fixed_time}};
+	struct sload_opts so = {.root = a->root_dir, .fixed_time = a->fixed_time,
+				.time_ns = a->timestamp * 1000000000LL};
+	struct sload_stats st;
+	struct zlfs_fs *fs;
+	int ret = files_mount(a->path, &mo, &fs), ret2;
+
+	if (ret) {
+		fprintf(stderr, "mkfs.zlfs: cannot mount the new filesystem to fill it: %s\n",
+			strerror(-ret));
+		return ret;
+	}
+	ret = sload_tree(fs, &so, &st);
+	ret2 = files_unmount(fs);
+	if (!ret && ret2)
+		fprintf(stderr, "mkfs.zlfs: writing the filled filesystem: %s\n", strerror(-ret2));
+	ret = ret ? ret : ret2;
+	if (ret)
+		fprintf(stderr, "mkfs.zlfs: %s holds a filesystem with part of %s only: run "
+				"mkfs.zlfs again\n", a->path, a->root_dir);
+	else if (!a->o.quiet)
+		printf("loaded     %s: %llu directories, %llu files (%llu MiB), %llu symlinks, "
+		       "%llu other, %llu hard links, %llu xattrs\n",
+		       a->root_dir, (unsigned long long)st.dirs, (unsigned long long)st.files,
+		       (unsigned long long)(st.bytes >> 20), (unsigned long long)st.symlinks,
+		       (unsigned long long)st.specials, (unsigned long long)st.hardlinks,
+		       (unsigned long long)st.xattrs);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct mkfs_args a = {.passphrase_fd = -1, .wait_secs = ZDEV_WAIT_DEFAULT};
@@ -379,8 +511,11 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &a);
 	if (ret)
 		return ret < 0 ? 0 : ret;
-	if (a.encrypt && enc_setup(&a))
+	pin_clock(&a);
+	if (a.encrypt && enc_setup(&a)) {
+		zcrypt_wipe(a.pass, sizeof(a.pass));
 		return 1;
+	}
 	oo = (struct zdev_open_opts){.wait_secs = a.wait_secs};
 	ret = zdev_open(a.path, &oo, &dev);
 	if (ret)
@@ -396,5 +531,8 @@ int main(int argc, char **argv)
 	if (!ret && !a.o.quiet)
 		print_summary(dev, &sbi, a.o.plain_root);
 	zdev_close(dev);
+	if (!ret && a.root_dir)
+		ret = load_root_dir(&a);
+	zcrypt_wipe(a.pass, sizeof(a.pass));
 	return ret ? 1 : 0;
 }

@@ -2,8 +2,8 @@
 # package_smoke.sh BUILD_DIR - the Debian package and the manual pages.
 #   1. `cpack -G DEB` in BUILD_DIR makes one .deb whose Depends names libfuse3, fuse3, libzbd,
 #      libssl and libxxhash;
-#   2. unpacked into a scratch root (dpkg -x), it holds the six programs in usr/sbin and
-#      usr/bin and the six pages in usr/share/man;
+#   2. unpacked into a scratch root (dpkg -x), it holds the seven programs in usr/sbin and
+#      usr/bin and the seven pages in usr/share/man;
 #   3. `man -l` formats every page without a warning, each page has the sections of a system
 #      page, and every option and command the program's --help lists appears in its page.
 # Exit 77 (skipped) when cpack, dpkg-deb or man is missing.
@@ -36,13 +36,16 @@ done
 # ---- 2. unpacked ----------------------------------------------------------------------------
 dpkg -x "$DEB" "$T/root" || { echo "FAIL: dpkg -x"; exit 1; }
 R=$T/root/usr
-for p in sbin/zlfs sbin/mkfs.zlfs sbin/fsck.zlfs sbin/zlfs-dump bin/zlfs-ctl bin/zlfs-emu; do
+for p in sbin/zlfs sbin/mkfs.zlfs sbin/resize.zlfs sbin/fsck.zlfs sbin/zlfs-dump bin/zlfs-ctl \
+	bin/zlfs-emu; do
 	[[ -x $R/$p ]] || bad "$p is not in the package"
 done
-declare -A page=([zlfs]=man8/zlfs.8 [mkfs.zlfs]=man8/mkfs.zlfs.8 [fsck.zlfs]=man8/fsck.zlfs.8
+declare -A page=([zlfs]=man8/zlfs.8 [mkfs.zlfs]=man8/mkfs.zlfs.8 [resize.zlfs]=man8/resize.zlfs.8
+		 [fsck.zlfs]=man8/fsck.zlfs.8
 		 [zlfs-dump]=man8/zlfs-dump.8
 		 [zlfs-ctl]=man8/zlfs-ctl.8 [zlfs-emu]=man1/zlfs-emu.1)
-declare -A prog=([zlfs]=sbin/zlfs [mkfs.zlfs]=sbin/mkfs.zlfs [fsck.zlfs]=sbin/fsck.zlfs
+declare -A prog=([zlfs]=sbin/zlfs [mkfs.zlfs]=sbin/mkfs.zlfs [resize.zlfs]=sbin/resize.zlfs
+		 [fsck.zlfs]=sbin/fsck.zlfs
 		 [zlfs-dump]=sbin/zlfs-dump
 		 [zlfs-ctl]=bin/zlfs-ctl [zlfs-emu]=bin/zlfs-emu)
 

@@ -56,6 +56,10 @@ static const char usage_text[] =
 	"  replay IMAGE LOG N OUT [--torn]\n"
 	"      Write OUT: the image as the log started, plus the first N logged operations,\n"
 	"      all durable; --torn keeps only half the blocks of operation N if it is a write.\n"
+	"  grow IMAGE --size SIZE\n"
+	"      Make a zoned image larger (a namespace or partition grown): empty zones of\n"
+	"      its zone size and capacity after its own; then resize.zlfs grows zlfs onto\n"
+	"      them. The image must not be open; one with a write log does not grow.\n"
 	"  log-count LOG\n"
 	"      Print the number of operations in a write log.\n"
 	"\n"
@@ -239,6 +243,19 @@ static int cmd_timing(int argc, char **argv)
 	print_timing(&st.timing, 0);
 	putchar('\n');
 	return EXIT_SUCCESS;
+}
+
+/* ---- grow ------------------------------------------------------------------------------ */
+
+static int cmd_grow(int argc, char **argv)
+{
+	uint64_t size = 0;
+	int ret;
+
+	if (argc != 4 || argv[1][0] == '-' || strcmp(argv[2], "--size") || parse_size(argv[3], &size))
+		return usage_error("grow: expected IMAGE --size SIZE%s", "");
+	ret = zemu_grow(argv[1], size);
+	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 /* ---- report ---------------------------------------------------------------------------- */
@@ -551,7 +568,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"create", cmd_create}, {"report", cmd_report}, {"inject", cmd_inject},
 		{"powercut", cmd_powercut}, {"replay", cmd_replay}, {"log-count", cmd_log_count},
-		{"timing", cmd_timing}, {"serve-nbd", cmd_serve_nbd},
+		{"timing", cmd_timing}, {"serve-nbd", cmd_serve_nbd}, {"grow", cmd_grow},
 	};
 
 	zlog_set_ident("zlfs-emu");

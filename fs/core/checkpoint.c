@@ -625,13 +625,11 @@ static int meta_write_all(struct zlfs_fs *fs)
 static uint32_t ckpt_fill(struct zlfs_fs *fs, struct zlfs_cp_info *c, int clean,
 			  struct zlfs_summary *sums, uint8_t *sum_logs)
 {
-	struct timespec ts;
 	uint32_t t, nsum = 0;
 
 	memset(c, 0, sizeof(*c));
-	clock_gettime(CLOCK_REALTIME, &ts);
 	c->version = fs->cp_ver;
-	c->time_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	c->time_ns = zlfs_now_ns();
 	c->flags = clean ? ZLFS_CP_CLEAN : 0;
 	c->nr_logs = fs->sb.nr_logs;
 	c->meta_zone = fs->meta_zone;

@@ -425,7 +425,7 @@ uint64_t gc_reclaimable_blocks(struct zlfs_fs *fs)
 
 int gc_pick_victim(struct zlfs_fs *fs, enum gc_pick pick, uint32_t *zone)
 {
-	uint64_t now = (uint64_t)time(NULL);
+	uint64_t now = zlfs_now_s(); /* the clock segment ages were stamped with */
 	uint32_t mz, usable = seg_usable_per_zone(fs), limit = gc_victim_limit(fs);
 	int greedy = pick == GC_PICK_EMERGENCY;
 	double best = -1.0;

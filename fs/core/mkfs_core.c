@@ -6,7 +6,7 @@
  * the geometry checks with their messages, recognising other filesystems, and the first
  * root directory (encrypted on an encrypted filesystem unless asked not to), metadata,
  * checkpoint and superblock.
- * May call: super.c, checkpoint.c, format.h, zdev.h, log.h.
+ * May call: super.c, checkpoint.c, clock.c, format.h, zdev.h, log.h.
  *
  * Order of writes: everything else first, the superblock last, each step flushed. A mkfs cut
  * short leaves a device without a valid superblock, which no one mistakes for a filesystem.
@@ -19,9 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Smallest pack mkfs guarantees room for: 16 orphan blocks (16k unlinked-but-open files). */
@@ -53,7 +51,7 @@ static uint32_t pow2_floor(uint64_t v)
 #define LANES_MIN_MAIN_ZONES 64u
 
 /* Zones needed beside the logs: the GC reserve, from the overprovision percentage. */
-static uint32_t layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
+uint32_t zlfs_layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
 {
 	uint32_t r = (uint32_t)div_up((uint64_t)main_zones * ovp, 100);
 
@@ -163,7 +161,7 @@ static int layout_size(const struct zdev_geometry *g, struct zlfs_sb_info *s, ui
 			meta = 2;
 	}
 	main = avail > meta ? avail - meta : 0;
-	s->reserved_zones = layout_reserve(main, s->ovp_percent, s->nr_logs);
+	s->reserved_zones = zlfs_layout_reserve(main, s->ovp_percent, s->nr_logs);
 	need = s->nr_logs + s->reserved_zones + MIN_FREE_ZONES;
 	if (main < need)
 		goto too_few;
@@ -181,7 +179,7 @@ too_few:
 			"needs 2 superblock + 2 checkpoint + %u metadata zones, then %u log, %u "
 			"GC-reserve and %u free zones",
 			seq, (unsigned long long)(g->zone_size >> 10), s->nr_logs, meta, s->nr_logs,
-			layout_reserve(main, s->ovp_percent, s->nr_logs), MIN_FREE_ZONES);
+			zlfs_layout_reserve(main, s->ovp_percent, s->nr_logs), MIN_FREE_ZONES);
 }
 
 int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
@@ -338,7 +336,7 @@ static int mkfs_write_root(struct mkfs_ctx *c)
 
 	memset(ino, 0, sizeof(*ino));
 	zlfs_blk_init(ino, ZLFS_KIND_INODE, ZLFS_ROOT_INO, ZLFS_ROOT_INO, 1);
-	if (getrandom(&gen, sizeof(gen), 0) != sizeof(gen))
+	if (zlfs_random(&gen, sizeof(gen)))
 		gen = (uint32_t)c->now_ns;
 	ino->mode = le32_put(S_IFDIR | 0755);
 	ino->uid = le32_put(getuid());
@@ -350,7 +348,7 @@ static int mkfs_write_root(struct mkfs_ctx *c)
 	/* As `zlfs-ctl encrypt` marks an empty directory: the flag and a nonce of its own. Written
 	 * before the superblock, so no filesystem ever exists with a plain root by accident. */
 	if (c->encrypt_root) {
-		if (getrandom(ino->nonce, sizeof(ino->nonce), 0) != sizeof(ino->nonce)) {
+		if (zlfs_random(ino->nonce, sizeof(ino->nonce))) {
 			zlog_err("no random bytes for the root directory's nonce");
 			return -EIO;
 		}
@@ -460,12 +458,17 @@ static int mkfs_write_cp(struct mkfs_ctx *c, struct zlfs_cp_info *cp)
 static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_opts *o,
 			       uint64_t now_ns)
 {
-	if (getrandom(s->uuid, sizeof(s->uuid), 0) != sizeof(s->uuid)) {
-		for (size_t i = 0; i < sizeof(s->uuid); i++)
-			s->uuid[i] = (uint8_t)((now_ns >> (i % 8 * 8)) ^ (i * 37) ^ (uint64_t)getpid());
+	if (o->uuid) { /* the user's, as given */
+		memcpy(s->uuid, o->uuid, sizeof(s->uuid));
+	} else {
+		if (zlfs_random(s->uuid, sizeof(s->uuid))) {
+			for (size_t i = 0; i < sizeof(s->uuid); i++)
+				s->uuid[i] = (uint8_t)((now_ns >> (i % 8 * 8)) ^ (i * 37) ^
+						       (uint64_t)getpid());
+		}
+		s->uuid[6] = (uint8_t)((s->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+		s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80);
 	}
-	s->uuid[6] = (uint8_t)((s->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
-	s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80);
 	if (o->label)
 		snprintf(s->label, sizeof(s->label), "%s", o->label);
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ONE_FLUSH; /* one flush per fsync */
@@ -509,7 +512,6 @@ int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *o, struct zlfs_sb_i
 {
 	struct mkfs_ctx c = {.dev = dev, .sbi = sbi, .encrypt_root = o->enc && !o->plain_root};
 	struct zlfs_cp_info *cp = calloc(1, sizeof(*cp));
-	struct timespec ts;
 	int ret;
 
 	if (!cp)
@@ -517,8 +519,7 @@ int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *o, struct zlfs_sb_i
 	ret = mkfs_layout_dev(dev, o, sbi);
 	if (ret)
 		goto out;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c.now_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	c.now_ns = zlfs_now_ns();
 	c.node_log = sbi->nr_logs >= 4 ? ZLFS_LOG_HOT_NODE : ZLFS_LOG_WARM_NODE;
 	mkfs_fill_identity(sbi, o, c.now_ns);
 	c.blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);

@@ -113,7 +113,7 @@ void seg_mark(struct zlfs_fs *fs, uint32_t addr, int valid)
 
 void seg_mark_n(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, int valid)
 {
-	uint64_t now = (uint64_t)time(NULL);
+	uint64_t now = zlfs_now_s();
 
 	zlock_lock(&fs->seg_lock);
 	for (uint32_t i = 0; i < n; i++)
@@ -135,7 +135,7 @@ void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log)
 {
 	const struct seg_ent *se;
 
-	*born = (uint64_t)time(NULL);
+	*born = zlfs_now_s();
 	*log = ZLFS_LOG_NONE;
 	zlock_lock(&fs->seg_lock);
 	se = seg_ent_of(fs, addr);
@@ -759,7 +759,7 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
 		 uint32_t nid, uint16_t ofs, uint32_t *addr)
 {
-	return seg_append_born_n(fs, type, buf, n, nid, ofs, (uint64_t)time(NULL), addr);
+	return seg_append_born_n(fs, type, buf, n, nid, ofs, zlfs_now_s(), addr);
 }
 
 int seg_append_born(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
@@ -773,7 +773,7 @@ int seg_append_born(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf
 int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 	       uint16_t ofs, uint32_t *addr)
 {
-	return seg_append_born(fs, type, buf, nid, ofs, (uint64_t)time(NULL), addr);
+	return seg_append_born(fs, type, buf, nid, ofs, zlfs_now_s(), addr);
 }
 
 void seg_ckpt_done(struct zlfs_fs *fs)

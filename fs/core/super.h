@@ -34,6 +34,7 @@ struct zlfs_mkfs_enc {
 
 struct zlfs_mkfs_opts {
 	const char *label;     /* NULL: empty */
+	const uint8_t *uuid;   /* 16 bytes, or NULL: a random one (zlfs_random) */
 	const struct zlfs_mkfs_enc *enc; /* NULL: no encryption */
 	int plain_root;        /* with ENC: leave the root directory unencrypted (fscrypt's
 				* layout); by default it is encrypted and everything inherits */
@@ -53,11 +54,43 @@ int zlfs_layout(const struct zdev_geometry *geo, const struct zdev_zone *zones,
 		const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi, char *why,
 		size_t whylen);
 
+/* Zones held back for GC in a main area of MAIN_ZONES: OVP percent, never fewer than a GC pass
+ * needs with NR_LOGS logs (mkfs's rule; resize applies it to the new main area). */
+uint32_t zlfs_layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs);
+
+/* ---- resize_core.c: growing a filesystem onto more zones, offline ------------------------ */
+struct zlfs_resize_opts {
+	uint32_t nr_zones;     /* the zones the filesystem will span; 0: all the device has */
+	int dry_run;           /* check and report, write nothing */
+};
+struct zlfs_resize_result {
+	uint32_t old_zones, new_zones, old_main, new_main;
+	uint32_t largest;      /* refused as too large (-EFBIG): the most zones that fit */
+	int done;              /* the new superblock is written */
+	char why[256];         /* why it was refused or failed */
+};
+/* Grow the cleanly unmounted filesystem on DEV onto O->nr_zones zones: the main area takes the
+ * new zones, with mkfs's rules for the SIT and the GC reserve. One superblock record switches
+ * from the old layout to the new, so a power cut leaves one or the other (resize_core.c).
+ * 0 (nothing to do when the size is already that), or a negative errno with R->why. */
+int zlfs_resize(struct zdev *dev, const struct zlfs_resize_opts *o, struct zlfs_resize_result *r);
+
 /* Make a new, empty filesystem on DEV: reset every zone, write the root directory (encrypted,
  * with a fresh nonce, when ENC is set and PLAIN_ROOT is not), the first metadata, checkpoint
  * and superblock. SBI receives what was written. Reasons for failure
  * are logged. */
 int zlfs_mkfs(struct zdev *dev, const struct zlfs_mkfs_opts *opts, struct zlfs_sb_info *sbi);
+
+/* ---- clock.c: the time and random bytes stamped into what is written -------------------- */
+/* Stand the clock still at TIME_NS and draw random bytes from a stream seeded with SEED, for
+ * the rest of the process: the same input then makes the same image (mkfs.zlfs --timestamp). */
+void zlfs_pin_clock(uint64_t time_ns, uint64_t seed);
+int zlfs_clock_pinned(void);
+/* CLOCK_REALTIME (or the pinned time), in nanoseconds and in seconds. */
+uint64_t zlfs_now_ns(void);
+uint64_t zlfs_now_s(void);
+/* LEN random bytes (getrandom, or the pinned stream): 0 or a negative errno. */
+int zlfs_random(void *buf, size_t len);
 
 /* Name of a filesystem other than zlfs recognised on DEV, or NULL. */
 const char *zlfs_foreign_fs(struct zdev *dev);

@@ -113,7 +113,7 @@ static int run_gather(struct wbuf *wb, struct wslot *s, struct wslot **run)
 	run[0] = s;
 	if (max > ZDEV_IOV_MAX)
 		max = ZDEV_IOV_MAX;
-	if (!max) /* slots of a megabyte or more: one at a time */
+	if (!max || wb->o.serial) /* slots of a megabyte or more: one at a time */
 		max = 1;
 	for (struct wslot *t = s->next; t && (uint32_t)n < max; t = t->next) {
 		if (t->zone != s->zone)
@@ -231,7 +231,7 @@ static int flusher_ensure(struct wbuf *wb)
 	if (wb->flusher_pid == getpid())
 		return 0;
 	wb->nflushers = 0;
-	for (int i = 0; i < WBUF_FLUSHERS; i++) {
+	for (int i = 0; i < (wb->o.serial ? 1 : WBUF_FLUSHERS); i++) {
 		if (pthread_create(&wb->flusher[i], NULL, flusher_main, wb))
 			break;
 		wb->nflushers++;

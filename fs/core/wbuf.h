@@ -27,6 +27,10 @@ struct wbuf_opts {
 	uint64_t superpage; /* static: bytes per log buffer (default 768 KiB) */
 	uint32_t nlogs;     /* static: logs 0 .. nlogs - 1 stage blocks, one buffer each
 			     * (0: WBUF_MAX_LOGS) */
+	int serial;         /* one flusher writing one slot per device write: the device sees
+			     * the same writes in the same sizes whatever the threads' timing
+			     * (mkfs.zlfs --timestamp: an emulated image's journal and flushes
+			     * then repeat exactly) */
 	/* Tests: called with the buffer's lock dropped before each copy into a slot
 	 * (WBUF_HOOK_COPY, by the appender) and before each device write (WBUF_HOOK_WRITE, by
 	 * a flusher), so a test can hold either in the middle. */

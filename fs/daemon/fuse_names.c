@@ -117,58 +117,6 @@ void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 
 /* ---- making names ------------------------------------------------------------------------ */
 
-/* A target that fits is kept in the inode: as ciphertext (CBC-CTS, inline_size its padded
- * length) for an encrypted inode. Longer ones are file data, encrypted like any. */
-static int symlink_store(struct zfuse *z, struct node_page *np, const char *target)
-{
-	struct zlfs_inode *in = inode_of(np);
-	size_t len = strlen(target), stored = len;
-	int ret;
-
-	if (len > ZLFS_INLINE_MAX) {
-		ret = data_write(z->fs, np, target, len, 0);
-		return ret < 0 ? ret : 0;
-	}
-	if (fcrypt_is_encrypted(np)) {
-		ret = fcrypt_symlink_encrypt(z->fs, np, target, len, (uint8_t *)in->addr);
-		if (ret < 0)
-			return ret;
-		stored = (size_t)ret;
-	} else {
-		memcpy(in->addr, target, len);
-	}
-	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_INLINE);
-	in->inline_size = le32_put((uint32_t)stored);
-	in->size = le64_put(len);
-	node_dirty(z->fs, np);
-	return 0;
-}
-
-static int symlink_load(struct zfuse *z, struct node_page *np, char *buf)
-{
-	struct zlfs_inode *in = inode_of(np);
-	uint64_t len = le64_get(in->size);
-	uint32_t stored = le32_get(in->inline_size);
-	int ret;
-
-	if (!S_ISLNK(le32_get(in->mode)) || len > PATH_MAX)
-		return -EINVAL;
-	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
-		ret = data_read(z->fs, np, buf, len, 0);
-		buf[ret < 0 ? 0 : len] = 0;
-		return ret < 0 ? ret : 0;
-	}
-	if (!fcrypt_is_encrypted(np)) {
-		memcpy(buf, in->addr, len);
-		buf[len] = 0;
-		return 0;
-	}
-	if (stored > ZLFS_INLINE_MAX)
-		return -EUCLEAN;
-	ret = fcrypt_symlink_decrypt(z->fs, np, (const uint8_t *)in->addr, stored, buf);
-	return ret < 0 ? ret : 0;
-}
-
 /* What a new name is made of. */
 struct mk {
 	fuse_req_t req;
@@ -223,7 +171,7 @@ static int make_in(struct zfuse *z, struct node_page *dir, struct mk *m)
 	if (!ret && !z->opts.noinline_data)
 		inline_start(z->fs, np);
 	if (!ret && m->target)
-		ret = symlink_store(z, np, m->target);
+		ret = symlink_store(z->fs, np, m->target);
 	if (!ret)
 		ret = dir_add(z->fs, dir, m->name, strlen(m->name), ino, (uint8_t)IFTODT(m->mode));
 	if (!ret) {
@@ -327,7 +275,7 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	il = ilock_take(z->fs, fino(ino), 0, LR_ICHILD, fino(ino));
 	ret = il ? inode_get(z->fs, fino(ino), &np) : -ENOMEM;
 	if (!ret) {
-		ret = symlink_load(z, np, buf);
+		ret = symlink_load(z->fs, np, buf);
 		node_put(z->fs, np);
 	}
 	ilock_drop(z->fs, il);

@@ -203,6 +203,20 @@ static int emu_flush(struct zdev *zd)
 	return ret;
 }
 
+/* Closed with nothing unflushed, the journal region holds only records of generations a
+ * flush voided, in whatever order the writers' threads took their slots. They are dropped
+ * (a hole reads as zeros), so an image closed clean is a function of what its zones hold:
+ * mkfs.zlfs --timestamp makes the same file twice. Only after a flush of this open (one that
+ * wrote nothing, a refused mount, leaves every byte as it was), and only a tidy-up: on a
+ * file system without hole punching the stale records stay, as void as before. */
+static void emu_jrnl_forget(struct emu_dev *d)
+{
+	if (d->fd < 0 || !d->jclears || d->jcount || emu_jrnl_failed(d))
+		return; /* an open that voided nothing leaves the file as it found it */
+	(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)d->hdr->jrnl_off,
+			(off_t)round_up((uint64_t)d->hdr->jslots * sizeof(struct emu_jrec), EMU_BLK));
+}
+
 void emu_free(struct emu_dev *d)
 {
 	/* a caller closes with no write in flight, but a journal block may still be on its way */
@@ -211,6 +225,7 @@ void emu_free(struct emu_dev *d)
 		pthread_cond_wait(&d->jturn, &d->jlock);
 	pthread_mutex_unlock(&d->jlock);
 	emu_ftl_close(d); /* saves its state first, while the image is open */
+	emu_jrnl_forget(d);
 	if (d->fd >= 0)
 		close(d->fd); /* also drops the flock */
 	if (d->log_fd >= 0)

@@ -97,6 +97,11 @@ int zemu_ftl_parse(const char *spec, struct zemu_ftl *ftl);
 /* Create (or overwrite) an image file; with a log_path, also (re)create that log, empty.
  * Returns 0 or -errno with a logged reason (-EINVAL bad geometry, -EBUSY image in use). */
 int zemu_create(const char *path, const struct zemu_create_opts *opts);
+/* Grow a zoned image (not open elsewhere, without a write log) to SIZE bytes, rounded down to
+ * whole zones: empty sequential zones of its zone size and capacity after the ones it has, as
+ * a namespace or partition made larger. Its journal is settled first (opened and flushed);
+ * the grown image is written beside it and renamed into place. 0 or -errno, reason logged. */
+int zemu_grow(const char *path, uint64_t size);
 
 enum zemu_fault {
 	ZEMU_FAULT_OFFLINE = 1,  /* zone goes offline: reads and writes fail */

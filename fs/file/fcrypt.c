@@ -34,7 +34,7 @@ int fcrypt_need_key(const struct zlfs_fs *fs, struct node_page *np)
 static int fcrypt_mark(struct zlfs_fs *fs, struct node_page *np)
 {
 	struct zlfs_inode *in = inode_of(np);
-	int ret = zcrypt_random(in->nonce, sizeof(in->nonce));
+	int ret = zlfs_random(in->nonce, sizeof(in->nonce));
 
 	if (ret)
 		return ret;

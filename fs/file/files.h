@@ -171,6 +171,12 @@ int inline_punch(struct zlfs_fs *fs, struct node_page *np, uint64_t off, uint64_
 /* Before fallocate MODE: converts an inline file for the modes that work on blocks (a punch
  * is done in place, a mode refused leaves it as it is). */
 int inline_before_fallocate(struct zlfs_fs *fs, struct node_page *np, int mode);
+/* ---- symlink.c ---------------------------------------------------------------------------- */
+/* A new symlink's TARGET: in the inode when it fits (ciphertext in an encrypted one), else
+ * as file data. */
+int symlink_store(struct zlfs_fs *fs, struct node_page *np, const char *target);
+/* The target of symlink NP into BUF (PATH_MAX + 1 bytes), NUL-terminated. */
+int symlink_load(struct zlfs_fs *fs, struct node_page *np, char *buf);
 
 /* ---- readahead.c ------------------------------------------------------------------------ */
 int ra_init(struct zlfs_fs *fs);

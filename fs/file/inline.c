@@ -7,7 +7,7 @@
  * truncating and punching one in place; and its conversion to an ordinary file (the bytes
  * become data block 0) when a write, truncate or fallocate would take it past the area.
  * A file of a few kilobytes then costs one node write instead of a node and a data block,
- * and its unlink frees no block. Symlinks keep their targets inline too (fuse_names.c).
+ * and its unlink frees no block. Symlinks keep their targets inline too (symlink.c).
  * May call: dmap.c (data_put_block, for the conversion), fcrypt.c, node.c (through core.h), log.h.
  * Called at the entries of data.c's read and size functions and of the FUSE write and
  * fallocate requests, with the inode locked (exclusive for a change, cp_lock shared).
@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <string.h>
 

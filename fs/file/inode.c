@@ -13,13 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-uint64_t inode_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+uint64_t inode_now_ns(void) { return zlfs_now_ns(); }
 
 /* Generation numbers tell a reused inode number from its earlier life (NFS-style handles):
  * they must differ, not be secret. A per-thread xorshift seeded once from getrandom spares
@@ -27,7 +21,10 @@ uint64_t inode_now_ns(void)
 static uint32_t inode_generation(uint64_t now)
 {
 	static __thread uint64_t state;
+	uint32_t pinned;
 
+	if (zlfs_clock_pinned()) /* an image made to be reproducible: the pinned stream */
+		return zlfs_random(&pinned, sizeof(pinned)) ? (uint32_t)now : pinned;
 	if (!state && (getrandom(&state, sizeof(state), GRND_NONBLOCK) != sizeof(state) || !state))
 		state = now | 1;
 	state ^= state << 13;
