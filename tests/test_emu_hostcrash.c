@@ -423,7 +423,8 @@ START_TEST(t_flush_one_sync)
 END_TEST
 
 /* An image of format version 1: its journal records carry no data checksum (type 0) and no
- * marker. It opens with its unflushed writes still unflushed, and is upgraded to version 3. */
+ * marker. It opens with its unflushed writes still unflushed, an open that writes nothing leaves
+ * it as it is, and the first new record upgrades it to version 3. */
 START_TEST(t_version1_image)
 {
 	struct emu_hdr *h = emu_blk_alloc(EMU_BLK);
@@ -458,13 +459,20 @@ START_TEST(t_version1_image)
 	ck_assert_int_eq(pwrite(fd, h, EMU_BLK, 0), EMU_BLK);
 	close(fd);
 	free(h);
+	tu_path(aux, sizeof(aux), "v1-copy.img");
+	ck_assert_int_eq(tu_sh("cp %s %s", img, aux), 0);
 	d = opn(img);
 	ck_assert_int_eq(zemu_dev_stats(d, &st), 0);
-	ck_assert_uint_eq(st.format_version, 3);
+	ck_assert_uint_eq(st.format_version, 1);
 	ck_assert_int_eq(st.unflushed, 2);
+	zdev_close(d);
+	ck_assert_int_eq(tu_sh("cmp -s %s %s", img, aux), 0); /* nothing written */
+	d = opn(img);
 	expect_zone(d, 2, ZDEV_COND_CLOSED, zs(2) + 2 * BLK);
 	ck_assert(holds(d, BLK, BLK, 8));
-	ck_assert_int_eq(zdev_flush(d), 0);
+	ck_assert_int_eq(zdev_flush(d), 0); /* its marker is the first new record */
+	ck_assert_int_eq(zemu_dev_stats(d, &st), 0);
+	ck_assert_uint_eq(st.format_version, 3);
 	ck_assert_int_eq(wr(d, zs(2) + 2 * BLK, BLK, 9), 0);
 	ck_assert_int_eq(zemu_powercut_dev(d, -1, 0, 0), 0); /* keeps the flushed two */
 	expect_zone(d, 2, ZDEV_COND_CLOSED, zs(2) + 2 * BLK);
@@ -513,6 +521,32 @@ START_TEST(t_stale_records_cleared)
 }
 END_TEST
 
+/* An open that writes nothing leaves the image as it is (a refused mount must not write), even
+ * where a marker proving the last flush is missing, as a killed process leaves it: the image
+ * copied after two flushes, before the close adds that marker. */
+START_TEST(t_idle_open_writes_nothing)
+{
+	char copy[512];
+	struct zdev *d;
+
+	mkdefault("idle.img");
+	tu_path(aux, sizeof(aux), "idle-killed.img");
+	tu_path(copy, sizeof(copy), "idle-copy.img");
+	d = opn(img);
+	for (uint32_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(wr(d, zs(1) + i * BLK, BLK, 40 + i), 0);
+		ck_assert_int_eq(zdev_flush(d), 0);
+	}
+	ck_assert_int_eq(tu_sh("cp %s %s && cp %s %s", img, aux, img, copy), 0);
+	zdev_close(d);
+	ck_assert_int_ne(tu_sh("cmp -s %s %s", img, aux), 0); /* the close added its marker */
+	d = opn(aux);
+	expect_zone(d, 1, ZDEV_COND_CLOSED, zs(1) + 2 * BLK);
+	zdev_close(d);
+	ck_assert_int_eq(tu_sh("cmp -s %s %s", aux, copy), 0);
+}
+END_TEST
+
 void emu_hostcrash_tests(Suite *s)
 {
 	TCase *tc = tcase_create("hostcrash");
@@ -520,6 +554,7 @@ void emu_hostcrash_tests(Suite *s)
 	tcase_add_test(tc, t_flush_one_sync);
 	tcase_add_test(tc, t_version1_image);
 	tcase_add_test(tc, t_stale_records_cleared);
+	tcase_add_test(tc, t_idle_open_writes_nothing);
 	tcase_add_test(tc, t_hostcrash_every_step);
 	tcase_set_timeout(tc, 240);
 	suite_add_tcase(s, tc);

@@ -283,19 +283,6 @@ static int emu_alloc_state(struct emu_dev *d)
 	return d->table && d->tdirty && d->zones && d->jrnl ? 0 : -ENOMEM;
 }
 
-/* A version 1 or 2 image opened read-write becomes version 3 or 4: its journal's unchecked
- * records stay valid, and the records and markers written from now on are the new kind,
- * which an older emulator must not read as its own. */
-static int emu_upgrade(struct emu_dev *d)
-{
-	uint32_t *v = &d->hdr->version;
-
-	if (d->zd.readonly || (*v != EMU_FMT_VERSION_V1 && *v != EMU_FMT_VERSION_FTL_V2))
-		return 0;
-	*v = *v == EMU_FMT_VERSION_V1 ? EMU_FMT_VERSION : EMU_FMT_VERSION_FTL;
-	return emu_hdr_write(d);
-}
-
 static int emu_load(struct emu_dev *d, const char *path)
 {
 	struct stat st;
@@ -313,8 +300,6 @@ static int emu_load(struct emu_dev *d, const char *path)
 		ret = emu_table_load(d, path);
 	if (!ret)
 		ret = emu_jrnl_load(d, path);
-	if (!ret)
-		ret = emu_upgrade(d);
 	if (!ret)
 		ret = emu_tm_init(d);
 	if (ret)

@@ -294,6 +294,7 @@ struct emu_dev {
 	uint64_t jclears;           /* times the journal was voided (a new generation) */
 	uint32_t jflushed;          /* records before this slot are flushed (a marker's sync ended) */
 	uint32_t jproven;           /* a marker in the image says the records before it are */
+	int jmarked;                /* this open wrote a flush marker */
 	uint8_t *tdirty;            /* per table block: the memory copy is ahead of the image */
 	int flushing;               /* a host flush runs with the lock dropped (emu_flush_host) */
 	uint64_t image_syncs;       /* fdatasyncs of the image (atomic: some run without lock) */

@@ -276,6 +276,20 @@ static int destage_host(struct emu_dev *d)
 	return ret;
 }
 
+/* A version 1 or 2 image becomes version 3 or 4 before its first new record: its journal's
+ * unchecked records stay valid, and the records and markers written from now on are the new
+ * kind, which an older emulator must not read as its own. Not at open: an open that writes
+ * nothing (a refused mount) leaves the image as it was. */
+static int jrnl_upgrade(struct emu_dev *d)
+{
+	uint32_t *v = &d->hdr->version;
+
+	if (*v != EMU_FMT_VERSION_V1 && *v != EMU_FMT_VERSION_FTL_V2)
+		return 0;
+	*v = *v == EMU_FMT_VERSION_V1 ? EMU_FMT_VERSION : EMU_FMT_VERSION_FTL;
+	return emu_hdr_write(d);
+}
+
 /* Are there writes after the last flush's marker? */
 static int jrnl_unflushed_writes(const struct emu_dev *d)
 {
@@ -307,6 +321,9 @@ int emu_flush_host(struct emu_dev *d)
 		return 0; /* every completed write is flushed already */
 	if (d->jcount + d->jreserved + 1 > d->hdr->jslots)
 		return destage_host(d);
+	ret = jrnl_upgrade(d);
+	if (ret)
+		return ret;
 	upto = d->jcount;
 	proven = d->jflushed;
 	jrec_fill_marker(d, upto, proven);
@@ -322,6 +339,7 @@ int emu_flush_host(struct emu_dev *d)
 		pthread_mutex_lock(&d->lock);
 	if (!ret)
 		ret = emu_jrnl_failed(d);
+	d->jmarked = 1;
 	if (!ret && d->jclears == clears) { /* else a checkpoint made it all durable */
 		jrnl_mark_flushed(d, upto);
 		if (proven > d->jproven)
@@ -333,11 +351,12 @@ int emu_flush_host(struct emu_dev *d)
 }
 
 /* Closing: a marker that proves the last flush's records, if none does yet, so that the next
- * open need not read their data back to check it. Not synced: without it the open checks. */
+ * open need not read their data back to check it. Not synced: without it the open checks.
+ * Only after a flush of this open: an open that wrote nothing leaves the image as it was. */
 void emu_jrnl_close(struct emu_dev *d)
 {
 	pthread_mutex_lock(&d->lock);
-	if (!d->zd.readonly && d->jflushed > d->jproven && !emu_jrnl_failed(d) &&
+	if (d->jmarked && d->jflushed > d->jproven && !emu_jrnl_failed(d) &&
 	    d->jcount + d->jreserved < d->hdr->jslots) {
 		struct jblk c;
 
@@ -355,7 +374,7 @@ void emu_jrnl_close(struct emu_dev *d)
  * starts meanwhile, so once the transfers under way have ended one clears the journal. */
 static int jrnl_make_room(struct emu_dev *d, uint64_t undo_len)
 {
-	int ret = 0;
+	int ret = jrnl_upgrade(d);
 
 	while (!ret && (d->jcount + d->jreserved >= d->hdr->jslots ||
 			d->undo_used + undo_len > d->hdr->undo_len)) {
