@@ -61,6 +61,7 @@ int file_has(const char *path, const char *needle);
 /* Each test file of test_emu adds its test case to the suite. */
 void emu_rules_tests(Suite *s);
 void emu_durability_tests(Suite *s);
+void emu_hostcrash_tests(Suite *s);
 void emu_log_tests(Suite *s);
 void emu_misc_tests(Suite *s);
 void emu_timing_tests(Suite *s);

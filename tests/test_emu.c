@@ -1,7 +1,8 @@
 /*
  * test_emu.c - Check tests for the zoned-device emulator (fs/zdev_emu*.c) and the zlfs-emu
  * command: one program, a test case per concern, each in its own file (test_emu_rules.c,
- * test_emu_durability.c, test_emu_log.c, test_emu_misc.c, test_emu_timing.c).
+ * test_emu_durability.c, test_emu_hostcrash.c, test_emu_log.c, test_emu_misc.c,
+ * test_emu_timing.c).
  * May call: emu_testutil.h.
  */
 #include "emu_testutil.h"
@@ -12,6 +13,7 @@ int main(void)
 
 	emu_rules_tests(s);
 	emu_durability_tests(s);
+	emu_hostcrash_tests(s);
 	emu_log_tests(s);
 	emu_misc_tests(s);
 	emu_timing_tests(s);

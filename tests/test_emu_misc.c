@@ -47,7 +47,7 @@ START_TEST(t_corrupt)
 	ck_assert_int_eq(truncate(img, 4 * ZS), 0);
 	ck_assert_int_eq(zdev_open(img, NULL, &d), -EUCLEAN);
 	mkdefault("corrupt.img");
-	poke(img, 8, 0x07); /* version */
+	poke(img, 8, 0x70); /* version 0x73: no such version */
 	ck_assert_int_eq(zdev_open(img, NULL, &d), -EINVAL);
 	/* not an image at all */
 	tu_path(aux, sizeof(aux), "plain.txt");

@@ -63,7 +63,7 @@ START_TEST(t_ftl_create)
 	ck_assert_int_eq(zdev_zone_reset(d, 3), -EIO); /* no zones to manage */
 	s = st(d);
 	ck_assert_int_eq(s.mode, ZEMU_MODE_FTL);
-	ck_assert_uint_eq(s.format_version, 2);
+	ck_assert_uint_eq(s.format_version, 4);
 	ck_assert_uint_eq(s.ftl_pages_per_superblock, PPSB);
 	/* 2048 pages + 7% = 2191.4 pages, 69 superblocks of 32; 4 spares would give only 68 */
 	ck_assert_uint_eq(s.ftl.op_permille, 70);

@@ -232,6 +232,7 @@ void emu_free(struct emu_dev *d)
 		close(d->log_fd);
 	free(d->hdr);
 	free(d->table);
+	free(d->tdirty);
 	free(d->zones);
 	free(d->jrnl);
 	free(d->tm.partial);
@@ -246,6 +247,7 @@ void emu_free(struct emu_dev *d)
  * power cut can still drop them. */
 static void emu_close(struct zdev *zd)
 {
+	emu_jrnl_close(to_emu(zd));
 	emu_free(to_emu(zd));
 }
 
@@ -290,9 +292,10 @@ static int emu_alloc_state(struct emu_dev *d)
 
 	d->table_blocks = (uint32_t)(emu_table_bytes(h->nr_zones) / EMU_BLK);
 	d->table = emu_blk_alloc((size_t)d->table_blocks * EMU_BLK);
+	d->tdirty = calloc(d->table_blocks, 1);
 	d->zones = calloc(h->nr_zones, sizeof(*d->zones));
 	d->jrnl = emu_blk_alloc((size_t)h->jslots * sizeof(struct emu_jrec));
-	return d->table && d->zones && d->jrnl ? 0 : -ENOMEM;
+	return d->table && d->tdirty && d->zones && d->jrnl ? 0 : -ENOMEM;
 }
 
 static int emu_load(struct emu_dev *d, const char *path)
@@ -437,7 +440,7 @@ int zemu_dev_stats(struct zdev *dev, struct zemu_stats *st)
 	st->generation = d->hdr->generation;
 	st->journal_slots = d->hdr->jslots;
 	for (uint32_t i = 0; i < d->jcount; i++)
-		st->unflushed += emu_jrec_unflushed(d, &d->jrnl[i]);
+		st->unflushed += emu_jrec_unflushed(d, i);
 	for (int i = 0; i < EMU_MAX_FAULTS; i++)
 		st->pending_faults += d->hdr->faults[i].kind != 0;
 	if (d->log_fd >= 0)

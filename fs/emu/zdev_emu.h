@@ -178,6 +178,14 @@ int zemu_replay_lose(const char *image, const char *log_path, long n, const char
  * filesystem). -EOPNOTSUPP on a zoned image, -EINVAL out of range or unaligned. */
 int zemu_trim(struct zdev *dev, uint64_t off, uint64_t len);
 
+/* Test hook: FN(CTX, FD, OFF, BUF, LEN) runs before every write of LEN bytes of BUF at byte OFF
+ * of an image file FD, and before every fdatasync of it (BUF NULL), by every emulated device of
+ * the process (hole punching and preallocation are not reported: they only touch data past a
+ * write pointer). A test records the host I/O with it and rebuilds what a host crash at any
+ * point could leave in the image. NULL turns it off; set it while no device is open. */
+typedef void (*zemu_host_io_fn)(void *ctx, int fd, uint64_t off, const void *buf, size_t len);
+void zemu_set_host_io_hook(zemu_host_io_fn fn, void *ctx);
+
 /* Zero when DEV is not an emulated device. */
 int zdev_is_emu(const struct zdev *dev);
 
@@ -191,7 +199,8 @@ int zemu_read_geometry(const char *path, struct zdev_geometry *geo);
 /* Emulator-only facts about an open image, for reports and tests. */
 struct zemu_stats {
 	uint32_t format_version;
-	uint64_t generation;      /* bumped by every flush: journal records of older ones are void */
+	uint64_t generation;      /* bumped by every checkpoint (a full journal, a power cut):
+				   * journal records of older ones are void */
 	long unflushed;           /* writes still in the volatile cache (a power cut may drop them) */
 	long journal_slots;
 	int pending_faults;       /* one-shot EIO faults not yet fired */
@@ -213,6 +222,7 @@ struct zemu_stats {
 	enum zemu_mode mode;
 	uint64_t host_reads, host_read_bytes, host_writes, host_write_bytes;
 	uint64_t host_trims, host_trim_bytes, host_flushes;
+	uint64_t image_syncs;     /* fdatasyncs of the image file since the open (not restarted) */
 	uint64_t host_read_sizes[ZDEV_RSIZE_BUCKETS];
 	/* NAND work (timing model on): programs by kind (data, GC moves, map pages; pad_programs
 	 * above), unit reads by kind, block erases, and the unloaded service time of the host's

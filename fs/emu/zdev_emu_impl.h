@@ -21,7 +21,9 @@
  * Every on-disk update is ordered so that the image then still opens and keeps every flushed
  * write: data before its journal record (sequential zones), old data and record before the
  * overwrite (conventional zones), zone table before the generation bump that voids the
- * journal.
+ * journal. A crash of the host may also reorder or lose whatever was written since the last
+ * fdatasync: a flush is one fdatasync behind a flush marker, and journal records carry their
+ * data's checksum, checked at open where no marker proves them (docs/emulator.md).
  */
 #ifndef ZLFS_ZDEV_EMU_IMPL_H
 #define ZLFS_ZDEV_EMU_IMPL_H
@@ -41,8 +43,16 @@
 
 /* This folder's backend for fs/dev's table (backends.c). */
 extern const struct zdev_backend zdev_emu_backend;
-#define EMU_FMT_VERSION 1u           /* zoned images */
-#define EMU_FMT_VERSION_FTL 2u       /* conventional-mode images (older emulators refuse them) */
+/* Versions 3 and 4 are 1 and 2 with checked journal records and flush markers (a flush is one
+ * host fdatasync); 1 and 2 still open, and a read-write open upgrades them. */
+#define EMU_FMT_VERSION 3u           /* zoned images */
+#define EMU_FMT_VERSION_FTL 4u       /* conventional-mode images (older emulators refuse them) */
+#define EMU_FMT_VERSION_V1 1u        /* zoned, unchecked journal records */
+#define EMU_FMT_VERSION_FTL_V2 2u    /* conventional mode, unchecked journal records */
+static inline int emu_version_is_ftl(uint32_t v)
+{
+	return v == EMU_FMT_VERSION_FTL || v == EMU_FMT_VERSION_FTL_V2;
+}
 #define EMU_BLK 4096u                /* unit of all metadata I/O; also the O_DIRECT alignment */
 #define EMU_JSLOTS_DEFAULT 4096u
 #define EMU_JSLOTS_MAX (1u << 20)
@@ -113,16 +123,27 @@ struct emu_zent {
 _Static_assert(sizeof(struct emu_zent) == 32, "zone entry size");
 #define ZENT_PER_BLK (EMU_BLK / sizeof(struct emu_zent))
 
-/* One write in the volatile cache: the journal is a prefix of records of the current
- * generation, in issue order. */
+/* One write in the volatile cache, or a flush marker: the journal is a prefix of records of
+ * the current generation, in issue order. A flush marker (type JREC_FLUSH) says that the
+ * records before slot `off` are flushed, and that those before slot `len` (a flush whose
+ * fdatasync had returned when the marker was made) are on the host's disk for certain. */
+enum jrec_type {
+	JREC_LEGACY = 0,    /* a write of a version 1/2 image: no data checksum */
+	JREC_WRITE = 1,     /* a write; dcrc is checked at open unless a marker proves it */
+	JREC_FLUSH = 2,     /* a flush marker */
+};
+#define JREC_NO_ZONE UINT32_MAX  /* a marker's zone */
 struct emu_jrec {
 	uint64_t gen;
-	uint64_t off;       /* device byte offset */
-	uint64_t len;
+	uint64_t off;       /* device byte offset; a marker: the flushed slots */
+	uint64_t len;       /* a marker: the proven slots */
 	uint64_t undo_foff; /* conventional zone: image offset of the overwritten data, else 0 */
 	uint32_t zone;
 	uint32_t epoch;
-	uint64_t rsvd[2];
+	uint32_t type;      /* enum jrec_type */
+	uint32_t dcrc;      /* CRC32C of the data written (sequential zone) or of the old data
+			     * saved at undo_foff (conventional zone) */
+	uint64_t rsvd;
 	uint32_t rsvd2;
 	uint32_t crc;
 };
@@ -271,7 +292,12 @@ struct emu_dev {
 	int jfailed;                /* a journal block write failed: later writes and flushes
 				     * fail with EIO (atomic) */
 	uint64_t jclears;           /* times the journal was voided (a new generation) */
+	uint32_t jflushed;          /* records before this slot are flushed (a marker's sync ended) */
+	uint32_t jproven;           /* a marker in the image says the records before it are */
+	int jmarked;                /* this open wrote a flush marker */
+	uint8_t *tdirty;            /* per table block: the memory copy is ahead of the image */
 	int flushing;               /* a host flush runs with the lock dropped (emu_flush_host) */
+	uint64_t image_syncs;       /* fdatasyncs of the image (atomic: some run without lock) */
 	uint64_t undo_used;
 	uint32_t nr_imp, nr_exp, nr_closed;
 	uint32_t imp_cursor;        /* round-robin start for implicit closes */
@@ -302,14 +328,17 @@ static inline int is_ftl(const struct emu_dev *d) { return d->hdr->mode == ZEMU_
 
 /* zdev_emu_image.c: the image format, I/O on it, creating and copying images */
 uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t emu_crc32c_iov(const struct iovec *iov, int n);
 void *emu_blk_alloc(size_t len);
 /* Bytes past the end of the image read as zeros (it is sparse). */
 static inline int emu_full_pread(int fd, void *buf, size_t len, uint64_t off)
 {
 	return zdev_pread_all(fd, buf, len, off, 1);
 }
+void emu_host_io(int fd, uint64_t off, const void *buf, size_t len);
 static inline int emu_full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 {
+	emu_host_io(fd, off, buf, len);
 	return zdev_pwrite_all(fd, buf, len, off);
 }
 int emu_img_read(struct emu_dev *d, void *buf, size_t len, uint64_t foff);
@@ -323,6 +352,7 @@ int emu_hdr_write(struct emu_dev *d);
 int emu_table_write_block(struct emu_dev *d, uint32_t blk);
 int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp);
 int emu_table_update(struct emu_dev *d, uint32_t z);
+void emu_table_advance(struct emu_dev *d, uint32_t z, uint32_t epoch, uint64_t end);
 int emu_zone_persist(struct emu_dev *d, uint32_t z);
 int emu_bad_image(const char *path, int err, const char *why);
 int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size);
@@ -346,13 +376,15 @@ void emu_derive_conds(struct emu_dev *d);
 /* zdev_emu_journal.c: the volatile cache, flush and power cut */
 int emu_flush_locked(struct emu_dev *d);
 int emu_flush_host(struct emu_dev *d);
+void emu_jrnl_close(struct emu_dev *d);
 int emu_write_conv(struct emu_dev *d, const void *buf, size_t len, uint64_t off);
 int emu_write_seq(struct emu_dev *d, uint32_t z, const void *buf, size_t len, uint64_t off);
 int emu_write_seq_unlocked(struct emu_dev *d, uint32_t z, const struct iovec *iov, int n,
 			   size_t len, uint64_t off);
 void emu_wait_idle(struct emu_dev *d, uint32_t z);
 int emu_jrnl_load(struct emu_dev *d, const char *path);
-int emu_jrec_unflushed(const struct emu_dev *d, const struct emu_jrec *r);
+int emu_jrec_unflushed(const struct emu_dev *d, uint32_t slot);
+
 uint64_t emu_torn_bytes(const struct emu_dev *d, uint64_t len, uint64_t *rng, int seeded);
 
 /* zdev_emu_faults.c: injected faults */

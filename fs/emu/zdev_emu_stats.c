@@ -49,6 +49,7 @@ int zemu_stats_json(const struct zemu_stats *st, char *buf, size_t len)
 		{"host_read_bytes", st->host_read_bytes}, {"host_writes", st->host_writes},
 		{"host_write_bytes", st->host_write_bytes}, {"host_trims", st->host_trims},
 		{"host_trim_bytes", st->host_trim_bytes}, {"host_flushes", st->host_flushes},
+		{"image_syncs", st->image_syncs},
 		{"programs", st->programs}, {"data_programs", st->data_programs},
 		{"gc_programs", st->gc_programs}, {"map_programs", st->map_programs},
 		{"pad_programs", st->pad_programs}, {"pad_bytes", st->pad_bytes},

@@ -538,6 +538,7 @@ void emu_tm_stats(const struct emu_dev *d, struct zemu_stats *st)
 	st->host_trims = c->host_trims;
 	st->host_trim_bytes = c->host_trim_bytes;
 	st->host_flushes = c->host_flushes;
+	st->image_syncs = __atomic_load_n(&d->image_syncs, __ATOMIC_RELAXED);
 	if (!tm_on(d))
 		return;
 	st->timing = m->t;

@@ -41,7 +41,7 @@ MiB = float(1 << 20)
 COLUMNS = ["round", "version", "fs", "app", "phase", "status", "seconds", "ops", "ops_per_s",
            "app_write_bytes", "dev_write_bytes", "dev_flushes", "waf", "zlfs_user_bytes",
            "zlfs_dev_bytes", "zlfs_waf", "gc_moved_bytes", "gc_zones", "gc_phase_changes",
-           "used_pct", "peak_used_pct", "load1", "note"]
+           "used_pct", "peak_used_pct", "load1", "note", "host_syncs"]
 # phase -> (figure, higher is better, unit): the figure the ratios compare
 FIGURE = {"fillrandom": ("ops_per_s", True, "ops/s"), "overwrite": ("ops_per_s", True, "ops/s"),
           "readrandom": ("ops_per_s", True, "ops/s"),
@@ -79,6 +79,7 @@ class Probe:
             g = st["gc"]
             s.update(user=st["bytes_written_by_users"], dev=st["bytes_written_to_device"],
                      flushes=st.get("device_model", {}).get("host_flushes"),
+                     syncs=st.get("device_model", {}).get("image_syncs"),
                      gc_moved=g["bytes_migrated"], gc_zones=g["zones_reclaimed"],
                      transitions=[t["time_ns"] for t in g["transitions"]],
                      logged=self.logged_changes())
@@ -225,6 +226,8 @@ class Runner:
             row["dev_write_bytes"] = dev
         if d("flushes") is not None:
             row["dev_flushes"] = d("flushes")
+        if d("syncs") is not None:  # zlfs: the emulator's fdatasyncs of its image
+            row["host_syncs"] = d("syncs")
         if dev is not None and app_bytes:
             row["waf"] = "%.3f" % (dev / app_bytes)
         if "user" in e:
@@ -474,8 +477,9 @@ def summarise(a):
             continue
         c = cells.setdefault((key, r["phase"]), {})
         for k in ("seconds", "ops_per_s", "dev_flushes", "dev_write_bytes", "app_write_bytes", "waf",
-                  "zlfs_waf", "gc_moved_bytes", "gc_phase_changes", "ops", "peak_used_pct", "load1"):
-            if r[k] != "":
+                  "zlfs_waf", "gc_moved_bytes", "gc_phase_changes", "ops", "peak_used_pct", "load1",
+                  "host_syncs"):
+            if r.get(k, "") not in ("", None):
                 c.setdefault(k, []).append(float(r[k]))
     systems = fs_sorted(systems)
     med = {k: {m: median(v) for m, v in c.items()} for k, c in cells.items()}
@@ -507,9 +511,11 @@ def summarise(a):
                 line += " %16s" % ("-" if ratio is None else "%.2f" % ratio)
         print(line)
     print("\nWhat each phase cost the device (WAF: device bytes over the application's bytes written;"
-          "\nzlfs WAF: over the bytes zlfs was handed; flushes and device KiB per operation):")
-    print("%-19s %-16s %7s %7s %9s %9s %9s %8s %7s %6s" % ("phase", "fs", "WAF", "zlfsWAF", "flush/op",
-                                                         "devKiB/op", "appKiB/op", "GC MiB", "GCphch", "peak%"))
+          "\nzlfs WAF: over the bytes zlfs was handed; flushes and device KiB per operation;"
+          "\nsync/fl: zlfs's image fdatasyncs per device flush):")
+    print("%-19s %-16s %7s %7s %9s %7s %9s %9s %8s %7s %6s" % ("phase", "fs", "WAF", "zlfsWAF", "flush/op",
+                                                             "sync/fl", "devKiB/op", "appKiB/op", "GC MiB",
+                                                             "GCphch", "peak%"))
     for ph in ORDER:
         for s in systems:
             m = med.get((s, ph))
@@ -517,8 +523,10 @@ def summarise(a):
                 continue
             ops = m.get("ops") or 0
             per = lambda k, scale=1.0: m[k] / ops / scale if ops and k in m else None
-            print("%-19s %-16s %7s %7s %9s %9s %9s %8s %7s %6s" % (
+            spf = m["host_syncs"] / m["dev_flushes"] if m.get("dev_flushes") and "host_syncs" in m else None
+            print("%-19s %-16s %7s %7s %9s %7s %9s %9s %8s %7s %6s" % (
                 ph, short(s)[:16], fnum(m.get("waf")), fnum(m.get("zlfs_waf")), fnum(per("dev_flushes")),
+                fnum(spf),
                 fnum(per("dev_write_bytes", 1024.0)), fnum(per("app_write_bytes", 1024.0)),
                 fnum(m["gc_moved_bytes"] / MiB) if "gc_moved_bytes" in m else "-",
                 fnum(m.get("gc_phase_changes")), fnum(m.get("peak_used_pct"))))
@@ -527,6 +535,8 @@ def summarise(a):
                     out.append((s, ph, k, m[k]))
             if per("dev_flushes") is not None:
                 out.append((s, ph, "flushes_per_op", per("dev_flushes")))
+            if spf is not None:
+                out.append((s, ph, "syncs_per_flush", spf))
             if per("dev_write_bytes") is not None:
                 out.append((s, ph, "dev_bytes_per_op", per("dev_write_bytes")))
     loads = [float(r["load1"]) for r in rows if r["load1"]]
