@@ -787,7 +787,7 @@ int emu_image_clear_log_path(const char *path)
  * Growing images (a namespace resized, a partition grown).
  */
 
-/* Power the image on and flush it: its journal's writes land in the zone table and the
+/* Power the image on and checkpoint it: its journal's writes land in the zone table and the
  * journal is void, so the table alone says what each zone holds. */
 static int grow_settle(const char *path)
 {
@@ -797,7 +797,11 @@ static int grow_settle(const char *path)
 
 	if (ret)
 		return ret;
-	ret = zdev_flush(dev);
+	/* A checkpoint, not a host flush: a flush leaves the zone table to the journal's flush
+	 * markers, and the copy below takes the table, not the journal. */
+	pthread_mutex_lock(&to_emu(dev)->lock);
+	ret = emu_flush_locked(to_emu(dev));
+	pthread_mutex_unlock(&to_emu(dev)->lock);
 	zdev_close(dev);
 	return ret;
 }
