@@ -1,13 +1,14 @@
 /*
- * verify_ahead.c - the check's node reads, done ahead by a helper thread.
+ * verify_ahead.c - the check's node reads, done ahead by helper threads.
  *
  * Owns: a list of runs (consecutive blocks of one zone, at most AHEAD_RUN_MAX) that the check
  * will visit in that order, AHEAD_THREADS helper threads that read them in that order into a
- * ring of AHEAD_BUFS buffers, two reads in flight, and the hand-over: the check takes run I once it is read (the
- * nodes other than inodes go to the node cache, node_keep_run), checks its inodes from the
- * buffer and gives it back, while the helper reads the runs after. A filesystem's nodes lie in a few zones in the order they were
- * written, so the check of a large tree reads its nodes in large sequential reads, the
- * device busy while the check works (docs/fsck.md, "Speed").
+ * ring of AHEAD_BUFS buffers, several reads in flight, and the hand-over: the check takes run
+ * I once it is read (the nodes other than inodes go to the node cache, node_keep_run), checks
+ * its inodes from the buffer and gives it back, while the helpers read the runs after. A
+ * filesystem's nodes lie in a few zones in the order they were written, so the check of a
+ * large tree reads its nodes in large sequential reads, the device busy while the check works
+ * (docs/fsck.md, "Speed").
  * The check only reads, and the blocks of its runs are the current copies of nodes as the
  * NAT says when the run is planned; a node found changed when kept is simply not kept.
  * May call: verify_int.h, core.h (seg_read_run, node_keep_run), zdev.h, lock.h.
@@ -19,8 +20,12 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define AHEAD_BUFS 6
-#define AHEAD_THREADS 2 /* reads in flight: a device reads several at once */
+/* Reads in flight: one 1 MiB read at a time leaves a device idle between them (200,000 files
+ * on this machine's virtio disk, medians of 7 interleaved runs: 1.17 s with 2 helpers, 0.92 s
+ * with 4, 0.82 s with 6, 0.81 s with 8); twice as many buffers, so that the helpers read on
+ * while the check works through the runs already read. */
+#define AHEAD_THREADS 6
+#define AHEAD_BUFS (2 * AHEAD_THREADS)
 #define AHEAD_HINT 8
 
 struct chk_ahead {
