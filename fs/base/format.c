@@ -5,7 +5,7 @@
  * Owns: turning host-side records into sealed 4 KiB blocks and back, and refusing any block
  * that does not validate. Decoders check everything a later layer would otherwise trust:
  * magic, checksum, revision, feature bits, and that the layout stays inside the device.
- * May call: xxHash, libc.
+ * May call: format_check.c (the ranges and the names of kinds and revisions), xxHash, libc.
  */
 #include "format.h"
 
@@ -63,24 +63,6 @@ int zlfs_blk_verify(const void *block, uint64_t seed, enum zlfs_blk_kind kind)
 	if (kind != ZLFS_KIND_MAX && le16_get(h->kind) != kind)
 		return -EBADMSG;
 	return 0;
-}
-
-const char *zlfs_kind_name(unsigned kind)
-{
-	static const char *const names[ZLFS_KIND_MAX] = {
-		[ZLFS_KIND_SUPER] = "superblock",	[ZLFS_KIND_CP_HEAD] = "checkpoint head",
-		[ZLFS_KIND_CP_SUMMARY] = "checkpoint summary", [ZLFS_KIND_CP_ORPHAN] = "orphan list",
-		[ZLFS_KIND_CP_TAIL] = "checkpoint tail", [ZLFS_KIND_NAT] = "NAT",
-		[ZLFS_KIND_SIT] = "SIT",		[ZLFS_KIND_MAP] = "meta map",
-		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
-		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
-		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
-		[ZLFS_KIND_CP_REMAP] = "remap list",
-	};
-
-	if (kind >= ZLFS_KIND_MAX || !names[kind])
-		return "unknown";
-	return names[kind];
 }
 
 /* ---- superblock --------------------------------------------------------------------------- */
@@ -203,30 +185,6 @@ int zlfs_sb_decode(const void *block, struct zlfs_sb_info *s)
 }
 
 /* ---- revisions and features ------------------------------------------------------------ */
-
-int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision)
-{
-	return nr_logs == 2 || nr_logs == 4 || nr_logs == 6 ||
-	       (nr_logs == ZLFS_NR_LOG_TYPES_R2 && revision >= 2) ||
-	       (nr_logs == ZLFS_NR_LOG_TYPES && revision >= 3);
-}
-
-unsigned zlfs_logs_min_revision(uint32_t nr_logs)
-{
-	return nr_logs > ZLFS_NR_LOG_TYPES_R2 ? 3 : nr_logs > ZLFS_NR_LOG_TYPES_R1 ? 2 : 1;
-}
-
-unsigned zlfs_reader_revision(void)
-{
-	const char *e = getenv("ZLFS_TEST_READER_REVISION");
-	char *end;
-	unsigned long v;
-
-	if (!e || !*e)
-		return ZLFS_REVISION;
-	v = strtoul(e, &end, 10);
-	return *end || !v || v > 0xffff ? ZLFS_REVISION : (unsigned)v;
-}
 
 /* "0x40000001 (bits 0, 30)": the bits themselves, as docs/format.md numbers them. */
 static void feat_bits(uint32_t mask, char *buf, size_t len)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -631,4 +632,48 @@ int zlfs_dentry_check(const struct zlfs_sb_info *s, const void *blk, char *why, 
 		slot += n;
 	}
 	return 0;
+}
+
+/* ---- the vocabulary the checks share with the codecs (format.c calls down to them) ------ */
+
+const char *zlfs_kind_name(unsigned kind)
+{
+	static const char *const names[ZLFS_KIND_MAX] = {
+		[ZLFS_KIND_SUPER] = "superblock",	[ZLFS_KIND_CP_HEAD] = "checkpoint head",
+		[ZLFS_KIND_CP_SUMMARY] = "checkpoint summary", [ZLFS_KIND_CP_ORPHAN] = "orphan list",
+		[ZLFS_KIND_CP_TAIL] = "checkpoint tail", [ZLFS_KIND_NAT] = "NAT",
+		[ZLFS_KIND_SIT] = "SIT",		[ZLFS_KIND_MAP] = "meta map",
+		[ZLFS_KIND_SUMMARY] = "segment summary", [ZLFS_KIND_INODE] = "inode",
+		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
+		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
+		[ZLFS_KIND_CP_REMAP] = "remap list",
+	};
+
+	if (kind >= ZLFS_KIND_MAX || !names[kind])
+		return "unknown";
+	return names[kind];
+}
+
+int zlfs_nr_logs_valid(uint32_t nr_logs, unsigned revision)
+{
+	return nr_logs == 2 || nr_logs == 4 || nr_logs == 6 ||
+	       (nr_logs == ZLFS_NR_LOG_TYPES_R2 && revision >= 2) ||
+	       (nr_logs == ZLFS_NR_LOG_TYPES && revision >= 3);
+}
+
+unsigned zlfs_logs_min_revision(uint32_t nr_logs)
+{
+	return nr_logs > ZLFS_NR_LOG_TYPES_R2 ? 3 : nr_logs > ZLFS_NR_LOG_TYPES_R1 ? 2 : 1;
+}
+
+unsigned zlfs_reader_revision(void)
+{
+	const char *e = getenv("ZLFS_TEST_READER_REVISION");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return ZLFS_REVISION;
+	v = strtoul(e, &end, 10);
+	return *end || !v || v > 0xffff ? ZLFS_REVISION : (unsigned)v;
 }

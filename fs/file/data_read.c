@@ -3,7 +3,7 @@
  * key taken, the held partial block copied from memory), its device reads in runs of one
  * zone, and the blocks read ahead past a sequential read (readahead.c keeps them).
  * Part of the file layer's data (data.c owns the tree and writing).
- * May call: data.c (data_int.h), readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
+ * May call: dmap.c (data_int.h), inline.c, readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
  */
 #include "data_int.h"
 #include "zcrypt.h"

@@ -9,7 +9,7 @@
  * readdir offset of an entry (its block and slot) stays valid while others come and go.
  * Changed blocks stay in the cache until dir_flush writes them (before every checkpoint).
  * Names are stored in their disk form (fcrypt.c): ciphertext in encrypted directories.
- * May call: dir_cache.c (dir_int.h), data.c, inode.c, fcrypt.c, dir_index.c, node/log
+ * May call: dir_cache.c (dir_int.h), dmap.c, inode.c, fcrypt.c, dir_index.c, node/log
  * (core.h), log.h.
  *
  * Locks: a directory's blocks and name index belong to the directory's inode lock (shared to

@@ -5,7 +5,7 @@
  * input: format_check.c's limits), held while in use, dirty until dir_flush writes them
  * before a checkpoint, counted per directory while not yet on the device (st_blocks) - and
  * the table where the name indexes of large directories hang.
- * May call: data.c (block addresses, writes), fcrypt.c (whether names are ciphertext),
+ * May call: dmap.c (block addresses, writes), inode.c, fcrypt.c (whether names are ciphertext),
  * node/log (core.h), format.h, log.h.
  *
  * Locks: the cache's chains, page refs, dirty flags and the index table are under its own

@@ -10,7 +10,7 @@
  * (AES-256-CBC-CTS ciphertext, padded) and the locked view's (base64url of the ciphertext,
  * or a digest form for long ones). Keys are derived on use and wiped after; nothing here
  * keeps key material beyond one call.
- * May call: crypto/zcrypt.h, inode.c, node/log (core.h), log.h. Called by data.c, dir.c and
+ * May call: crypto/zcrypt.h, inode.c, node/log (core.h), log.h. Called by dmap.c, dir.c, files.c and
  * the FUSE operations.
  */
 #include "files.h"

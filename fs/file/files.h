@@ -144,8 +144,14 @@ int tail_flush_all(struct zlfs_fs *fs);
 /* Write the blocks held for AGE_NS or longer (the caller holds no lock). */
 void tail_flush_aged(struct zlfs_fs *fs, uint64_t age_ns);
 /* ---- inline.c --------------------------------------------------------------------------- */
-/* A regular file whose bytes live in its inode (INLINE_DATA feature). */
-int inline_is(struct node_page *np);
+/* A regular file whose bytes live in its inode (INLINE_DATA feature). Inline here, since the
+ * block map (dmap.c), below inline.c, refuses to map such a file. */
+static inline int inline_is(struct node_page *np)
+{
+	const struct zlfs_inode *in = inode_of(np);
+
+	return S_ISREG(le32_get(in->mode)) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE);
+}
 /* A new regular file starts inline when the filesystem has the feature and it is not
  * encrypted. */
 void inline_start(struct zlfs_fs *fs, struct node_page *np);

@@ -8,7 +8,7 @@
  * become data block 0) when a write, truncate or fallocate would take it past the area.
  * A file of a few kilobytes then costs one node write instead of a node and a data block,
  * and its unlink frees no block. Symlinks keep their targets inline too (fuse_names.c).
- * May call: data.c (data_put_block, for the conversion), node.c (through core.h), log.h.
+ * May call: dmap.c (data_put_block, for the conversion), fcrypt.c, node.c (through core.h), log.h.
  * Called at the entries of data.c's read and size functions and of the FUSE write and
  * fallocate requests, with the inode locked (exclusive for a change, cp_lock shared).
  */
@@ -19,13 +19,6 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <string.h>
-
-int inline_is(struct node_page *np)
-{
-	const struct zlfs_inode *in = inode_of(np);
-
-	return S_ISREG(le32_get(in->mode)) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE);
-}
 
 /* An encrypted file never starts inline: XTS encrypts whole blocks with the block number as
  * tweak, and an inode is not a block of the file. */

@@ -10,7 +10,7 @@
  * unmount (every held block), and once a block is older than the age the daemon gives
  * (tail_flush_aged, from the checkpoint thread). A held block is plaintext; data.c encrypts
  * it as it is written, as any block.
- * May call: data.c (data_write_held), inode.c, icache (core.h), node/log (core.h), log.h.
+ * May call: dmap.c (data_write_held), inode.c, icache (core.h), node/log (core.h), log.h.
  *
  * Locks: the table's chains and count are under its own lock (tail_lock, a leaf, taken for
  * the table only). A held block is added, changed, written and dropped only under its

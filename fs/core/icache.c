@@ -5,7 +5,8 @@
  * Owns: the table of cached attributes and its bound, refreshed from an inode's page by
  * whoever changed the page (under that inode's lock) and read by stat without any inode
  * lock: an entry is copied in and out whole under the cache's own lock.
- * May call: lock.h, format.h. Called by node.c and inode.c.
+ * May call: lock.h, format.h. Called by node.c and the file layer
+ * (files.c's stat).
  */
 #include "core.h"
 
