@@ -1,6 +1,8 @@
 /*
  * verify.c - the consistency check behind fsck.zlfs: does the newest checkpoint describe a
- * filesystem whose parts agree with each other and with the device?
+ * filesystem whose parts agree with each other and with the device? This file holds what is
+ * checked of each inode, node and directory, and of what the walk leaves (links, the
+ * unreachable); verify_run.c puts the phases in order (docs/fsck.md names the files).
  *
  * Owns: the cross-checks - NAT entries <-> node blocks, node trees and data pointers in range
  * and not shared, xattr nodes well formed, encryption flags against the superblock and against
@@ -9,81 +11,18 @@
  * counts, "..", reachability from the root, orphans, log positions <-> write pointers - and,
  * on request, the list of repairs that would settle what it found (verify.h). It only reads;
  * fsck.zlfs applies repairs.
- * May call: files.h (inodes, directories, data mapping), core.h, format.h, zdev.h, log.h.
+ * May call: verify_int.h (verify_report.c), files.h (inodes, directories, data mapping),
+ * core.h, format.h, zdev.h, log.h.
  */
 #include "verify_int.h"
 #include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
-{
-	char msg[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (cls == ZLFS_FIND_DEVICE)
-		c->rep->device_errors++;
-	else if (cls == ZLFS_FIND_MISMATCH)
-		c->rep->mismatches++;
-	else
-		c->rep->errors++;
-	if (c->rep->print)
-		c->rep->print(c->rep->print_arg, cls, msg);
-}
-
-void propose(struct chk *c, enum zlfs_fix_kind kind, uint32_t a, uint32_t b,
-		    const char *name, size_t len)
-{
-	struct zlfs_check_report *r = c->rep;
-	struct zlfs_fix *f;
-
-	if (!r->want_fixes)
-		return;
-	if (r->nfixes == r->cap_fixes) {
-		size_t cap = r->cap_fixes ? r->cap_fixes * 2 : 64;
-		struct zlfs_fix *n = realloc(r->fixes, cap * sizeof(*n));
-
-		if (!n) {
-			r->incomplete = 1; /* a repair list with holes must not be trusted */
-			return;
-		}
-		r->fixes = n;
-		r->cap_fixes = cap;
-	}
-	f = &r->fixes[r->nfixes++];
-	memset(f, 0, sizeof(*f));
-	*f = (struct zlfs_fix){.kind = kind, .a = a, .b = b};
-	if (name) {
-		f->name_len = (uint16_t)(len > ZLFS_NAME_MAX ? ZLFS_NAME_MAX : len);
-		memcpy(f->name, name, f->name_len);
-	}
-}
-
-void progress(struct chk *c, enum zlfs_check_phase ph, uint64_t done, uint64_t total)
-{
-	if (c->rep->progress)
-		c->rep->progress(c->rep->progress_arg, ph, done, total);
-}
-
-
-/* NID's NAT entry; one that cannot be read makes the report incomplete and reads as free. */
-static struct nat_ent chk_nat(struct chk *c, uint32_t nid)
-{
-	struct nat_ent e;
-
-	if (nat_get(c->fs, nid, &e))
-		c->rep->incomplete = 1;
-	return e;
-}
 
 static int nat_block_unused(struct zlfs_fs *fs, uint32_t b)
 {
@@ -93,22 +32,6 @@ static int nat_block_unused(struct zlfs_fs *fs, uint32_t b)
 	ret = nat_block_unused_locked(fs, b);
 	zlock_unlock(&fs->nat_lock);
 	return ret;
-}
-
-/* Segment SEG's SIT entry, as chk_nat. */
-struct seg_ent chk_sit(struct chk *c, uint32_t seg)
-{
-	struct seg_ent e = {0};
-	const struct seg_ent *p;
-
-	zlock_lock(&c->fs->seg_lock);
-	p = sit_ent_locked(c->fs, seg);
-	if (p)
-		e = *p;
-	zlock_unlock(&c->fs->seg_lock);
-	if (!p)
-		c->rep->incomplete = 1;
-	return e;
 }
 
 /* Mark ADDR referenced by WHAT; a second reference or an address outside the main area is an
@@ -142,7 +65,7 @@ static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
 }
 
 /* The checkpoint's count of reserved blocks against the pointers found. */
-static void check_prealloc(struct chk *c)
+void check_prealloc(struct chk *c)
 {
 	uint64_t counted = seg_prealloc(c->fs);
 
@@ -485,7 +408,7 @@ void inode_seen(struct chk *c, struct node_page *np)
 }
 
 /* Link counts against the names found, from what the walk kept of each inode. */
-static void check_links(struct chk *c)
+void check_links(struct chk *c)
 {
 	uint32_t ino;
 
@@ -601,7 +524,7 @@ static void check_node_counts(struct chk *c, uint64_t nodes, uint64_t inodes)
 	propose(c, ZLFS_FIX_NODE_COUNT, (uint32_t)nodes, (uint32_t)inodes, NULL, 0);
 }
 
-static void check_unreachable(struct chk *c)
+void check_unreachable(struct chk *c)
 {
 	uint64_t nodes = 0, inodes = 0;
 	uint32_t nid;
@@ -636,58 +559,4 @@ static void check_unreachable(struct chk *c)
 		}
 	}
 	check_node_counts(c, nodes, inodes);
-}
-
-static void chk_free(struct chk *c)
-{
-	free(c->ref);
-	free(c->links);
-	free(c->parent);
-	free(c->subdirs);
-	free(c->seen);
-	free(c->named_lost);
-	free(c->named_enc);
-	free(c->nlink);
-	free(c->iflags);
-}
-
-int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
-{
-	struct chk c = {.fs = fs, .rep = rep};
-	uint32_t n = fs->sb.max_nid;
-
-	c.nblocks = fs->sb.nr_zones * zlfs_zone_blocks(&fs->sb);
-	c.ref = calloc(c.nblocks / 8 + 1, 1);
-	c.links = calloc(n, sizeof(*c.links));
-	c.parent = calloc(n, sizeof(*c.parent));
-	c.subdirs = calloc(n, sizeof(*c.subdirs));
-	c.seen = calloc(n, 1);
-	c.nlink = calloc(n, sizeof(*c.nlink));
-	c.iflags = calloc(n, 1);
-	c.named_lost = calloc(n, 1);
-	c.named_enc = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc &&
-	    c.nlink && c.iflags) {
-		check_zones(&c);
-		check_tree(&c);
-		progress(&c, ZLFS_PHASE_LINKS, 0, 1);
-		check_links(&c);
-		progress(&c, ZLFS_PHASE_UNREACHABLE, 0, 1);
-		check_unreachable(&c);
-		check_prealloc(&c);
-		check_sit(&c);
-		progress(&c, ZLFS_PHASE_SIT, 1, 1);
-	} else {
-		finding(&c, ZLFS_FIND_ERROR, "out of memory");
-		rep->incomplete = 1;
-	}
-	chk_free(&c);
-	return rep->errors || rep->device_errors ? 1 : 0;
-}
-
-void zlfs_check_report_free(struct zlfs_check_report *rep)
-{
-	free(rep->fixes);
-	rep->fixes = NULL;
-	rep->nfixes = rep->cap_fixes = 0;
 }

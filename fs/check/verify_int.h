@@ -1,12 +1,17 @@
 /*
- * verify_int.h - what the files of the consistency check share (verify.c: the tree, names,
- * links and reachability; verify_zones.c: zones and the SIT against what the tree
- * references): the check's state and its findings.
+ * verify_int.h - what the files of the consistency check share, lowest first:
+ * verify_report.c (findings, proposed repairs, progress, NAT and SIT entries), verify.c (each
+ * inode, node and directory; links and reachability), verify_zones.c (zones and the SIT
+ * against what the tree references), verify_ahead.c (node runs read ahead), verify_walk.c
+ * (the order of the walk), verify_run.c (the phases: zlfs_check). Each calls only the files
+ * before it.
  */
 #ifndef ZLFS_VERIFY_INT_H
 #define ZLFS_VERIFY_INT_H
 
 #include "verify.h"
+
+#include <dirent.h>
 
 enum { SEEN_NODE = 1, SEEN_REACHED = 2, SEEN_LOST = 3, SEEN_DAMAGED = 4 };
 /* What the tree walk keeps of an inode it read, so that nothing reads it twice. */
@@ -45,18 +50,39 @@ static inline int in_main(const struct zlfs_fs *fs, uint32_t addr)
 	return zone >= fs->sb.main_zone_first && zone < fs->sb.nr_zones;
 }
 
+/* NID's NAT entry (a free one when it cannot be read). */
+struct nat_ent chk_nat(struct chk *c, uint32_t nid);
+
+/* The inodes reached and not yet visited (verify_walk.c's): directories, and the other inodes
+ * as block address << 32 | ino, to be visited in the order of their blocks. */
+struct todo {
+	uint32_t *dirs, ndirs, dirs_done;
+	uint64_t *files;
+	uint32_t nfiles;
+};
+
+/* Inode INO (at block ADDR, of DT_* TYPE as its name says) is reached for the first time. */
+static inline void walk_reached(struct todo *t, uint32_t ino, uint32_t addr, uint8_t type)
+{
+	if (type == DT_DIR)
+		t->dirs[t->ndirs++] = ino;
+	else
+		t->files[t->nfiles++] = (uint64_t)addr << 32 | ino;
+}
+
 /* verify.c: what is checked of an inode and a directory. INO's inode page, or 0 (reported)
  * when it cannot be had; an inode read: its tree and what check_links needs of it; a
- * directory's entries (each inode they reach new goes to walk_reached). */
-struct todo;
+ * directory's entries (each inode they reach new goes to walk_reached). After the walk: link
+ * counts against the names found, what it did not reach, the reservations counted. */
 int inode_usable(struct chk *c, uint32_t ino, struct node_page **np);
 void inode_seen(struct chk *c, struct node_page *np);
 void check_dir(struct chk *c, struct node_page *np, struct todo *t);
+void check_links(struct chk *c);
+void check_unreachable(struct chk *c);
+void check_prealloc(struct chk *c);
 
-/* verify_walk.c: the walk from the root, in an order that reads the device in large runs;
- * inode INO (at block ADDR, of DT_* TYPE as its name says) is reached for the first time. */
+/* verify_walk.c: the walk from the root, in an order that reads the device in large runs. */
 void check_tree(struct chk *c);
-void walk_reached(struct todo *t, uint32_t ino, uint32_t addr, uint8_t type);
 
 /* verify_zones.c: write pointers against the checkpoint; every block referenced by the tree
  * valid in the SIT and the other way round, and the SIT's counts. */

@@ -16,20 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct todo {
-	uint32_t *dirs, ndirs, dirs_done;
-	uint64_t *files;     /* block address << 32 | ino */
-	uint32_t nfiles;
-};
-
-void walk_reached(struct todo *t, uint32_t ino, uint32_t addr, uint8_t type)
-{
-	if (type == DT_DIR)
-		t->dirs[t->ndirs++] = ino;
-	else
-		t->files[t->nfiles++] = (uint64_t)addr << 32 | ino;
-}
-
 /* Inode INO, reached: its tree, and its entries if it is a directory. */
 static void visit_inode(struct chk *c, uint32_t ino, struct todo *t)
 {
