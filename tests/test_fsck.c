@@ -17,7 +17,8 @@
  * The tests live by concern in test_fsck_modes.c (modes, exit codes, repairs, a power cut in
  * a repair), test_fsck_device.c (write pointers and zones that disagree with the checkpoint,
  * a lost fsync'ed write), test_fsck_flips.c (single bit flips in metadata blocks) and
- * test_fsck_encrypt.c (an encrypted root); what they share is in fsck_testutil.h. This file
+ * test_fsck_encrypt.c (an encrypted root) and test_fsck_walk.c (the walk at thousands of
+ * inodes); what they share is in fsck_testutil.h. This file
  * puts them in order.
  */
 #include "fsck_testutil.h"
@@ -32,7 +33,7 @@ static const char *const fsck_order[] = {
 	"t_offline_zone_is_device_error", "t_offline_meta_zone", "t_sb_newest_flipped",
 	"t_cp_newest_flipped", "t_nat_flipped", "t_inode_flipped", "t_dentry_flipped",
 	"t_wp_behind_partial", "t_lost_fsynced_write", "t_powercut_during_repair",
-	"t_stats_show_scan", "t_encrypted_root", NULL,
+	"t_stats_show_scan", "t_encrypted_root", "t_walk_many_files", NULL,
 };
 
 int main(void)
@@ -44,6 +45,7 @@ int main(void)
 	tu_collect(&g_tests, fsck_device_tests);
 	tu_collect(&g_tests, fsck_flips_tests);
 	tu_collect(&g_tests, fsck_encrypt_tests);
+	tu_collect(&g_tests, fsck_walk_tests);
 	tcase_set_timeout(tc, 600);
 	tu_add_tests(&g_tests, tc, fsck_order);
 	if (tu_unplaced(&g_tests))

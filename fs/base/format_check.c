@@ -409,13 +409,26 @@ static int mode_ok(uint32_t mode)
 static int data_ptrs_check(const struct zlfs_sb_info *s, const le32 *p, uint32_t n,
 			   const char *what, char *why, size_t len)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!zlfs_data_ptr_ok(s, le32_get(p[i])))
+	for (uint32_t i = 0; i < n; i++) /* most are null: no call for those */
+		if (p[i] && !zlfs_data_ptr_ok(s, le32_get(p[i])))
 			return bad(why, len, "%s[%u] = %u is not a data block of the main area%s", what,
 				   i, le32_get(p[i]),
 				   le32_get(p[i]) == ZLFS_ADDR_PREALLOC ? " (a reservation, but the "
 				   "fallocate feature is off)" : "");
 	return 0;
+}
+
+/* The first byte of P[I, N) that is not zero, or N. Eight bytes a step: fsck checks every
+ * inode, and an empty file's is 3,908 zero bytes (a byte loop was half of fsck's time). */
+static uint32_t first_nonzero(const uint8_t *p, uint32_t i, uint32_t n)
+{
+	uint64_t w[4];
+
+	while (i + sizeof(w) <= n && (memcpy(w, p + i, sizeof(w)), !(w[0] | w[1] | w[2] | w[3])))
+		i += sizeof(w);
+	while (i < n && !p[i])
+		i++;
+	return i;
 }
 
 /* An inline regular file (INLINE_DATA feature): bytes [0, size) in addr[], nothing else
@@ -442,10 +455,10 @@ static int inode_check_inline_file(const struct zlfs_sb_info *s, const struct zl
 		if (le32_get(in->nid[i]))
 			return RANGE(why, len, "inode nid[] of an inline file", le32_get(in->nid[i]),
 				     0, 0);
-	for (i = stored; i < ZLFS_INLINE_MAX; i++)
-		if (area[i])
-			return bad(why, len, "inode addr: byte %u of an inline file of %u bytes is "
-				   "not zero (the area past the size must be)", i, stored);
+	i = first_nonzero(area, stored, ZLFS_INLINE_MAX);
+	if (i < ZLFS_INLINE_MAX)
+		return bad(why, len, "inode addr: byte %u of an inline file of %u bytes is "
+			   "not zero (the area past the size must be)", i, stored);
 	return 0;
 }
 

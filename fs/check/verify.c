@@ -1,6 +1,8 @@
 /*
  * verify.c - the consistency check behind fsck.zlfs: does the newest checkpoint describe a
- * filesystem whose parts agree with each other and with the device?
+ * filesystem whose parts agree with each other and with the device? This file holds what is
+ * checked of each inode, node and directory, and of what the walk leaves (links, the
+ * unreachable); verify_run.c puts the phases in order (docs/fsck.md names the files).
  *
  * Owns: the cross-checks - NAT entries <-> node blocks, node trees and data pointers in range
  * and not shared, xattr nodes well formed, encryption flags against the superblock and against
@@ -9,108 +11,18 @@
  * counts, "..", reachability from the root, orphans, log positions <-> write pointers - and,
  * on request, the list of repairs that would settle what it found (verify.h). It only reads;
  * fsck.zlfs applies repairs.
- * May call: files.h (inodes, directories, data mapping), core.h, format.h, zdev.h, log.h.
+ * May call: verify_int.h (verify_report.c), files.h (inodes, directories, data mapping),
+ * core.h, format.h, zdev.h, log.h.
  */
-#include "verify.h"
+#include "verify_int.h"
 #include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-enum { SEEN_NODE = 1, SEEN_REACHED = 2, SEEN_LOST = 3, SEEN_DAMAGED = 4 };
-
-struct chk {
-	struct zlfs_fs *fs;
-	struct zlfs_check_report *rep;
-	uint8_t *ref;        /* per device block: referenced by the tree walk */
-	uint32_t *links;     /* per nid: names found in reachable directories */
-	uint32_t *parent;    /* per nid: directory holding its (last seen) name */
-	uint8_t *seen;       /* per nid: SEEN_* */
-	uint8_t *named_lost; /* per nid: named by a directory that is itself unreachable */
-	uint8_t *named_enc;  /* per nid: named by an encrypted directory */
-	uint32_t *subdirs;   /* per directory: subdirectories found */
-	uint32_t nblocks;
-	uint64_t prealloc;   /* data pointers reserved by fallocate */
-	uint64_t xv_bytes;   /* bytes in the value nodes of the xattr value being walked */
-};
-
-static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
-{
-	char msg[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (cls == ZLFS_FIND_DEVICE)
-		c->rep->device_errors++;
-	else if (cls == ZLFS_FIND_MISMATCH)
-		c->rep->mismatches++;
-	else
-		c->rep->errors++;
-	if (c->rep->print)
-		c->rep->print(c->rep->print_arg, cls, msg);
-}
-
-static void propose(struct chk *c, enum zlfs_fix_kind kind, uint32_t a, uint32_t b,
-		    const char *name, size_t len)
-{
-	struct zlfs_check_report *r = c->rep;
-	struct zlfs_fix *f;
-
-	if (!r->want_fixes)
-		return;
-	if (r->nfixes == r->cap_fixes) {
-		size_t cap = r->cap_fixes ? r->cap_fixes * 2 : 64;
-		struct zlfs_fix *n = realloc(r->fixes, cap * sizeof(*n));
-
-		if (!n) {
-			r->incomplete = 1; /* a repair list with holes must not be trusted */
-			return;
-		}
-		r->fixes = n;
-		r->cap_fixes = cap;
-	}
-	f = &r->fixes[r->nfixes++];
-	memset(f, 0, sizeof(*f));
-	*f = (struct zlfs_fix){.kind = kind, .a = a, .b = b};
-	if (name) {
-		f->name_len = (uint16_t)(len > ZLFS_NAME_MAX ? ZLFS_NAME_MAX : len);
-		memcpy(f->name, name, f->name_len);
-	}
-}
-
-static void progress(struct chk *c, enum zlfs_check_phase ph, uint64_t done, uint64_t total)
-{
-	if (c->rep->progress)
-		c->rep->progress(c->rep->progress_arg, ph, done, total);
-}
-
-static int in_main(const struct zlfs_fs *fs, uint32_t addr)
-{
-	uint32_t zone = addr / zlfs_zone_blocks(&fs->sb);
-
-	return zone >= fs->sb.main_zone_first && zone < fs->sb.nr_zones;
-}
-
-static int bit(const uint8_t *map, uint32_t i) { return !!(map[i / 8] & (1u << (i % 8))); }
-
-/* NID's NAT entry; one that cannot be read makes the report incomplete and reads as free. */
-static struct nat_ent chk_nat(struct chk *c, uint32_t nid)
-{
-	struct nat_ent e;
-
-	if (nat_get(c->fs, nid, &e))
-		c->rep->incomplete = 1;
-	return e;
-}
 
 static int nat_block_unused(struct zlfs_fs *fs, uint32_t b)
 {
@@ -120,22 +32,6 @@ static int nat_block_unused(struct zlfs_fs *fs, uint32_t b)
 	ret = nat_block_unused_locked(fs, b);
 	zlock_unlock(&fs->nat_lock);
 	return ret;
-}
-
-/* Segment SEG's SIT entry, as chk_nat. */
-static struct seg_ent chk_sit(struct chk *c, uint32_t seg)
-{
-	struct seg_ent e = {0};
-	const struct seg_ent *p;
-
-	zlock_lock(&c->fs->seg_lock);
-	p = sit_ent_locked(c->fs, seg);
-	if (p)
-		e = *p;
-	zlock_unlock(&c->fs->seg_lock);
-	if (!p)
-		c->rep->incomplete = 1;
-	return e;
 }
 
 /* Mark ADDR referenced by WHAT; a second reference or an address outside the main area is an
@@ -169,7 +65,7 @@ static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
 }
 
 /* The checkpoint's count of reserved blocks against the pointers found. */
-static void check_prealloc(struct chk *c)
+void check_prealloc(struct chk *c)
 {
 	uint64_t counted = seg_prealloc(c->fs);
 
@@ -322,12 +218,11 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 		if (c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
 			check_xattr_links(c, np, ino);
 	} else {
-		for (i = 0; i < ZLFS_NODE_ADDRS; i++) {
+		for (i = node_next_ptr(n->ptr, 0, ZLFS_NODE_ADDRS); i < ZLFS_NODE_ADDRS;
+		     i = node_next_ptr(n->ptr, i + 1, ZLFS_NODE_ADDRS)) {
 			uint32_t p = le32_get(n->ptr[i]);
 			struct ptr sub = {nid, i, data_child_ofs(at.ofs, i)};
 
-			if (!p)
-				continue;
 			if (depth)
 				walk_child(c, p, ino, depth - 1, sub);
 			else
@@ -384,9 +279,9 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	check_inode_fields(c, np);
 	ref_block(c, chk_nat(c, np->nid).blkaddr, np->nid, "inode");
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
-		for (i = 0; i < ZLFS_INODE_ADDRS; i++)
-			if (le32_get(in->addr[i]))
-				ref_data(c, le32_get(in->addr[i]), np->nid);
+		for (i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
+		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
+			ref_data(c, le32_get(in->addr[i]), np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
 				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i],
@@ -400,15 +295,18 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 						? 0 : NODE_OFS_ANY});
 }
 
-static int is_inode(struct chk *c, uint32_t ino)
+/* The block of inode INO, or 0 when INO is not an inode in the NAT. */
+static uint32_t inode_addr(struct chk *c, uint32_t ino)
 {
 	struct nat_ent e;
 
 	if (!ino || ino >= c->fs->sb.max_nid)
 		return 0;
 	e = chk_nat(c, ino);
-	return e.blkaddr != ZLFS_ADDR_NULL && e.ino == ino;
+	return e.ino == ino ? e.blkaddr : ZLFS_ADDR_NULL;
 }
+
+static int is_inode(struct chk *c, uint32_t ino) { return inode_addr(c, ino) != ZLFS_ADDR_NULL; }
 
 static int dir_readable(struct chk *c, struct node_page *np)
 {
@@ -424,8 +322,7 @@ struct dirwalk {
 	struct chk *c;
 	uint32_t dir;
 	int encrypted;       /* DIR is: every inode it names must be */
-	uint32_t *queue;
-	uint32_t *qlen;
+	struct todo *todo;
 };
 
 static int is_dot(const char *name, size_t len)
@@ -438,13 +335,14 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 {
 	struct dirwalk *w = arg;
 	struct chk *c = w->c;
+	uint32_t addr;
 
-	(void)type;
 	(void)next;
 	if (is_dot(name, len))
 		return 0;
 	c->rep->dentries++;
-	if (!is_inode(c, ino)) {
+	addr = inode_addr(c, ino);
+	if (addr == ZLFS_ADDR_NULL) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u: entry \"%.*s\" points to inode %u, which "
 			"does not exist", w->dir, (int)len, name, ino);
 		propose(c, ZLFS_FIX_DENTRY_DROP, w->dir, ino, name, len);
@@ -458,7 +356,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 			finding(c, ZLFS_FIND_ERROR, "node %u is reached both as an inode and as a node",
 				ino);
 		c->seen[ino] = SEEN_REACHED;
-		w->queue[(*w->qlen)++] = ino;
+		walk_reached(w->todo, ino, addr, type);
 	}
 	return 0;
 }
@@ -480,9 +378,10 @@ static int dir_block_bad(void *arg, uint32_t blk, const char *why)
 	return 0;
 }
 
-static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
+void check_dir(struct chk *c, struct node_page *np, struct todo *t)
 {
 	uint32_t ino = np->nid, parent = le32_get(inode_of(np)->parent_ino);
+	struct dirwalk dw = {.c = c, .dir = ino, .todo = t}, *w = &dw;
 	int ret;
 
 	if (ino != ZLFS_ROOT_INO)
@@ -504,7 +403,7 @@ static void check_dir(struct chk *c, struct node_page *np, struct dirwalk *w)
 
 /* INO's inode page, or 0 when it cannot be had: a damaged inode (other than the root) is
  * proposed for dropping (-y), and its names follow it as names of no inode. */
-static int inode_usable(struct chk *c, uint32_t ino, struct node_page **np)
+int inode_usable(struct chk *c, uint32_t ino, struct node_page **np)
 {
 	char why[200];
 	int ret = inode_get(c->fs, ino, np);
@@ -524,56 +423,36 @@ static int inode_usable(struct chk *c, uint32_t ino, struct node_page **np)
 	return 0;
 }
 
-/* Breadth-first from the root: every inode reached gets its tree and entries checked. */
-static void check_tree(struct chk *c)
+/* An inode read: what check_links needs of it, and its tree. */
+void inode_seen(struct chk *c, struct node_page *np)
 {
-	uint32_t *queue = calloc(c->fs->sb.max_nid, sizeof(*queue)), qlen = 0, qi;
-	struct node_page *np;
+	struct zlfs_inode *in = inode_of(np);
 
-	if (!queue) {
-		finding(c, ZLFS_FIND_ERROR, "out of memory");
-		c->rep->incomplete = 1;
-		return;
-	}
-	queue[qlen++] = ZLFS_ROOT_INO;
-	c->seen[ZLFS_ROOT_INO] = SEEN_REACHED;
-	c->parent[ZLFS_ROOT_INO] = ZLFS_ROOT_INO;
-	for (qi = 0; qi < qlen; qi++) {
-		uint32_t ino = queue[qi];
-		struct dirwalk w = {.c = c, .dir = ino, .queue = queue, .qlen = &qlen};
-
-		if (!(qi & 1023))
-			progress(c, ZLFS_PHASE_TREE, qi, c->fs->valid_inodes);
-		if (!inode_usable(c, ino, &np))
-			continue;
-		c->rep->inodes++;
-		check_inode_tree(c, np);
-		if (S_ISDIR(le32_get(inode_of(np)->mode)))
-			check_dir(c, np, &w);
-		node_put(c->fs, np);
-	}
-	free(queue);
+	if (!(c->rep->inodes++ & 1023))
+		progress(c, ZLFS_PHASE_TREE, c->rep->inodes, c->fs->valid_inodes);
+	c->nlink[np->nid] = le32_get(in->nlink);
+	c->iflags[np->nid] = INODE_READ | (S_ISDIR(le32_get(in->mode)) ? INODE_DIR : 0) |
+			     (fcrypt_is_encrypted(np) ? INODE_ENC : 0);
+	check_inode_tree(c, np);
 }
 
-static void check_links(struct chk *c)
+/* Link counts against the names found, from what the walk kept of each inode. */
+void check_links(struct chk *c)
 {
-	struct node_page *np;
 	uint32_t ino;
 
 	for (ino = 1; ino < c->fs->sb.max_nid; ino++) {
-		uint32_t nlink, want;
-		int isdir;
+		uint32_t nlink = c->nlink[ino], want;
+		int isdir = !!(c->iflags[ino] & INODE_DIR);
 
-		if (c->seen[ino] != SEEN_REACHED || inode_get(c->fs, ino, &np))
+		if (c->seen[ino] != SEEN_REACHED || !(c->iflags[ino] & INODE_READ))
 			continue;
-		nlink = le32_get(inode_of(np)->nlink);
-		isdir = S_ISDIR(le32_get(inode_of(np)->mode));
 		want = isdir ? 2 + c->subdirs[ino] : c->links[ino];
 		if (ino == ZLFS_ROOT_INO && !isdir)
 			finding(c, ZLFS_FIND_ERROR, "the root inode is not a directory");
 		/* zlfs never makes one (inheritance, EXDEV): its name would be ciphertext and its
 		 * contents plain */
-		if (c->named_enc[ino] && !fcrypt_is_encrypted(np))
+		if (c->named_enc[ino] && !(c->iflags[ino] & INODE_ENC))
 			finding(c, ZLFS_FIND_ERROR, "inode %u is named in an encrypted directory but "
 				"is not encrypted", ino);
 		if (isdir && ino != ZLFS_ROOT_INO && c->links[ino] != 1)
@@ -583,7 +462,6 @@ static void check_links(struct chk *c)
 				nlink, want);
 			propose(c, ZLFS_FIX_NLINK, ino, want, NULL, 0);
 		}
-		node_put(c->fs, np);
 	}
 }
 
@@ -640,6 +518,8 @@ static void walk_lost_inodes(struct chk *c)
 			continue;
 		}
 		c->seen[ino] = SEEN_LOST;
+		if (!(ino & 1023))
+			node_shrink(c->fs);
 		check_inode_tree(c, np);
 		if (S_ISDIR(le32_get(inode_of(np)->mode)) && dir_readable(c, np) &&
 		    dir_iterate_check(c->fs, np, lost_entry, lost_block_bad, c))
@@ -673,7 +553,7 @@ static void check_node_counts(struct chk *c, uint64_t nodes, uint64_t inodes)
 	propose(c, ZLFS_FIX_NODE_COUNT, (uint32_t)nodes, (uint32_t)inodes, NULL, 0);
 }
 
-static void check_unreachable(struct chk *c)
+void check_unreachable(struct chk *c)
 {
 	uint64_t nodes = 0, inodes = 0;
 	uint32_t nid;
@@ -708,190 +588,4 @@ static void check_unreachable(struct chk *c)
 		}
 	}
 	check_node_counts(c, nodes, inodes);
-}
-
-/* Every referenced block valid in the SIT, every valid block referenced, counts right. */
-static void check_segment(struct chk *c, uint32_t seg)
-{
-	const struct zlfs_sb_info *s = &c->fs->sb;
-	struct seg_ent sit = chk_sit(c, seg);
-	const struct seg_ent *se = &sit;
-	uint32_t zone = s->main_zone_first + seg / s->segs_per_zone;
-	uint32_t base = zone * zlfs_zone_blocks(s) + (seg % s->segs_per_zone) * s->seg_blocks;
-	uint32_t b, n = 0;
-
-	for (b = 0; b < s->seg_blocks; b++) {
-		uint32_t addr = base + b;
-		int valid = bit(se->bitmap, b), ref = bit(c->ref, addr);
-
-		n += valid;
-		if (valid == ref)
-			continue;
-		finding(c, ZLFS_FIND_ERROR, "block %u (segment %u) is %s in the SIT but %sreferenced",
-			addr, seg, valid ? "valid" : "free", ref ? "" : "not ");
-		propose(c, valid ? ZLFS_FIX_BLOCK_FREE : ZLFS_FIX_BLOCK_VALID, addr, seg, NULL, 0);
-	}
-	if (n != se->valid) {
-		finding(c, ZLFS_FIND_ERROR, "segment %u counts %u valid blocks, its bitmap %u", seg,
-			se->valid, n);
-		propose(c, ZLFS_FIX_SEG_COUNT, seg, n, NULL, 0);
-	}
-}
-
-static void check_sit(struct chk *c)
-{
-	uint32_t segs = zlfs_main_segments(&c->fs->sb), seg;
-
-	for (seg = 0; seg < segs; seg++) {
-		if (!(seg & 255))
-			progress(c, ZLFS_PHASE_SIT, seg, segs);
-		check_segment(c, seg);
-	}
-}
-
-/* The last block of zone MZ (main-area index) that the checkpoint needs, plus one. */
-static uint32_t zone_needed(struct chk *c, uint32_t mz)
-{
-	const struct zlfs_sb_info *s = &c->fs->sb;
-	uint32_t seg, t, last = 0, zone = s->main_zone_first + mz;
-
-	for (seg = 0; seg < s->segs_per_zone; seg++) {
-		struct seg_ent sit = chk_sit(c, mz * s->segs_per_zone + seg);
-		const struct seg_ent *se = &sit;
-
-		for (t = 0; t < s->seg_blocks; t++)
-			if (bit(se->bitmap, t))
-				last = seg * s->seg_blocks + t + 1;
-	}
-	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++)
-		if (c->fs->cp.logs[t].zone == zone && c->fs->cp.logs[t].next_blk > last)
-			last = c->fs->cp.logs[t].next_blk;
-	return last;
-}
-
-/* Zones against the checkpoint: a write pointer behind what the checkpoint wrote, or a zone
- * offline/read-only under valid blocks, is the device's fault; a write pointer ahead is
- * normal after a crash and the mount recovers it. */
-static void check_zone(struct chk *c, uint32_t mz)
-{
-	const struct zlfs_sb_info *s = &c->fs->sb;
-	uint32_t zone = s->main_zone_first + mz, last, wp, t;
-	struct zdev_zone z;
-
-	if (zdev_report_one(c->fs->dev, zone, &z)) {
-		finding(c, ZLFS_FIND_DEVICE, "zone %u cannot be reported", zone);
-		return;
-	}
-	last = zone_needed(c, mz);
-	wp = z.cond == ZDEV_COND_FULL ? zlfs_zone_blocks(s)
-				      : (uint32_t)((z.wp - z.start) / ZLFS_BLOCK_SIZE);
-	if (last && (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_RDONLY))
-		finding(c, ZLFS_FIND_DEVICE, "zone %u is %s but holds blocks the checkpoint needs "
-			"(up to block %u)", zone, zdev_cond_name(z.cond), last);
-	else if (last > wp)
-		finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is behind the "
-			"checkpoint's block %u (the device lost written data%s)", zone, wp, last,
-			z.cond == ZDEV_COND_EMPTY ? ", or the zone was reset underneath it" : "");
-	for (t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
-		uint32_t cp_blk = c->fs->cp.logs[t].next_blk;
-
-		if (c->fs->cp.logs[t].zone != zone || wp <= cp_blk || last > wp)
-			continue;
-		if (log_summary_lost(c->fs, zone, cp_blk, wp))
-			finding(c, ZLFS_FIND_DEVICE, "zone %u: write pointer at block %u is past the "
-				"segment the checkpoint left open at block %u, whose summary was never "
-				"written (the device moved the write pointer itself)", zone, wp,
-				cp_blk);
-		else
-			finding(c, ZLFS_FIND_MISMATCH, "zone %u: write pointer at block %u is ahead "
-				"of the checkpoint's block %u (writes after the last checkpoint; the "
-				"next mount or fsck -p rolls them forward)", zone, wp, cp_blk);
-	}
-}
-
-/* The superblock, checkpoint and meta zones: a device that took one offline or made it
- * read-only keeps zlfs from writing its metadata (the daemon refuses a read-write mount). */
-static void check_meta_zones(struct chk *c)
-{
-	const struct zlfs_sb_info *s = &c->fs->sb;
-	uint32_t z;
-	struct zdev_zone r;
-
-	for (z = s->sb_zone[0]; z < s->meta_zone_first + s->meta_zones; z++) {
-		if (zdev_report_one(c->fs->dev, z, &r)) {
-			finding(c, ZLFS_FIND_DEVICE, "zone %u cannot be reported", z);
-			continue;
-		}
-		if (r.cond == ZDEV_COND_OFFLINE || r.cond == ZDEV_COND_RDONLY)
-			finding(c, ZLFS_FIND_DEVICE, "%s zone %u is %s: zlfs cannot write its metadata "
-				"there", z < s->cp_zone[0] ? "superblock" : z < s->meta_zone_first ?
-				"checkpoint" : "metadata", z, zdev_cond_name(r.cond));
-		else if (z == c->fs->meta_zone && r.cond != ZDEV_COND_FULL &&
-			 (r.wp - r.start) / ZLFS_BLOCK_SIZE < c->fs->cp.meta_next_blk)
-			finding(c, ZLFS_FIND_DEVICE, "metadata zone %u: write pointer at block %llu is "
-				"behind the checkpoint's next metadata block %u (the device lost written "
-				"data)", z, (unsigned long long)((r.wp - r.start) / ZLFS_BLOCK_SIZE),
-				c->fs->cp.meta_next_blk);
-	}
-}
-
-static void check_zones(struct chk *c)
-{
-	uint32_t mz;
-
-	check_meta_zones(c);
-	for (mz = 0; mz < c->fs->sb.main_zones; mz++) {
-		if (!(mz & 63))
-			progress(c, ZLFS_PHASE_ZONES, mz, c->fs->sb.main_zones);
-		check_zone(c, mz);
-	}
-}
-
-static void chk_free(struct chk *c)
-{
-	free(c->ref);
-	free(c->links);
-	free(c->parent);
-	free(c->subdirs);
-	free(c->seen);
-	free(c->named_lost);
-	free(c->named_enc);
-}
-
-int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
-{
-	struct chk c = {.fs = fs, .rep = rep};
-	uint32_t n = fs->sb.max_nid;
-
-	c.nblocks = fs->sb.nr_zones * zlfs_zone_blocks(&fs->sb);
-	c.ref = calloc(c.nblocks / 8 + 1, 1);
-	c.links = calloc(n, sizeof(*c.links));
-	c.parent = calloc(n, sizeof(*c.parent));
-	c.subdirs = calloc(n, sizeof(*c.subdirs));
-	c.seen = calloc(n, 1);
-	c.named_lost = calloc(n, 1);
-	c.named_enc = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc) {
-		check_zones(&c);
-		check_tree(&c);
-		progress(&c, ZLFS_PHASE_LINKS, 0, 1);
-		check_links(&c);
-		progress(&c, ZLFS_PHASE_UNREACHABLE, 0, 1);
-		check_unreachable(&c);
-		check_prealloc(&c);
-		check_sit(&c);
-		progress(&c, ZLFS_PHASE_SIT, 1, 1);
-	} else {
-		finding(&c, ZLFS_FIND_ERROR, "out of memory");
-		rep->incomplete = 1;
-	}
-	chk_free(&c);
-	return rep->errors || rep->device_errors ? 1 : 0;
-}
-
-void zlfs_check_report_free(struct zlfs_check_report *rep)
-{
-	free(rep->fixes);
-	rep->fixes = NULL;
-	rep->nfixes = rep->cap_fixes = 0;
 }

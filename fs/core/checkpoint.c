@@ -108,31 +108,60 @@ static enum zlfs_blk_kind ckpt_payload_kind(const struct zlfs_cp_info *cpi, uint
 	return ZLFS_KIND_CP_REMAP;
 }
 
-/* Validate the pack whose head is at BLK of zone SLOT; LIMIT is the zone's written length in
- * blocks. 0 and CPI filled, or -EUCLEAN / an I/O error. */
-static int ckpt_read_pack(struct zdev *dev, const struct zlfs_sb_info *sbi, int slot,
-			  uint32_t blk, uint32_t limit, uint8_t *buf, struct zlfs_cp_info *cpi)
+/* The written blocks of one checkpoint zone, read CP_SCAN_RUN at a time: a zone holds
+ * hundreds of packs of a few blocks each, and every mount (and fsck) walks them all. */
+#define CP_SCAN_RUN 64u
+struct cp_window {
+	struct zdev *dev;
+	const struct zlfs_sb_info *sbi;
+	int slot;
+	uint32_t start, n, limit; /* blocks [start, start + n) are in buf; limit: written */
+	uint8_t *buf;
+};
+
+/* Block BLK (below the limit) of the zone, or NULL with the read's error in *ERR. */
+static const uint8_t *cp_block(struct cp_window *w, uint32_t blk, int *err)
 {
+	if (blk < w->start || blk >= w->start + w->n) {
+		uint32_t n = w->limit - blk < CP_SCAN_RUN ? w->limit - blk : CP_SCAN_RUN;
+
+		w->n = 0;
+		*err = zdev_read(w->dev, w->buf, (size_t)n * ZLFS_BLOCK_SIZE,
+				 cp_zone_off(w->sbi, w->slot, blk));
+		if (*err)
+			return NULL;
+		w->start = blk;
+		w->n = n;
+	}
+	return w->buf + (size_t)(blk - w->start) * ZLFS_BLOCK_SIZE;
+}
+
+/* Validate the pack whose head is at BLK of W's zone. 0 and CPI filled, or -EUCLEAN / an I/O
+ * error. */
+static int ckpt_read_pack(struct cp_window *w, uint32_t blk, struct zlfs_cp_info *cpi)
+{
+	const struct zlfs_sb_info *sbi = w->sbi;
 	uint64_t head_csum;
 	uint32_t i;
-	int ret = zdev_read(dev, buf, ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk));
+	int ret = 0;
+	const uint8_t *buf = cp_block(w, blk, &ret);
 
-	if (ret)
+	if (!buf)
 		return ret;
 	ret = zlfs_cp_head_decode(buf, sbi->seed, cpi);
 	if (ret)
 		return ret;
-	if (cpi->pack_blocks > limit - blk)
+	if (cpi->pack_blocks > w->limit - blk)
 		return -EUCLEAN;
 	head_csum = zlfs_blk_csum(buf, sbi->seed);
 	for (i = 1; i < cpi->pack_blocks; i++) {
-		const struct zlfs_blkhdr *h = (const void *)buf;
+		const struct zlfs_blkhdr *h;
 
-		ret = zdev_read(dev, buf, ZLFS_BLOCK_SIZE, cp_zone_off(sbi, slot, blk + i));
-		if (ret)
+		if (!(buf = cp_block(w, blk + i, &ret)))
 			return ret;
 		if (i == cpi->pack_blocks - 1)
 			return zlfs_cp_tail_check(buf, sbi->seed, cpi->version, head_csum);
+		h = (const void *)buf;
 		ret = zlfs_blk_verify(buf, sbi->seed, ckpt_payload_kind(cpi, i));
 		if (ret || le64_get(h->cp_ver) != cpi->version)
 			return -EUCLEAN;
@@ -145,18 +174,19 @@ static int ckpt_scan_zone(struct zdev *dev, const struct zlfs_sb_info *sbi, int 
 			  uint8_t *buf, struct zlfs_cp_info *best, struct zlfs_cp_pos *pos,
 			  struct zlfs_cp_info *tmp)
 {
+	struct cp_window w = {.dev = dev, .sbi = sbi, .slot = slot, .buf = buf};
 	struct zdev_zone z;
-	uint32_t blk = 0, limit;
+	uint32_t blk = 0;
 	int ret = zdev_report_one(dev, sbi->cp_zone[slot], &z);
 
 	if (ret)
 		return ret;
 	if (z.cond == ZDEV_COND_OFFLINE || z.cond == ZDEV_COND_EMPTY)
 		return 0;
-	limit = (uint32_t)(((z.cond == ZDEV_COND_FULL ? z.capacity : z.wp - z.start)) /
-			   ZLFS_BLOCK_SIZE);
-	while (blk + 2 <= limit) {
-		ret = ckpt_read_pack(dev, sbi, slot, blk, limit, buf, tmp);
+	w.limit = (uint32_t)(((z.cond == ZDEV_COND_FULL ? z.capacity : z.wp - z.start)) /
+			     ZLFS_BLOCK_SIZE);
+	while (blk + 2 <= w.limit) {
+		ret = ckpt_read_pack(&w, blk, tmp);
 		if (ret == -EUCLEAN || ret == -EBADMSG)
 			break; /* a torn or foreign tail ends this zone's log */
 		if (ret)
@@ -175,7 +205,7 @@ int ckpt_read_newest(struct zdev *dev, const struct zlfs_sb_info *sbi, struct zl
 		     struct zlfs_cp_pos *pos)
 {
 	struct zlfs_cp_info *tmp = malloc(sizeof(*tmp));
-	uint8_t *buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	uint8_t *buf = zdev_buf_alloc((size_t)CP_SCAN_RUN * ZLFS_BLOCK_SIZE);
 	char why[200];
 	int ret = 0, slot;
 

@@ -35,7 +35,8 @@
  *   90-95             leaves: directory cache, attribute cache, the inode lock table, the
  *                     kernel's lookup counts, checkpoint requests, GC telemetry
  *   96 sleep locks    a background thread's sleep and stop flag; gc_ahead: GC's window
- *                     read ahead (taken under gc_lock and cp_lock, free while it is read)
+ *                     read ahead (taken under gc_lock and cp_lock, free while it is read);
+ *                     chk_ahead: fsck's runs read ahead (verify_ahead.c, taken alone)
  *   97 readahead_lock the read-ahead windows. A read may wait on its condition (200 ms at
  *                     most) for another read's extension of the same file, both holding
  *                     that file's lock shared; the reader waited for needs no lock the
@@ -505,6 +506,15 @@ uint32_t nid_resume_point(struct zlfs_fs *fs);
 /* Get the node page of NID (read and verified on a miss); put it back with node_put. The
  * caller holds the lock of the inode NID belongs to (shared at least). */
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **np);
+/* Blocks [ADDR, ADDR + N) as read into BUF: keep each that is the current copy of a node not
+ * cached yet (inodes only with INODES) as a clean page, after dropping clean pages past the
+ * cache's bound. A reader that visits nodes in the order the log wrote them (fsck) reads
+ * them in large runs. */
+void node_keep_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, const void *buf, int inodes);
+/* Whether NID's page is in the cache (then it may be newer than the device's copy). */
+int node_cached(struct zlfs_fs *fs, uint32_t nid);
+/* The first of the pointers P[I..N) that is not null, or N (most of a node's are null). */
+uint32_t node_next_ptr(const le32 *p, uint32_t i, uint32_t n);
 /* node_get for a pointer inside INO's tree: the node must be a KIND of inode INO at node
  * offset OFS (NODE_OFS_ANY: any), or it is damage (-EUCLEAN, logged): a pointer to another
  * file's node, or to a node of another level, must never be followed, let alone written. */
@@ -555,6 +565,9 @@ int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 /* Caches for the NAT and SIT pages, BUDGET bytes between them (0: the default). */
 /* Read the meta block at ADDR into BUF (aligned) and verify it is block INDEX of KIND. */
 int meta_block_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind, uint32_t index);
+/* The same for a block already read (RET: the read's result), logged when it fails. */
+int meta_block_check(struct zlfs_fs *fs, uint32_t addr, const void *buf, uint16_t kind,
+		     uint32_t index, int ret);
 int mcache_init(struct zlfs_fs *fs, size_t budget);
 void mcache_destroy(struct zlfs_fs *fs);
 /* NID's entry in its cached NAT page, with nat_lock held; NULL when the page cannot be read

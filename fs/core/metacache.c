@@ -29,9 +29,15 @@ int meta_block_read(struct zlfs_fs *fs, uint32_t addr, void *buf, uint16_t kind,
 {
 	int ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
 
+	return meta_block_check(fs, addr, buf, kind, index, ret);
+}
+
+int meta_block_check(struct zlfs_fs *fs, uint32_t addr, const void *buf, uint16_t kind,
+		     uint32_t index, int ret)
+{
 	if (!ret)
 		ret = zlfs_blk_verify(buf, fs->sb.seed, kind);
-	if (!ret && le32_get(((struct zlfs_blkhdr *)buf)->index) != index)
+	if (!ret && le32_get(((const struct zlfs_blkhdr *)buf)->index) != index)
 		ret = -EUCLEAN;
 	if (ret)
 		zlog_err("%s block %u at address %u is unreadable or damaged (%s): run fsck.zlfs",
@@ -202,6 +208,15 @@ static int mc_fill(struct zlfs_fs *fs, struct mcache *c, struct mpage *p, uint32
 
 static int c_err(const struct mcache *c) { return c->err ? c->err : -EIO; }
 
+static void mc_insert(struct mcache *c, struct mpage *p, uint32_t blk)
+{
+	p->blk = blk;
+	p->hnext = *mc_slot(c, blk);
+	*mc_slot(c, blk) = p;
+	mc_push_newest(c, p);
+	c->count++;
+}
+
 static struct mpage *mc_get(struct zlfs_fs *fs, struct mcache *c, uint32_t blk)
 {
 	struct mpage *p = mc_find(c, blk);
@@ -222,11 +237,7 @@ static struct mpage *mc_get(struct zlfs_fs *fs, struct mcache *c, uint32_t blk)
 	} else {
 		ret = mc_fill(fs, c, p, blk);
 		if (!ret) {
-			p->blk = blk;
-			p->hnext = *mc_slot(c, blk);
-			*mc_slot(c, blk) = p;
-			mc_push_newest(c, p);
-			c->count++;
+			mc_insert(c, p, blk);
 			return p;
 		}
 		free(p);
@@ -368,25 +379,64 @@ int sit_scan(struct zlfs_fs *fs)
 	return 0;
 }
 
-/* Every NAT and SIT block the checkpoint references reads, checksums and decodes. */
+/* Logical meta block B (NAT then SIT) as read into BLK: checked and decoded, into a new
+ * cached page while its cache has room (the check that follows asks for every block), else
+ * into SCRATCH. */
+static int verify_one(struct zlfs_fs *fs, uint32_t b, const uint8_t *blk, struct mpage *scratch)
+{
+	int sit = b >= fs->sb.nat_blocks;
+	struct mcache *c = sit ? fs->sit_cache : fs->nat_cache;
+	struct zlock *lock = sit ? &fs->seg_lock : &fs->nat_lock;
+	uint32_t tb = b - c->base;
+	struct mpage *p;
+	int ret = meta_block_check(fs, fs->meta_addr[b], blk, sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT,
+				  b, 0);
+
+	if (ret)
+		return ret;
+	zlock_lock(lock);
+	p = c->count < c->max && !mc_find(c, tb) ? malloc(sizeof(*p)) : NULL;
+	ret = sit ? sit_decode(fs, p ? p : scratch, tb, (const void *)blk)
+		  : nat_decode(fs, p ? p : scratch, tb, (const void *)blk);
+	if (p && !ret)
+		mc_insert(c, p, tb);
+	else
+		free(p);
+	zlock_unlock(lock);
+	return ret;
+}
+
+/* Every NAT and SIT block the checkpoint references reads, checksums and decodes. The meta log
+ * appends them in table order, so they are read in runs of consecutive addresses. */
+#define VERIFY_RUN 64u
 int mcache_verify_all(struct zlfs_fs *fs)
 {
-	struct mpage *p = malloc(sizeof(*p));
-	uint32_t b;
-	int ret = p ? 0 : -ENOMEM;
+	uint32_t zb = zlfs_zone_blocks(&fs->sb), b = 0, n, i;
+	struct mpage *scratch = malloc(sizeof(*scratch));
+	uint8_t *buf = zdev_buf_alloc((size_t)VERIFY_RUN * ZLFS_BLOCK_SIZE);
+	int ret = scratch && buf ? 0 : -ENOMEM;
 
-	for (b = 0; !ret && b < fs->nr_meta; b++) {
-		int sit = b >= fs->sb.nat_blocks;
+	while (!ret && b < fs->nr_meta) {
+		uint32_t addr = fs->meta_addr[b];
 
-		if (fs->meta_addr[b] == ZLFS_ADDR_NULL)
+		if (addr == ZLFS_ADDR_NULL) {
+			b++;
 			continue;
-		ret = meta_block_read(fs, fs->meta_addr[b], fs->iobuf,
-				     sit ? ZLFS_KIND_SIT : ZLFS_KIND_NAT, b);
-		if (!ret)
-			ret = sit ? sit_decode(fs, p, b - fs->sb.nat_blocks, (const void *)fs->iobuf)
-				  : nat_decode(fs, p, b, (const void *)fs->iobuf);
+		}
+		for (n = 1; b + n < fs->nr_meta && n < VERIFY_RUN && fs->meta_addr[b + n] == addr + n &&
+			    (addr + n) / zb == addr / zb; n++)
+			;
+		ret = zdev_read(fs->dev, buf, (size_t)n * ZLFS_BLOCK_SIZE,
+				(uint64_t)addr * ZLFS_BLOCK_SIZE);
+		if (ret) /* said as meta_block_read says it */
+			ret = meta_block_check(fs, addr, buf, b >= fs->sb.nat_blocks ? ZLFS_KIND_SIT
+										 : ZLFS_KIND_NAT, b, ret);
+		for (i = 0; !ret && i < n; i++)
+			ret = verify_one(fs, b + i, buf + (size_t)i * ZLFS_BLOCK_SIZE, scratch);
+		b += n;
 	}
-	free(p);
+	free(scratch);
+	zdev_buf_free(buf);
 	return ret;
 }
 

@@ -383,6 +383,46 @@ static int node_read_in(struct zlfs_fs *fs, struct node_page *np, uint32_t addr,
 	return ret;
 }
 
+uint32_t node_next_ptr(const le32 *p, uint32_t i, uint32_t n)
+{
+	uint64_t w[4];
+
+	while (i + 8 <= n && (memcpy(w, p + i, sizeof(w)), !(w[0] | w[1] | w[2] | w[3])))
+		i += 8;
+	while (i < n && !p[i])
+		i++;
+	return i;
+}
+
+static void ncache_halve_locked(struct zlfs_fs *fs);
+
+int node_cached(struct zlfs_fs *fs, uint32_t nid)
+{
+	int ret;
+
+	zlock_lock(&fs->ncache_lock);
+	ret = ncache_find(fs, nid) != NULL;
+	zlock_unlock(&fs->ncache_lock);
+	return ret;
+}
+
+void node_keep_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, const void *buf, int inodes)
+{
+	zlock_lock(&fs->ncache_lock);
+	/* room for the run within the bound, made in one go: the pages dropped stay in the page
+	 * pool's warm list (zdev.c), none is given back and faulted in again */
+	if (fs->nr_cached + n > NCACHE_MAX)
+		ncache_halve_locked(fs);
+	for (uint32_t i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++) {
+		const struct zlfs_blkhdr *h = (const void *)((const uint8_t *)buf +
+							     (size_t)i * ZLFS_BLOCK_SIZE);
+
+		if (inodes || le16_get(h->kind) != ZLFS_KIND_INODE)
+			node_ra_keep(fs, addr + i, h);
+	}
+	zlock_unlock(&fs->ncache_lock);
+}
+
 int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 {
 	struct node_page *np;
@@ -749,14 +789,12 @@ void node_ckpt_done(struct zlfs_fs *fs)
 
 /* Drop clean, unused pages once the cache is over its bound. Dirty pages wait for the
  * checkpoint that ckpt_due asks for as they pile up. */
-void node_shrink(struct zlfs_fs *fs)
+/* Drop clean, unused pages down to half the bound, with ncache_lock held. */
+static void ncache_halve_locked(struct zlfs_fs *fs)
 {
 	struct node_page *np, *next;
 	uint32_t b;
 
-	if (__atomic_load_n(&fs->nr_cached, __ATOMIC_RELAXED) <= NCACHE_MAX)
-		return;
-	zlock_lock(&fs->ncache_lock);
 	for (b = 0; b < fs->ncache_buckets && fs->nr_cached > NCACHE_MAX / 2; b++) {
 		for (np = fs->ncache[b]; np; np = next) {
 			next = np->next;
@@ -764,6 +802,14 @@ void node_shrink(struct zlfs_fs *fs)
 				ncache_remove(fs, np);
 		}
 	}
+}
+
+void node_shrink(struct zlfs_fs *fs)
+{
+	if (__atomic_load_n(&fs->nr_cached, __ATOMIC_RELAXED) <= NCACHE_MAX)
+		return;
+	zlock_lock(&fs->ncache_lock);
+	ncache_halve_locked(fs);
 	zlock_unlock(&fs->ncache_lock);
 }
 

@@ -250,6 +250,12 @@ int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off)
 	return dev->ops->read(dev, buf, len, off);
 }
 
+void zdev_prefetch(struct zdev *dev, uint64_t off, uint64_t len)
+{
+	if (dev->ops->prefetch && off < dev->geo.capacity && len <= dev->geo.capacity - off)
+		dev->ops->prefetch(dev, off, len);
+}
+
 int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off)
 {
 	int ret = zdev_check_io(dev, buf, len, off);
@@ -318,9 +324,12 @@ void zdev_buf_free(void *buf) { free(buf); }
  * Past POOL_WARM free pages, a freed page's memory goes back to the kernel (it stays mapped,
  * and is zero when next used): a burst of dirty pages does not leave the daemon big. Under
  * AddressSanitizer pages are plain allocations, so that use after free is still caught. The
- * pool's lock is a leaf below every other. */
+ * pool's lock is a leaf below every other. POOL_WARM holds what one shrink of the node cache
+ * gives back (half of node.c's NCACHE_MAX): a reader that turns the cache over (fsck reads
+ * every node once) would otherwise give a thousand pages back and fault them in again, a
+ * madvise call and a page fault per page. */
 #define POOL_CHUNK_PAGES 64
-#define POOL_WARM 1024
+#define POOL_WARM 2048
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) /* clang before 2025 does not say __SANITIZE_ADDRESS__ */

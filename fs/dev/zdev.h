@@ -119,6 +119,9 @@ int zdev_report_one(struct zdev *dev, uint32_t zone, struct zdev_zone *out);
 /* Whole-length read or write, or a negative errno. A write to a sequential zone must start
  * at its write pointer and stay within its capacity. */
 int zdev_read(struct zdev *dev, void *buf, size_t len, uint64_t off);
+/* A hint: [off, off + len) will be read soon. A backend that reads through the host's page
+ * cache (a buffered emulator image) starts reading it in the background; others ignore it. */
+void zdev_prefetch(struct zdev *dev, uint64_t off, uint64_t len);
 int zdev_write(struct zdev *dev, const void *buf, size_t len, uint64_t off);
 /* The N pieces (at most ZDEV_IOV_MAX) of IOV written one after the other from OFF, each
  * under zdev_write's rules: one device write where the backend has it (one command, one

@@ -16,6 +16,8 @@ struct zdev_ops {
 	int (*writev)(struct zdev *dev, const struct iovec *iov, int n, uint64_t off);
 	int (*mgmt)(struct zdev *dev, enum zdev_mgmt_op op, uint32_t zone);
 	int (*flush)(struct zdev *dev);
+	/* Optional: [off, off + len) will be read soon; start reading it into a cache. */
+	void (*prefetch)(struct zdev *dev, uint64_t off, uint64_t len);
 	void (*close)(struct zdev *dev);
 };
 

@@ -251,9 +251,21 @@ static void emu_close(struct zdev *zd)
 	emu_free(to_emu(zd));
 }
 
+/* The image's page cache reads ahead for a buffered image; the FTL model maps pages
+ * elsewhere, and O_DIRECT bypasses the cache. */
+static void emu_prefetch(struct zdev *zd, uint64_t off, uint64_t len)
+{
+	struct emu_dev *d = to_emu(zd);
+
+	if (!d->direct && !d->ftl)
+		(void)posix_fadvise(d->fd, (off_t)(d->hdr->data_off + off), (off_t)len,
+				    POSIX_FADV_WILLNEED);
+}
+
 static const struct zdev_ops emu_ops = {
 	.report = emu_report,
 	.read = emu_read,
+	.prefetch = emu_prefetch,
 	.write = emu_write,
 	.writev = emu_writev,
 	.mgmt = emu_mgmt,

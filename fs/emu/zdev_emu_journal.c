@@ -350,13 +350,20 @@ int emu_flush_host(struct emu_dev *d)
 	return ret;
 }
 
-/* Closing: a marker that proves the last flush's records, if none does yet, so that the next
- * open need not read their data back to check it. Not synced: without it the open checks.
- * Only after a flush of this open: an open that wrote nothing leaves the image as it was. */
+/* Closing, only after a flush of this open (an open that wrote nothing leaves the image as it
+ * was): with nothing unflushed, a checkpoint; else a marker that proves the last flush's
+ * records, if none does yet, so that the next open need not read their data back to check
+ * it (not synced: without it the open checks). */
 void emu_jrnl_close(struct emu_dev *d)
 {
 	pthread_mutex_lock(&d->lock);
-	if (d->jmarked && d->jflushed > d->jproven && !emu_jrnl_failed(d) &&
+	/* Nothing unflushed: a checkpoint writes the zone table and voids the journal (which
+	 * emu_free then punches out), so the image closed is a function of what its zones hold,
+	 * not of when the journal last filled: mkfs.zlfs --timestamp makes the same file twice.
+	 * Flushed writes are durable either way; unflushed ones stay in the journal, volatile. */
+	if (d->jmarked && !emu_jrnl_failed(d) && !d->jreserved && !jrnl_unflushed_writes(d)) {
+		(void)emu_flush_locked(d); /* a failure leaves the journal as the next open reads it */
+	} else if (d->jmarked && d->jflushed > d->jproven && !emu_jrnl_failed(d) &&
 	    d->jcount + d->jreserved < d->hdr->jslots) {
 		struct jblk c;
 

@@ -488,6 +488,28 @@ int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int c
 	return dcache_insert(fs, dc, h, p, out);
 }
 
+int dir_cache_keep(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, const void *blk)
+{
+	struct dir_cache *dc = dcache(fs);
+	struct dpage *p = dc ? calloc(1, sizeof(*p)) : NULL, *got;
+	char why[8];
+
+	if (!p || !(p->blk = zdev_page_alloc())) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->ino = dir->nid;
+	p->idx = idx;
+	memcpy(p->blk, blk, ZLFS_BLOCK_SIZE);
+	if (dentry_block_check(fs, p->blk, dir, idx, why, sizeof(why))) {
+		dpage_free(fs, p);
+		return -EUCLEAN;
+	}
+	dcache_insert(fs, dc, dhash(dc, dir->nid, idx), p, &got);
+	dpage_put(fs, got);
+	return 0;
+}
+
 int dpage_get(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
 		     struct dpage **out)
 {

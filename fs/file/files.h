@@ -228,6 +228,10 @@ int dir_flush(struct zlfs_fs *fs);
 /* The directory cache, made at mount before any request can race to make it. */
 int dir_cache_init(struct zlfs_fs *fs);
 void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
+/* Block IDX of directory DIR as read into BLK (from the address DIR's pointer gives): kept as
+ * a clean page if it checks and is not cached (a reader that reads directories' blocks in
+ * runs, fsck). -EUCLEAN for a damaged block, which is not kept: reading it reports it. */
+int dir_cache_keep(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, const void *blk);
 /* Blocks made in the cache for INO and not yet written, to add to its st_blocks. */
 uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 void dir_cache_destroy(struct zlfs_fs *fs);
