@@ -9,6 +9,8 @@
 #include "posix_testutil.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <stdio.h>
@@ -501,6 +503,41 @@ START_TEST(t_handles)
 }
 END_TEST
 
+/* What zlfs refuses is refused as a kernel filesystem without the feature refuses it, and
+ * leaves the file as it was (docs/design.md, "Kernel features through FUSE"): the inode flags
+ * (lsattr, chattr: ENOTTY, as for an ioctl the filesystem does not know), O_TMPFILE
+ * (libfuse 3.14 has no tmpfile operation) and system.* xattrs other than the POSIX ACLs. */
+START_TEST(t_unsupported)
+{
+	int fd, flags = 0;
+	char buf[8] = {0};
+
+	put_file(P("unsup"), "kept", 4, 0644);
+	fd = xopen(P("unsup"), O_RDONLY, 0);
+	errno = 0;
+	ck_assert_msg(ioctl(fd, FS_IOC_GETFLAGS, &flags) == -1 && errno == ENOTTY,
+		      "FS_IOC_GETFLAGS: %s", ename(errno));
+	flags = FS_IMMUTABLE_FL;
+	errno = 0;
+	ck_assert_msg(ioctl(fd, FS_IOC_SETFLAGS, &flags) == -1 && errno == ENOTTY,
+		      "FS_IOC_SETFLAGS: %s", ename(errno));
+	close(fd);
+	errno = 0;
+	ck_assert_msg(open(g_mnt, O_TMPFILE | O_RDWR, 0600) == -1 && errno == EOPNOTSUPP,
+		      "O_TMPFILE: %s", ename(errno));
+	errno = 0;
+	ck_assert_msg(setxattr(P("unsup"), "system.zlfs_test", "x", 1, 0) == -1 &&
+			      errno == EOPNOTSUPP,
+		      "setxattr system.*: %s", ename(errno));
+	fd = xopen(P("unsup"), O_RDWR, 0); /* not immutable: the refused SETFLAGS changed nothing */
+	ck_assert_int_eq(pwrite(fd, "KEPT", 4, 0), 4);
+	ck_assert_int_eq(pread(fd, buf, sizeof(buf), 0), 4);
+	ck_assert(!memcmp(buf, "KEPT", 4));
+	close(fd);
+	OK(unlink(P("unsup")));
+}
+END_TEST
+
 int posix_persist_tests(const TTest **t)
 {
 	int n = 0;
@@ -515,5 +552,6 @@ int posix_persist_tests(const TTest **t)
 	t[n++] = t_unmount;
 	t[n++] = t_enospc;
 	t[n++] = t_handles;
+	t[n++] = t_unsupported;
 	return n;
 }

@@ -202,7 +202,7 @@ int emu_sync(struct emu_dev *d)
  * Header, layout and zone table.
  */
 
-static uint32_t hdr_crc(struct emu_hdr *h)
+uint32_t emu_hdr_crc(struct emu_hdr *h)
 {
 	uint32_t saved = h->crc, crc;
 
@@ -218,7 +218,7 @@ uint64_t emu_table_bytes(uint32_t nr_zones)
 }
 
 /* Fill the region offsets of H from its geometry. */
-static void hdr_layout(struct emu_hdr *h)
+void emu_hdr_layout(struct emu_hdr *h)
 {
 	uint64_t undo = 0;
 
@@ -240,7 +240,7 @@ static void hdr_layout(struct emu_hdr *h)
 
 int emu_hdr_write(struct emu_dev *d)
 {
-	d->hdr->crc = hdr_crc(d->hdr);
+	d->hdr->crc = emu_hdr_crc(d->hdr);
 	return emu_full_pwrite(d->fd, d->hdr, EMU_BLK, 0);
 }
 
@@ -254,7 +254,7 @@ static uint32_t zent_crc(struct emu_zent *e)
 	return crc;
 }
 
-static void zent_set(struct emu_zent *e, uint64_t wp, uint32_t epoch, uint8_t cond)
+void emu_zent_set(struct emu_zent *e, uint64_t wp, uint32_t epoch, uint8_t cond)
 {
 	memset(e, 0, sizeof(*e));
 	e->wp = wp;
@@ -293,7 +293,7 @@ int emu_table_update(struct emu_dev *d, uint32_t z)
 
 	if (e->wp == zn->wp && e->epoch == zn->epoch && e->cond == cond)
 		return 0;
-	zent_set(e, zn->wp, zn->epoch, cond);
+	emu_zent_set(e, zn->wp, zn->epoch, cond);
 	return 1;
 }
 
@@ -307,7 +307,7 @@ int emu_table_cover(struct emu_dev *d, uint32_t z, uint64_t wp)
 	if (e->epoch == zn->epoch && (e->cond == ZDEV_COND_FULL || e->cond == ZDEV_COND_RDONLY ||
 				      e->cond == ZDEV_COND_OFFLINE || e->wp >= wp))
 		return 0;
-	zent_set(e, wp, zn->epoch, wp ? ZDEV_COND_CLOSED : ZDEV_COND_EMPTY);
+	emu_zent_set(e, wp, zn->epoch, wp ? ZDEV_COND_CLOSED : ZDEV_COND_EMPTY);
 	return 1;
 }
 
@@ -322,7 +322,7 @@ void emu_table_advance(struct emu_dev *d, uint32_t z, uint32_t epoch, uint64_t e
 	if (e->epoch != epoch || e->cond == ZDEV_COND_FULL || e->cond == ZDEV_COND_RDONLY ||
 	    e->cond == ZDEV_COND_OFFLINE || e->wp >= end)
 		return;
-	zent_set(e, end, epoch, end == d->hdr->zone_capacity ? ZDEV_COND_FULL : ZDEV_COND_CLOSED);
+	emu_zent_set(e, end, epoch, end == d->hdr->zone_capacity ? ZDEV_COND_FULL : ZDEV_COND_CLOSED);
 	d->tdirty[z / ZENT_PER_BLK] = 1;
 }
 
@@ -363,7 +363,7 @@ int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 			 "opens versions 1 to 4)", path, h->version);
 		return -EINVAL;
 	}
-	if (h->crc != hdr_crc(h))
+	if (h->crc != emu_hdr_crc(h))
 		return emu_bad_image(path, -EUCLEAN, "header checksum mismatch");
 	if (h->mode != (emu_version_is_ftl(h->version) ? ZEMU_MODE_FTL : ZEMU_MODE_ZONED))
 		return emu_bad_image(path, -EUCLEAN, "mode does not match the format version");
@@ -384,7 +384,7 @@ int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size)
 	if (!h->jslots || h->jslots > EMU_JSLOTS_MAX)
 		return emu_bad_image(path, -EUCLEAN, "impossible journal size");
 	expect = *h;
-	hdr_layout(&expect);
+	emu_hdr_layout(&expect);
 	if (expect.table_off != h->table_off || expect.jrnl_off != h->jrnl_off ||
 	    expect.undo_off != h->undo_off || expect.undo_len != h->undo_len ||
 	    expect.ftl_off != h->ftl_off || expect.ftl_len != h->ftl_len ||
@@ -581,7 +581,7 @@ static int create_check(const char *path, const struct zemu_create_opts *o, stru
 	h->timing = o->timing;
 	if (o->mode == ZEMU_MODE_FTL && create_ftl(path, o, h))
 		return -EINVAL;
-	hdr_layout(h);
+	emu_hdr_layout(h);
 	return 0;
 }
 
@@ -611,7 +611,7 @@ static int create_write(int fd, struct emu_hdr *h)
 	if (!t)
 		return -ENOMEM;
 	for (uint32_t z = 0; z < h->nr_zones; z++)
-		zent_set(&t[z], 0, 0, z < h->nr_conv ? ZDEV_COND_NOT_WP : ZDEV_COND_EMPTY);
+		emu_zent_set(&t[z], 0, 0, z < h->nr_conv ? ZDEV_COND_NOT_WP : ZDEV_COND_EMPTY);
 	ret = ftruncate(fd, 0) ? -errno : 0;
 	if (!ret)
 		ret = ftruncate(fd, (off_t)(h->data_off + (uint64_t)h->nr_zones * h->zone_size)) ?
@@ -620,7 +620,7 @@ static int create_write(int fd, struct emu_hdr *h)
 		ret = emu_full_pwrite(fd, t, tbytes, h->table_off);
 	free(t);
 	if (!ret) {
-		h->crc = hdr_crc(h);
+		h->crc = emu_hdr_crc(h);
 		ret = emu_full_pwrite(fd, h, EMU_BLK, 0);
 	}
 	if (!ret && fsync(fd))
@@ -670,7 +670,7 @@ int zemu_create(const char *path, const struct zemu_create_opts *opts)
  */
 
 /* LEN bytes from SOFF of SFD to DOFF of DFD. */
-static int copy_range(int sfd, uint64_t soff, int dfd, uint64_t doff, uint64_t len)
+int emu_copy_range(int sfd, uint64_t soff, int dfd, uint64_t doff, uint64_t len)
 {
 	static const size_t chunk = 1u << 20;
 	uint8_t *buf = NULL;
@@ -736,7 +736,7 @@ int emu_copy_sparse(const char *src, const char *dst)
 			if (hole < 0)
 				hole = st.st_size;
 		}
-		ret = copy_range(sfd, (uint64_t)data, dfd, (uint64_t)data, (uint64_t)(hole - data));
+		ret = emu_copy_range(sfd, (uint64_t)data, dfd, (uint64_t)data, (uint64_t)(hole - data));
 		pos = hole;
 	}
 	if (!ret && fsync(dfd))
@@ -773,155 +773,12 @@ int emu_image_clear_log_path(const char *path)
 	if (!ret) {
 		memset(h->log_path, 0, sizeof(h->log_path));
 		memset(h->faults, 0, sizeof(h->faults));
-		h->crc = hdr_crc(h);
+		h->crc = emu_hdr_crc(h);
 		ret = emu_full_pwrite(fd, h, EMU_BLK, 0);
 		if (!ret && fsync(fd))
 			ret = -errno;
 	}
 	close(fd);
-	free(h);
-	return ret;
-}
-
-/* ------------------------------------------------------------------------------------------
- * Growing images (a namespace resized, a partition grown).
- */
-
-/* Power the image on and checkpoint it: its journal's writes land in the zone table and the
- * journal is void, so the table alone says what each zone holds. */
-static int grow_settle(const char *path)
-{
-	struct zdev_open_opts o = {0};
-	struct zdev *dev;
-	int ret = zemu_open(path, &o, &dev);
-
-	if (ret)
-		return ret;
-	/* A checkpoint, not a host flush: a flush leaves the zone table to the journal's flush
-	 * markers, and the copy below takes the table, not the journal. */
-	pthread_mutex_lock(&to_emu(dev)->lock);
-	ret = emu_flush_locked(to_emu(dev));
-	pthread_mutex_unlock(&to_emu(dev)->lock);
-	zdev_close(dev);
-	return ret;
-}
-
-/* The grown image into DFD: header H (already laid out for its new zone count), the old table
- * T with empty zones after it, the old zones' data where the new layout puts it. */
-static int grow_write(int sfd, const struct emu_hdr *old, int dfd, struct emu_hdr *h,
-		      const struct emu_zent *t)
-{
-	uint64_t tbytes = emu_table_bytes(h->nr_zones);
-	struct emu_zent *nt = emu_blk_alloc(tbytes);
-	int ret = 0;
-
-	if (!nt)
-		return -ENOMEM;
-	memcpy(nt, t, (size_t)old->nr_zones * sizeof(*t));
-	for (uint32_t z = old->nr_zones; z < h->nr_zones; z++)
-		zent_set(&nt[z], 0, 0, ZDEV_COND_EMPTY);
-	if (ftruncate(dfd, (off_t)(h->data_off + (uint64_t)h->nr_zones * h->zone_size)))
-		ret = -errno;
-	for (uint32_t z = 0; !ret && z < old->nr_zones; z++) {
-		uint64_t len = z < old->nr_conv ? old->zone_size : t[z].wp;
-
-		if (len)
-			ret = copy_range(sfd, old->data_off + (uint64_t)z * old->zone_size, dfd,
-					 h->data_off + (uint64_t)z * h->zone_size, len);
-	}
-	if (!ret && old->undo_len)
-		ret = copy_range(sfd, old->undo_off, dfd, h->undo_off, old->undo_len);
-	if (!ret)
-		ret = emu_full_pwrite(dfd, nt, tbytes, h->table_off);
-	free(nt);
-	if (!ret) {
-		h->crc = hdr_crc(h);
-		ret = emu_full_pwrite(dfd, h, EMU_BLK, 0);
-	}
-	if (!ret && fsync(dfd))
-		ret = -errno;
-	return ret;
-}
-
-static int grow_check(const char *path, const struct emu_hdr *h, uint64_t size)
-{
-	uint64_t nz = size / h->zone_size;
-
-	if (h->mode == ZEMU_MODE_FTL) {
-		zlog_err("%s: a conventional-mode image does not grow", path);
-		return -EINVAL;
-	}
-	if (h->log_path[0]) {
-		zlog_err("%s: an image with a write log does not grow (the log records its "
-			 "geometry)", path);
-		return -EINVAL;
-	}
-	if (nz <= h->nr_zones || nz > EMU_MAX_ZONES) {
-		zlog_err("%s: %llu bytes are %llu zones of %llu bytes; the image has %u, and grows "
-			 "to at most %u", path, (unsigned long long)size, (unsigned long long)nz,
-			 (unsigned long long)h->zone_size, h->nr_zones, EMU_MAX_ZONES);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The image's header into OLD (validated) and its open fd into *FD. */
-static int grow_read_header(const char *path, struct emu_hdr *old, int *fd)
-{
-	struct stat st;
-	int ret = emu_open_fd(path, 0, 0, fd);
-
-	if (!ret)
-		ret = fstat(*fd, &st) ? -errno : emu_full_pread(*fd, old, EMU_BLK, 0);
-	if (!ret)
-		ret = emu_hdr_validate(old, path, (uint64_t)st.st_size);
-	return ret;
-}
-
-int zemu_grow(const char *path, uint64_t size)
-{
-	struct emu_hdr *h = emu_blk_alloc(2 * EMU_BLK), *old = (void *)((uint8_t *)h + EMU_BLK);
-	char tmp[PATH_MAX];
-	struct emu_zent *t = NULL;
-	int sfd = -1, dfd = -1, ret = h ? 0 : -ENOMEM;
-
-	if (!ret && (size_t)snprintf(tmp, sizeof(tmp), "%s.grow", path) >= sizeof(tmp))
-		ret = -ENAMETOOLONG;
-	if (!ret)
-		ret = grow_read_header(path, old, &sfd);
-	if (!ret)
-		ret = grow_check(path, old, size);
-	if (sfd >= 0)
-		close(sfd);
-	sfd = -1;
-	if (!ret)
-		ret = grow_settle(path);
-	if (!ret) /* again: the settling flush moved the generation on */
-		ret = grow_read_header(path, old, &sfd);
-	if (!ret && !(t = emu_blk_alloc(emu_table_bytes(old->nr_zones))))
-		ret = -ENOMEM;
-	if (!ret)
-		ret = emu_full_pread(sfd, t, emu_table_bytes(old->nr_zones), old->table_off);
-	if (!ret) {
-		memcpy(h, old, EMU_BLK);
-		h->nr_zones = (uint32_t)(size / old->zone_size);
-		hdr_layout(h);
-		dfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		ret = dfd < 0 ? -errno : grow_write(sfd, old, dfd, h, t);
-	}
-	/* the grown image replaces the old one whole, or not at all */
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (dfd >= 0) {
-		close(dfd);
-		if (ret)
-			unlink(tmp);
-	}
-	if (sfd >= 0)
-		close(sfd);
-	if (ret && ret != -EINVAL)
-		zlog_err("%s: cannot grow the image: %s", path, strerror(-ret));
-	free(t);
 	free(h);
 	return ret;
 }

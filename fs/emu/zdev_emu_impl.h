@@ -359,6 +359,12 @@ int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size);
 int emu_table_load(struct emu_dev *d, const char *path);
 int emu_open_fd(const char *path, int readonly, int direct, int *fdp);
 int emu_copy_sparse(const char *src, const char *dst);
+/* The header's own checksum; its layout (table, journal, undo area, data) for its zone count
+ * and journal; a zone table entry; LEN bytes copied between two files (zdev_emu_grow.c). */
+uint32_t emu_hdr_crc(struct emu_hdr *h);
+void emu_hdr_layout(struct emu_hdr *h);
+void emu_zent_set(struct emu_zent *e, uint64_t wp, uint32_t epoch, uint8_t cond);
+int emu_copy_range(int sfd, uint64_t soff, int dfd, uint64_t doff, uint64_t len);
 int emu_image_clear_log_path(const char *path);
 
 /* zdev_emu_zones.c: the zone state machine and its limits */
