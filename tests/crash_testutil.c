@@ -252,7 +252,7 @@ void write_file(const char *rel, uint32_t seed, size_t size, size_t at, int do_f
 	int fd;
 
 	fd = open(at_mnt(p, sizeof(p), rel), O_CREAT | O_WRONLY, 0644);
-	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(fd >= 0, "open %s: %s", rel, strerror(errno));
 	fill(b, size, seed, at);
 	ck_assert_int_eq(pwrite(fd, b, size, (off_t)at), (ssize_t)size);
 	cur_write(rel, seed, at, size);

@@ -330,9 +330,9 @@ int gc_reclaim(struct zlfs_fs *fs, uint32_t want_free, enum gc_pick pick, uint32
 	int ret;
 
 	for (;;) {
-		/* Reservations are taken space (gc_policy.c); victims emptied in this pass count
-		 * too: the caller's checkpoint frees them. */
-		if (gc_free_zones(fs) + seg_prefree_zones(fs) + done >= want_free || done >= max_zones)
+		/* Reservations are taken space (gc_policy.c); a victim emptied in this pass is
+		 * prefree already (the caller's checkpoint frees it): counted once, not twice. */
+		if (gc_free_zones(fs) + seg_prefree_zones(fs) >= want_free || done >= max_zones)
 			return (int)done;
 		if (fs->gc.has_victim && seg_zone_state(fs, fs->gc.victim) == ZONE_USED) {
 			zone = fs->gc.victim; /* partly moved already: the cheapest to finish */

@@ -26,6 +26,8 @@
 #define FORGET_WAIT_MS 10000
 /* The pause before a writer is told ENOSPC for good (op_retry). */
 #define ENOSPC_PAUSE_US 20000
+/* Rounds of foreground GC for one writer out of room (gc_foreground). */
+#define GC_FG_ROUNDS 8
 
 /* ---- lookup counts and orphans -------------------------------------------------------------
  * The counts are under iref_lock, a leaf: it is held for the table only, never while freeing.
@@ -174,21 +176,34 @@ void op_enter(struct zfuse *z, int change)
 		zrw_rdlock(&z->fs->cp_lock);
 }
 
-/* Free zones down to the foreground level: empty the emptiest zones now, and checkpoint so
- * they become free. One collector at a time: others wait for it, then find the room. */
-int gc_foreground(struct zlfs_fs *fs)
+/* One round of gc_foreground: collect, then checkpoint so emptied zones become free. */
+static int gc_foreground_round(struct zlfs_fs *fs)
 {
-	int ret;
+	int ret = gc_reclaim(fs, gc_fg_level(fs) + 2, GC_PICK_EMERGENCY, 4), moved = ret > 0;
 
-	zlock_lock(&fs->gc_lock);
-	ret = gc_reclaim(fs, gc_fg_level(fs) + 2, GC_PICK_EMERGENCY, 4);
 	/* Emptied zones (by GC or by deletes) only become free with a checkpoint, also when
 	 * nothing is left to collect (-ENOENT) or too few zones are free to finish a victim
 	 * (-ENOSPC): wholly dead zones are no victims, they are room. */
 	if (ret > 0 || ((ret >= 0 || ret == -ENOENT || ret == -ENOSPC) && seg_prefree_zones(fs)))
 		ret = files_sync(fs);
+	return ret < 0 ? ret : moved;
+}
+
+/* Free zones down to the foreground level: empty the emptiest zones now, and checkpoint so
+ * they become free. One collector at a time: others wait for it, then find the room. On a
+ * device full of mostly valid zones a round can move victims into fresh zones of the GC logs
+ * and free no more than it took: the next round fills those zones, so rounds go on while they
+ * move something and users still have no room. */
+int gc_foreground(struct zlfs_fs *fs)
+{
+	int ret, round = 0;
+
+	zlock_lock(&fs->gc_lock);
+	do
+		ret = gc_foreground_round(fs);
+	while (ret > 0 && ++round < GC_FG_ROUNDS && !seg_room_for_user(fs));
 	zlock_unlock(&fs->gc_lock);
-	return ret == -ENOENT ? -ENOSPC : ret;
+	return ret == -ENOENT ? -ENOSPC : ret < 0 ? ret : 0;
 }
 
 /* Ask the checkpoint thread for a checkpoint; write it here when the thread does not run
