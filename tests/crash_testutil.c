@@ -85,9 +85,17 @@ static struct file_exp *cur_file(const char *path)
 	return f;
 }
 
-/* F with LEN bytes of SEED's pattern written at AT. */
+/* F with LEN bytes of SEED's pattern written at AT. An older extent the new one covers whole
+ * is no longer seen: it goes, so a region rewritten again and again (a log rewritten in
+ * place) keeps few extents. */
 static void ext_add(struct file_exp *f, uint32_t seed, size_t at, size_t len)
 {
+	for (int k = f->nex - 1; k >= 0; k--) {
+		if (f->e[k].off < at || (size_t)f->e[k].off + f->e[k].len > at + len)
+			continue;
+		f->nex--;
+		memmove(&f->e[k], &f->e[k + 1], sizeof(f->e[0]) * (size_t)(f->nex - k));
+	}
 	if (f->nex == MAX_EXT) { /* fold the oldest two: only when the newer covers the older */
 		ck_assert(f->e[1].off <= f->e[0].off &&
 			  f->e[1].off + f->e[1].len >= f->e[0].off + f->e[0].len);

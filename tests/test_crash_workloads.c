@@ -663,6 +663,35 @@ static void append_record(int fd, const char *rel, uint32_t seed, size_t *size, 
 	free(b);
 }
 
+/* A log rewritten in place from near its start, as SQLite's write-ahead log once it wraps:
+ * frames of a 24-byte header and a 4 KiB page, two frames to a commit, each commit
+ * fdatasync'ed. Every write ends inside a block, which is held (fs/file/tailbuf.c) although
+ * the end of file lies far beyond it; each commit must find its frames on the device. */
+static void rewrite_frames(const char *rel, uint32_t seed)
+{
+	size_t pos = 32, piece[2] = {24, 4096};
+	uint8_t *b = malloc(4096);
+	char p[600];
+	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	for (int commit = 0; commit < 5; commit++) { /* the last one past the end of file */
+		for (int i = 0; i < 4; i++) {
+			size_t n = piece[i % 2];
+
+			fill(b, n, seed, pos);
+			ck_assert_int_eq(pwrite(fd, b, n, (off_t)pos), (ssize_t)n);
+			cur_write_parts(rel, seed, pos, n);
+			pos += n;
+			cur_write(rel, seed, 32, pos - 32);
+		}
+		ck_assert_int_eq(fdatasync(fd), 0);
+		stage_file_now(rel);
+	}
+	close(fd);
+	free(b);
+}
+
 /* RocksDB's write-ahead log on partial blocks held in memory (fs/file/tailbuf.c): two logs kept
  * open take records of 100 to 2,000 bytes one by one, most of them inside one block, and
  * every fifth record fsync's or fdatasync's its log in turn; one log is closed half-way
@@ -704,6 +733,7 @@ void workload_tail(void)
 		stage_file_now(rel[k]);
 		close(fd[k]);
 	}
+	rewrite_frames(rel[1], 760);
 }
 
 /* Inline data (fs/file/inline.c): small files written and fsync'ed, then rewritten in place and

@@ -1,9 +1,9 @@
 /*
  * data.c - file contents as a program writes them: writes of any size and alignment, the
- * partial block held in memory at the end of file, the size, and holes punched in a range.
+ * partial block held in memory, the size, and holes punched in a range.
  *
- * Owns: how a write is cut into whole-block runs and partial pieces, when the block at the
- * end of file is held (tailbuf.c) rather than appended, and zeroing the bytes a truncate or
+ * Owns: how a write is cut into whole-block runs and partial pieces, when a write's last,
+ * partial block is held (tailbuf.c) rather than appended, and zeroing the bytes a truncate or
  * punch leaves inside a block. An inline file (inline.c) is inline.c's. The tree, block
  * addresses and appends are dmap.c's: this file calls down to it, never the reverse.
  * May call: dmap.c, inline.c, tailbuf.c (through files.h and data_int.h), node.c (core.h).
@@ -14,13 +14,15 @@
 #include <string.h>
 
 /* ---- partial blocks in memory ----------------------------------------------------------
- * The block holding a regular file's end of file, when that end is not at a block boundary,
- * is held in memory (tailbuf.c) rather than appended anew by every write that adds to it: a
- * write of 1 KB no longer costs 4 KiB of device. It is held by the write that makes it the
- * last block (a write ending at or past the end of file), changed in memory by later writes,
- * and written as any block once a write fills it or goes past it (it is whole then), or when
- * tailbuf.c says (fsync, release, checkpoint, age). Truncation drops it or zeroes it in
- * memory; punching and fallocate write it out first. */
+ * A write that ends inside a block of a regular file leaves that block held in memory
+ * (tailbuf.c) rather than appended anew, since the next write is likely to go on in it: a
+ * write of 1 KB at the end of file no longer costs 4 KiB of device, nor does a log rewritten
+ * in place from its start (SQLite's write-ahead log once it wraps writes a 24-byte frame
+ * header and a 4 KiB page, each ending inside a block). One block per file: a write ending
+ * in another block while one is held writes through, unless it finishes the held one first.
+ * Later writes change the held block in memory; it is written as any block once a write
+ * fills it or begins past it, or when tailbuf.c says (fsync, release, checkpoint, age).
+ * Truncation drops it or zeroes it in memory; punching and fallocate write it out first. */
 
 /* Hold block IDX, N bytes of SRC at AT in it: 1 when held, 0 when the bound or the free
  * space says to write it through, or a negative errno. */
@@ -47,8 +49,8 @@ static int hold_block(struct zlfs_fs *fs, struct node_page *inode, const struct 
 }
 
 /* Write N bytes of SRC at AT into block IDX, through BLK (scratch): into the held block if it
- * is IDX (written out once complete), held (MAY_HOLD: the write's last, partial block, at or
- * past the end of file), or read, changed and appended. */
+ * is IDX (written out once complete), held (MAY_HOLD: the write's last, partial block), or
+ * read, changed and appended. */
 static int write_piece(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 		       uint64_t idx, uint64_t at, const uint8_t *src, uint64_t n, uint8_t *blk,
 		       int may_hold)
@@ -87,9 +89,9 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	struct zlfs_inode *in = inode_of(inode);
 	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE), *scratch = NULL;
 	uint64_t pos = off, end = off + size, hidx;
-	/* the write ends in a partial block that will hold the end of file */
-	int hold = end % ZLFS_BLOCK_SIZE && end >= le64_get(in->size) &&
-		   S_ISREG(le32_get(in->mode));
+	/* the write ends in a partial block, which the next write is likely to go on in: an
+	 * append, or a log rewritten in place from its start (SQLite's WAL once it wraps) */
+	int hold = end % ZLFS_BLOCK_SIZE && S_ISREG(le32_get(in->mode));
 	struct dkey dk;
 	int ret = blk ? dkey_get(fs, inode, &dk) : -ENOMEM;
 

@@ -118,8 +118,8 @@ int data_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
 		    const uint8_t *plain);
 
 /* ---- tailbuf.c ---------------------------------------------------------------------------
- * Partial blocks in memory (docs/design.md): the block holding a regular file's end of file,
- * unless the end is at a block boundary, may be kept in memory, one per file, until the file's
+ * Partial blocks in memory (docs/design.md): the block a write to a regular file ended inside
+ * (at its end of file or within it) may be kept in memory, one per file, until the file's
  * writes fill it or go past it, the file is fsync'ed or released, a checkpoint or unmount, or
  * it has been held for the daemon's age limit. Its bytes belong to the file's inode lock. */
 /* Hold up to MAX_BLOCKS blocks (0: none; without a call nothing is held). */

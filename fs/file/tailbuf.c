@@ -1,11 +1,11 @@
 /*
- * tailbuf.c - partial blocks in memory: the last block of a regular file, while the end of
- * file lies inside it, is kept in memory instead of being written anew by every write that
- * adds a few bytes to it (docs/design.md, "Partial blocks in memory").
+ * tailbuf.c - partial blocks in memory: the block a write to a regular file ended inside is
+ * kept in memory instead of being written anew by every write that adds a few bytes to it
+ * (docs/design.md, "Partial blocks in memory").
  *
- * Owns: the table of held blocks (at most one per file: the block holding its end of file,
- * which is never a whole block), their bound, the room each one is owed in the warm data log
- * (seg_owe) from the moment it is held, and writing them out: when the file's write fills
+ * Owns: the table of held blocks (at most one per file: the block a write ended inside, at
+ * the end of file or within it), their bound, the room each one is owed in the warm data
+ * log (seg_owe) from the moment it is held, and writing them out: when the file's write fills
  * the block or goes past it (data.c), at fsync and release, before a checkpoint and at
  * unmount (every held block), and once a block is older than the age the daemon gives
  * (tail_flush_aged, from the checkpoint thread). A held block is plaintext; data.c encrypts
