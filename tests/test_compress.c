@@ -419,6 +419,33 @@ START_TEST(t_resealed_damage)
 }
 END_TEST
 
+/* The mount option's values: the four forms, and everything near them refused. */
+START_TEST(t_option_parse)
+{
+	static const char *const bad[] = {"", "LZ4", "lz4:1", "zstd:", "zstd:0", "zstd:23",
+					  "zstd:-1", "zstd:+3", "zstd: 3", "zstd:3x", "zstd:99999999999",
+					  "nonex", "none:1", "zstd3", "gzip"};
+	unsigned alg = 9;
+	int level = 9;
+
+	ck_assert_int_eq(cluster_opt_parse("none", &alg, &level), 0);
+	ck_assert_uint_eq(alg, 0);
+	ck_assert_int_eq(level, 0);
+	ck_assert_int_eq(cluster_opt_parse("lz4", &alg, &level), 0);
+	ck_assert_uint_eq(alg, ZLFS_CLUSTER_LZ4);
+	ck_assert_int_eq(cluster_opt_parse("zstd", &alg, &level), 0);
+	ck_assert_uint_eq(alg, ZLFS_CLUSTER_ZSTD);
+	ck_assert_int_eq(level, 0);
+	ck_assert_int_eq(cluster_opt_parse("zstd:1", &alg, &level), 0);
+	ck_assert_int_eq(level, 1);
+	ck_assert_int_eq(cluster_opt_parse("zstd:22", &alg, &level), 0);
+	ck_assert_uint_eq(alg, ZLFS_CLUSTER_ZSTD);
+	ck_assert_int_eq(level, 22);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cluster_opt_parse(bad[i], &alg, &level) == -EINVAL, "'%s' taken", bad[i]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("compress");
@@ -434,6 +461,7 @@ int main(void)
 	tcase_add_test(tc, t_length_bounds);
 	tcase_add_test(tc, t_hostile_frames);
 	tcase_add_test(tc, t_resealed_damage);
+	tcase_add_test(tc, t_option_parse);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -59,6 +59,27 @@ int cluster_level_ok(unsigned alg, int level)
 	return alg == ZLFS_CLUSTER_ZSTD && level >= 0 && level <= ZSTD_maxCLevel();
 }
 
+int cluster_opt_parse(const char *s, unsigned *alg, int *level)
+{
+	const char *lv = !strncmp(s, "zstd:", 5) ? s + 5 : NULL;
+	char *end;
+	long v;
+
+	*level = 0;
+	if (!strcmp(s, "none") || !strcmp(s, "lz4") || !strcmp(s, "zstd")) {
+		*alg = s[0] == 'n' ? 0 : s[0] == 'l' ? ZLFS_CLUSTER_LZ4 : ZLFS_CLUSTER_ZSTD;
+		return 0;
+	}
+	if (!lv || *lv < '0' || *lv > '9') /* digits only: no sign, no space */
+		return -EINVAL;
+	v = strtol(lv, &end, 10);
+	if (*end || v < 1 || v > ZSTD_maxCLevel())
+		return -EINVAL;
+	*alg = ZLFS_CLUSTER_ZSTD;
+	*level = (int)v;
+	return 0;
+}
+
 /* ---- compression ------------------------------------------------------------------------- */
 
 /* Bytes ALG wrote of SIZE at IN into DST of CAP, 0 when they did not fit (or an error). */

@@ -37,19 +37,23 @@ struct cluster_place {
 
 /* The zstd levels cluster_compress takes (0: zstd's default); LZ4 takes only 0. */
 int cluster_level_ok(unsigned alg, int level);
+/* The mount option's value, "lz4", "zstd", "zstd:LEVEL" or "none": ALG (0 for none) and
+ * LEVEL, or -EINVAL. */
+int cluster_opt_parse(const char *s, unsigned *alg, int *level);
 
 /* Compress the 2^LOG blocks at IN with ALG (enum zlfs_cluster_alg) at LEVEL into OUT, which
  * holds 2^LOG - 1 blocks. Returns k, 1 <= k < 2^LOG: OUT's first k blocks are the cluster's
  * stored form (header, data, zeros to the end of block k); or CLUSTER_RAW when that would
- * not save a block (OUT's content is then undefined); or -EINVAL (ALG, LEVEL or LOG out of
- * range), -ENOMEM. */
+ * not save a block, or when the library failed (OUT's content is then undefined); or -EINVAL
+ * (ALG, LEVEL or LOG out of range). */
 int cluster_compress(struct cluster_ctx *cx, const struct cluster_place *at, unsigned alg,
 		     int level, const void *in, uint32_t log, void *out);
 
 /* Decompress the K stored blocks at IN of a cluster of 2^LOG blocks (LOG the inode's
  * cluster_log) into OUT, 2^LOG blocks. The header is checked (zlfs_cluster_hdr_check), then
  * the hash against AT, then the zeros after the data; the output is bounded to exactly 2^LOG
- * blocks. 0, or -EIO with WHY (may be NULL) saying what failed and OUT zeroed; -ENOMEM. */
+ * blocks. 0, or -EIO with WHY (may be NULL) saying what failed and OUT zeroed (left alone
+ * when LOG is out of range: it sizes OUT). */
 int cluster_decompress(struct cluster_ctx *cx, const struct cluster_place *at, const void *in,
 		       uint32_t k, uint32_t log, void *out, char *why, size_t len);
 
