@@ -28,7 +28,7 @@ DEB=${debs[0]}
 echo "package: $(basename "$DEB")"
 depends=$(dpkg-deb -f "$DEB" Depends)
 echo "Depends: $depends"
-for d in libfuse3 fuse3 libzbd libssl libxxhash; do
+for d in libfuse3 fuse3 libzbd libssl libxxhash liblz4 libzstd; do
 	grep -Eq "(^|, )$d[^,]*" <<<"$depends" || bad "Depends does not name $d"
 done
 [[ $(dpkg-deb -f "$DEB" Package) == zlfs ]] || bad "the package is not called zlfs"

@@ -312,7 +312,6 @@ START_TEST(t_node_limits)
 	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "does not fit");
 	zlfs_blk_init(nb, ZLFS_KIND_SIT, 9, 7, 1);
 	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "not a node");
-#undef INODE
 }
 END_TEST
 
@@ -442,6 +441,112 @@ START_TEST(t_dentry_limits)
 }
 END_TEST
 
+/* Compressed files (COMPRESS feature): the inode's flag and fields, the marker only with the
+ * feature and only in a compressed file's cluster-first slot, each cluster's shape, and the
+ * header's ranges; a filesystem with the feature is still refused by this build's mount. */
+static void compress_inode_limits(const struct zlfs_sb_info *base, uint32_t b0)
+{
+	struct zlfs_sb_info s = *base;
+	struct zlfs_inode *in;
+
+#define CFILE(stmt, field)                                                                     \
+	INODE(S_IFREG, (in->flags = le32_put(ZLFS_IFLAG_COMPRESS), in->compress_alg = 1,         \
+			in->cluster_log = 2, stmt), field)
+	CFILE((void)0, "COMPRESS feature"); /* the flag alone, without the feature */
+	INODE(S_IFREG, in->cluster_log = 2, "without the COMPRESS flag"); /* feature off too */
+	INODE(S_IFREG, in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), "compression feature is off");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_COMPRESS;
+	in = fresh_inode(7, S_IFREG);
+	in->flags = le32_put(ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = ZLFS_CLUSTER_ZSTD;
+	in->cluster_log = ZLFS_CLUSTER_LOG_MAX;
+	in->addr[0] = le32_put(ZLFS_ADDR_COMPRESSED); /* cluster 0: 2 stored blocks */
+	in->addr[1] = le32_put(b0);
+	in->addr[2] = le32_put(b0 + 1);
+	in->addr[64] = le32_put(b0 + 2);             /* cluster 1: raw, one block written */
+	in->addr[959] = le32_put(b0 + 3);            /* the last whole cluster's last slot */
+	ck_assert_msg(zlfs_node_check(&s, 7, nb, why, sizeof(why)) == 0, "%s", why);
+	INODE(S_IFREG, in->cluster_log = 2, "without the COMPRESS flag");
+	INODE(S_IFREG, in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), "without the COMPRESS flag");
+	CFILE(in->compress_alg = 0, "compress_alg");
+	CFILE(in->compress_alg = ZLFS_CLUSTER_ALG_MAX, "compress_alg");
+	CFILE(in->cluster_log = 1, "cluster_log");
+	CFILE(in->cluster_log = 7, "cluster_log");
+	CFILE(in->compress_pad = le16_put(1), "compress_pad");
+	CFILE(in->flags |= le32_put(ZLFS_IFLAG_INLINE), "with INLINE");
+	INODE(S_IFDIR, (in->flags = le32_put(ZLFS_IFLAG_COMPRESS), in->compress_alg = 1,
+			in->cluster_log = 2), "mode 040000");
+	CFILE(in->addr[976] = le32_put(b0), "addr[976]"); /* 977 slots: 976 in whole clusters */
+	CFILE(in->addr[5] = le32_put(ZLFS_ADDR_COMPRESSED), "slot 1 of its cluster");
+	CFILE(in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), "no stored block");
+	CFILE((in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), in->addr[5] = le32_put(b0),
+	       in->addr[7] = le32_put(b0 + 2)), "addr[7]");
+	CFILE((in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), in->addr[5] = le32_put(b0),
+	       in->addr[6] = le32_put(ZLFS_ADDR_PREALLOC)), "addr[6]");
+	in = fresh_inode(7, S_IFREG); /* a compressed file's inode: all four stored is k = 3 */
+	in->flags = le32_put(ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = ZLFS_CLUSTER_LZ4;
+	in->cluster_log = 2;
+	for (uint32_t i = 0; i < 4; i++)
+		in->addr[972 + i] = le32_put(i ? b0 + i : ZLFS_ADDR_COMPRESSED);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
+#undef CFILE
+}
+
+START_TEST(t_compress_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_node *n = (void *)nb;
+	struct zlfs_cluster_hdr h = {.magic = le16_put(ZLFS_CLUSTER_MAGIC), .alg = 2, .log = 3};
+	uint32_t b0;
+
+	good_sb(&s);
+	b0 = s.main_zone_first * zlfs_zone_blocks(&s);
+	ck_assert(!zlfs_addr_is_main(&s, ZLFS_ADDR_COMPRESSED));
+	ck_assert(!zlfs_data_ptr_ok(&s, ZLFS_ADDR_COMPRESSED));
+	memset(nb, 0, sizeof(nb)); /* a direct node: the marker only with the feature */
+	zlfs_blk_init(nb, ZLFS_KIND_DNODE, 9, 7, 1);
+	n->ofs = le32_put(1);
+	n->ptr[8] = le32_put(ZLFS_ADDR_COMPRESSED);
+	REFUSED(zlfs_node_check(&s, 9, nb, why, sizeof(why)), "compression feature is off");
+	compress_inode_limits(&s, b0);
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_COMPRESS;
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_DNODE, 9, 7, 1);
+	n->ofs = le32_put(1);
+	n->ptr[8] = le32_put(ZLFS_ADDR_COMPRESSED);
+	n->ptr[9] = le32_put(b0);
+	ck_assert_int_eq(zlfs_node_check(&s, 9, nb, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_cluster_slots_check(&s, 2, n->ptr, 1012, "ptr", why, sizeof(why)), 0);
+	n->ptr[11] = le32_put(b0 + 1);
+	REFUSED(zlfs_cluster_slots_check(&s, 2, n->ptr, 1012, "ptr", why, sizeof(why)), "ptr[11]");
+	REFUSED(zlfs_cluster_slots_check(&s, 3, n->ptr, 1012, "ptr", why, sizeof(why)), "1012 slots");
+	REFUSED(zlfs_cluster_slots_check(&s, 1, n->ptr, 1012, "ptr", why, sizeof(why)), "2^1");
+	/* the header: a cluster of 8 blocks, k = 2 blocks hold 4081..8176 bytes */
+	h.clen = le32_put(4081);
+	ck_assert_int_eq(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), 0);
+	h.clen = le32_put(8176);
+	ck_assert_int_eq(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), 0);
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 1, why, sizeof(why)), "clen");
+	h.clen = le32_put(8177);
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), "clen");
+	h.clen = le32_put(4080);
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), "clen");
+	h.clen = le32_put(5000);
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 8, why, sizeof(why)), "stored blocks");
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 0, why, sizeof(why)), "stored blocks");
+	REFUSED(zlfs_cluster_hdr_check(&h, 2, 2, why, sizeof(why)), "header log");
+	h.alg = 3;
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), "alg");
+	h.alg = 1;
+	h.magic = le16_put(0x435b);
+	REFUSED(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), "magic");
+	/* this build reads no compressed file yet: the feature refuses the mount (bit 6) */
+	ck_assert_int_eq(zlfs_sb_compat(&s, ZLFS_REVISION, why, sizeof(why)), -EPROTONOSUPPORT);
+	ck_assert_msg(strstr(why, "bit 6"), "%s", why);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("limits");
@@ -453,6 +558,7 @@ int main(void)
 	tcase_add_test(tc, t_node_limits);
 	tcase_add_test(tc, t_xattr_node_limits);
 	tcase_add_test(tc, t_dentry_limits);
+	tcase_add_test(tc, t_compress_limits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -18,7 +18,9 @@
  *   - an image of a newer revision that this one may read (min_revision 3) mounts read-write
  *     here and is refused by revision-1 and revision-2 readers (it has 10 logs); one that
  *     needs the newer reader is refused here and mounts under the newer one;
- *   - unknown compat bits are ignored.
+ *   - unknown compat bits are ignored;
+ *   - compress= is refused on a filesystem without the COMPRESS feature (and this code refuses
+ *     the feature itself until it reads compressed clusters).
  */
 #include "testutil.h"
 
@@ -369,20 +371,26 @@ static void assert_untouched(const char *what)
 	ck_assert_msg(!tu_sh("cmp -s %s %s", img, snap), "%s: the image was written to", what);
 }
 
-/* READER refuses to mount, says so naming NEEDLE, and writes nothing. */
-static void expect_refused(unsigned reader, const char *needle)
+/* READER refuses to mount (with -o OPTS unless NULL), says so naming NEEDLE, and writes
+ * nothing. */
+static void expect_refused_opts(unsigned reader, const char *opts, const char *needle)
 {
 	int rc;
 
 	snapshot();
 	as_reader(reader);
-	rc = tu_sh("timeout 60 %s -f %s %s 2>%s >/dev/null", tu_bin(bin, sizeof(bin), "zlfs"), img,
-		   mnt, errlog);
+	rc = tu_sh("timeout 60 %s -f %s%s %s %s 2>%s >/dev/null", tu_bin(bin, sizeof(bin), "zlfs"),
+		   opts ? "-o " : "", opts ? opts : "", img, mnt, errlog);
 	as_reader(0);
 	tu_sh("fusermount3 -uz %s 2>/dev/null", mnt);
 	ck_assert_msg(rc != 0 && rc != 124, "reader %u mounted (exit %d)", reader, rc);
 	ck_assert_msg(!tu_sh("grep -q '%s' %s", needle, errlog), "no \"%s\" in the refusal", needle);
 	assert_untouched("a refused mount");
+}
+
+static void expect_refused(unsigned reader, const char *needle)
+{
+	expect_refused_opts(reader, NULL, needle);
 }
 
 /* READER mounts read-only: content intact, every kind of write refused with EROFS, nothing
@@ -556,13 +564,35 @@ START_TEST(t_mkfs_switch)
 }
 END_TEST
 
+/* compress=: refused on a filesystem without the COMPRESS feature, a malformed value refused,
+ * the image untouched each time; compress=none mounts. A filesystem with the feature (a stamp
+ * on mkfs's usual features) is refused by this code, which reads no cluster yet. */
+START_TEST(t_compress_option)
+{
+	pid_t pid;
+
+	make_image("", 64 * MiB, NULL);
+	expect_refused_opts(0, "compress=lz4", "compress=lz4 was asked for, but the filesystem "
+			    "has no COMPRESS feature");
+	expect_refused_opts(0, "compress=zstd:19", "compress=zstd was asked for");
+	expect_refused_opts(0, "compress=zstd:23", "compress takes lz4, zstd");
+	expect_refused_opts(0, "compress=gzip", "or none, not .gzip."); /* grep's . for the quotes */
+	pid = tu_daemon_start(img, mnt, "compress=none");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	make_image("--features 0:0:5c", 64 * MiB, NULL); /* ONE_FLUSH, INLINE, XATTR_NODES, COMPRESS */
+	expect_refused(0, "unknown incompatible features 0x40 (bit 6)");
+	expect_refused_opts(0, "compress=lz4", "0x40 (bit 6)");
+}
+END_TEST
+
 int main(void)
 {
 	const struct {
 		const char *name;
 		const TTest *test;
 	} cases[] = {{"mkfs", t_mkfs_switch}, {"open", t_open}, {"closed", t_closed},
-		     {"gc", t_gc},	       {"full", t_full}};
+		     {"gc", t_gc},	       {"full", t_full}, {"compress", t_compress_option}};
 	Suite *s;
 	TCase *tc;
 

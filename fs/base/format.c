@@ -43,6 +43,24 @@ uint64_t zlfs_blk_csum(const void *block, uint64_t seed)
 	return XXH3_64bits_withSeed(block, ZLFS_CSUM_OFF, seed);
 }
 
+/* The key binds the hash to the cluster's place and to its header's other fields, so the
+ * header is covered as well as the data it describes (XXH64: 64 bits a step over up to
+ * 252 KiB, where XXH3's speed on 4 KiB metadata blocks does not matter). */
+uint64_t zlfs_cluster_hash(const struct zlfs_cluster_hdr *h, const void *data, uint64_t seed,
+			   uint32_t ino, uint64_t index)
+{
+	struct {
+		le64 index;
+		le32 ino, zero;
+		uint8_t hdr[8];
+	} key = {le64_put(index), le32_put(ino), 0, {0}};
+
+	static_assert(sizeof(key) == 24, "cluster hash key size");
+	static_assert(offsetof(struct zlfs_cluster_hdr, hash) == 8, "header bytes the key holds");
+	memcpy(key.hdr, h, sizeof(key.hdr));
+	return XXH64(data, le32_get(h->clen), XXH64(&key, sizeof(key), seed));
+}
+
 void zlfs_blk_seal(void *block, uint64_t seed)
 {
 	le64 c = le64_put(zlfs_blk_csum(block, seed));

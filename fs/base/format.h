@@ -54,14 +54,23 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * F2FS). Address 0 lies in the first superblock zone and is never a data or node block, so it
  * means "no block" everywhere: a hole, an unused NAT entry, a meta block never written. */
 #define ZLFS_ADDR_NULL 0u
-/* The two top addresses are never blocks: a device may hold at most this many. */
-#define ZLFS_MAX_BLOCKS 0xfffffffeULL
+/* The three top addresses are never blocks: a device may hold at most this many. (Until
+ * ZLFS_ADDR_COMPRESSED the limit was 0xfffffffe, but no layout zlfs_sb_check_layout takes
+ * had that many blocks: 0xfffffffe = 2 x (2^31 - 1), a prime, so it is no whole number of
+ * zones of a layout of seven or more zones and at least CP_ZONE_MIN_BLOCKS blocks each.) */
+#define ZLFS_MAX_BLOCKS 0xfffffffdULL
 /* In memory only: a NAT entry whose node exists but was never written yet. */
 #define ZLFS_ADDR_NEW 0xffffffffu
 /* In a data pointer (with ZLFS_FEAT_INCOMPAT_PREALLOC): a block fallocate reserved and nothing
  * wrote yet. It reads as zeros, counts in the inode's blocks and in the checkpoint's
  * prealloc_blocks, and occupies no block on the device. */
 #define ZLFS_ADDR_PREALLOC 0xfffffffeu
+/* In a data pointer (with ZLFS_FEAT_INCOMPAT_COMPRESS, in a file flagged ZLFS_IFLAG_COMPRESS):
+ * the first slot of a cluster stored compressed. The next k slots (1 <= k < 2^n) hold the k
+ * blocks of its compressed form, the first opening with struct zlfs_cluster_hdr, and the
+ * cluster's other slots are null. The marker is no block: it is never given to the SIT and
+ * counts nowhere (docs/format.md, "Compressed clusters"). */
+#define ZLFS_ADDR_COMPRESSED 0xfffffffdu
 
 #define ZLFS_NID_NULL 0u
 #define ZLFS_ROOT_INO 1u
@@ -100,6 +109,14 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * POSIX ACLs the kernel enforces (set by the first ACL stored: a reader without ACLs would
  * grant what they deny). */
 #define ZLFS_FEAT_INCOMPAT_POSIX_ACL (1u << 5)
+/* Regular files flagged ZLFS_IFLAG_COMPRESS are cut into clusters of 2^n blocks, and a
+ * cluster may be stored compressed: ZLFS_ADDR_COMPRESSED in its first slot, its compressed
+ * form in the next k (struct zlfs_cluster_hdr; docs/compression.md). An older reader would
+ * take the marker for an address and the compressed blocks for the file's bytes.
+ * Not yet in ZLFS_FEAT_INCOMPAT_SUPP: format_check.c knows its fields and cluster.c its
+ * codec, but the data path, GC and fsck do not read clusters yet, so this code must refuse
+ * an image that has them, as any reader without the feature does (issue 34). */
+#define ZLFS_FEAT_INCOMPAT_COMPRESS (1u << 6)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
@@ -418,6 +435,10 @@ static_assert(sizeof(struct zlfs_map_block) == ZLFS_BLOCK_SIZE, "map block size"
 #define ZLFS_IFLAG_INLINE (1u << 0)    /* data lives in the inode's address area */
 #define ZLFS_IFLAG_ENCRYPT (1u << 1)   /* contents and names are encrypted */
 #define ZLFS_IFLAG_ORPHAN (1u << 2)    /* unlinked while open */
+/* COMPRESS feature: a regular file cut into clusters of 2^cluster_log blocks, each stored
+ * raw or compressed (ZLFS_ADDR_COMPRESSED); compress_alg is the algorithm its new clusters
+ * get (each cluster's header names its own). Set only while the file has no block. */
+#define ZLFS_IFLAG_COMPRESS (1u << 3)
 
 struct zlfs_inode {
 	struct zlfs_blkhdr hdr;
@@ -443,7 +464,11 @@ struct zlfs_inode {
 	le32 nid[ZLFS_INODE_NIDS];
 	le32 dir_entries;   /* directories: entries stored (not counting . and ..) */
 	le32 fsync_nodes;   /* on a FSYNC_GROUP marker: its group's other node copies */
-	le32 reserved[2];
+	/* with ZLFS_IFLAG_COMPRESS (else 0): what was reserved[0] before the COMPRESS feature */
+	uint8_t compress_alg; /* enum zlfs_cluster_alg for the file's new clusters */
+	uint8_t cluster_log;  /* log2 of the blocks of a cluster: ZLFS_CLUSTER_LOG_MIN..MAX */
+	le16 compress_pad;    /* 0 */
+	le32 reserved;
 	le32 addr[ZLFS_INODE_ADDRS];
 	le64 csum;
 };
@@ -497,6 +522,44 @@ static_assert(sizeof(struct zlfs_xattr_node) == ZLFS_BLOCK_SIZE, "xattr chain no
 	((ZLFS_XATTR_VALUE_MAX + ZLFS_XATTR_NODE_SPACE - 1) / ZLFS_XATTR_NODE_SPACE)
 #define ZLFS_XATTR_NODES_MAX 1024u
 
+/* ---- compressed clusters (COMPRESS feature) --------------------------------------------------
+ * A compressed file's block index i lies in cluster i >> cluster_log, which one direct node
+ * (or the inode) holds whole: only the first zlfs_cluster_slots() of a node's slots map the
+ * file, the rest stay null. A cluster stored compressed has ZLFS_ADDR_COMPRESSED in its first
+ * slot and its k stored blocks in the next k; block 0 of them opens with this header, the
+ * compressed bytes follow it across the k blocks, and the last block is zero past them. Data
+ * blocks carry no block header or checksum: this header is the cluster's own, and with the
+ * file's ENCRYPT flag it is ciphertext like the rest of each block (decrypted first). */
+enum zlfs_cluster_alg {
+	ZLFS_CLUSTER_LZ4 = 1,
+	ZLFS_CLUSTER_ZSTD = 2,
+	ZLFS_CLUSTER_ALG_MAX
+};
+#define ZLFS_CLUSTER_MAGIC 0x435au /* "ZC" as bytes on disk */
+#define ZLFS_CLUSTER_LOG_MIN 2u    /* 4 blocks, 16 KiB (mkfs's default, as F2FS's) */
+#define ZLFS_CLUSTER_LOG_MAX 6u    /* 64 blocks, 256 KiB */
+#define ZLFS_CLUSTER_HDR_SIZE 16u
+struct zlfs_cluster_hdr {
+	le16 magic;    /* ZLFS_CLUSTER_MAGIC */
+	uint8_t alg;   /* enum zlfs_cluster_alg */
+	uint8_t log;   /* log2 of the cluster's blocks: the inode's cluster_log */
+	le32 clen;     /* bytes of compressed data after the header */
+	/* XXH64 of those bytes, seeded with XXH64 of {le64 cluster index, le32 ino, le32 0,
+	 * header bytes 0-7} under the filesystem's checksum seed (zlfs_cluster_hash): a cluster
+	 * copied to another file or place, or a header changed, does not verify. */
+	le64 hash;
+} __attribute__((packed));
+static_assert(sizeof(struct zlfs_cluster_hdr) == ZLFS_CLUSTER_HDR_SIZE, "cluster header size");
+/* Compressed bytes k stored blocks hold at most. */
+#define ZLFS_CLUSTER_CLEN_MAX(k) ((uint32_t)(k) * ZLFS_BLOCK_SIZE - ZLFS_CLUSTER_HDR_SIZE)
+
+/* Slots of a node of SLOTS pointers that map a compressed file of clusters of 2^LOG blocks:
+ * whole clusters only (976 of the inode's 977 and all 1012 of a direct node's for LOG 2). */
+static inline uint32_t zlfs_cluster_slots(uint32_t slots, uint32_t log)
+{
+	return slots & ~((1u << log) - 1u);
+}
+
 /* ---- directory blocks -------------------------------------------------------------------------
  * A directory's data blocks are dentry blocks. A name of length L takes ceil(L/8) consecutive
  * slots; the dentry sits in the first. Bit i of the bitmap is set when slot i is taken. */
@@ -533,6 +596,10 @@ void zlfs_blk_seal(void *block, uint64_t seed);
  * (bad checksum, wrong magic) or -EBADMSG (good checksum, other kind). */
 int zlfs_blk_verify(const void *block, uint64_t seed, enum zlfs_blk_kind kind);
 uint64_t zlfs_blk_csum(const void *block, uint64_t seed);
+/* The hash a compressed cluster's header H carries for its CLEN bytes at DATA, cluster INDEX
+ * of inode INO, on the filesystem of checksum seed SEED (H's own hash field is not read). */
+uint64_t zlfs_cluster_hash(const struct zlfs_cluster_hdr *h, const void *data, uint64_t seed,
+			   uint32_t ino, uint64_t index);
 const char *zlfs_kind_name(unsigned kind);
 
 /* ---- host-side views of the superblock and checkpoint head ------------------------------ */
@@ -618,6 +685,16 @@ int zlfs_addr_is_main(const struct zlfs_sb_info *sbi, uint32_t addr);
 int zlfs_addr_is_meta(const struct zlfs_sb_info *sbi, uint32_t addr);
 /* A data pointer: null, a main-area block, or a reservation (FALLOC feature). */
 int zlfs_data_ptr_ok(const struct zlfs_sb_info *sbi, uint32_t addr);
+/* The slots SLOTS[0, N) of a compressed file of clusters of 2^LOG blocks (N a multiple of
+ * 2^LOG, the first slot a cluster's): each cluster raw (no marker) or ZLFS_ADDR_COMPRESSED,
+ * k >= 1 main-area blocks and nulls after them. WHAT names the slots in WHY. */
+int zlfs_cluster_slots_check(const struct zlfs_sb_info *sbi, uint32_t log, const le32 *slots,
+			     uint32_t n, const char *what, char *why, size_t len);
+/* A compressed cluster's header, read from the first of its K stored blocks, for a file of
+ * clusters of 2^LOG blocks: magic, a known algorithm, LOG, k < 2^LOG and a length that needs
+ * exactly K blocks. The hash is the codec's to check (cluster.c). */
+int zlfs_cluster_hdr_check(const struct zlfs_cluster_hdr *h, uint32_t log, uint32_t k, char *why,
+			   size_t len);
 /* Log type TYPE has a log of its own in a layout of NR_LOGS (the others fold into it). */
 int zlfs_log_active(uint32_t nr_logs, uint32_t type);
 /* The superblock's layout against itself (zlfs_sb_decode runs it). */

@@ -67,6 +67,8 @@ int zlfs_data_ptr_ok(const struct zlfs_sb_info *s, uint32_t addr)
 {
 	if (addr == ZLFS_ADDR_NULL || zlfs_addr_is_main(s, addr))
 		return 1;
+	if (addr == ZLFS_ADDR_COMPRESSED)
+		return !!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS);
 	return addr == ZLFS_ADDR_PREALLOC && (s->feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC);
 }
 
@@ -406,15 +408,88 @@ static int mode_ok(uint32_t mode)
 	return 0;
 }
 
+static const char *special_addr_hint(uint32_t addr)
+{
+	if (addr == ZLFS_ADDR_PREALLOC)
+		return " (a reservation, but the fallocate feature is off)";
+	if (addr == ZLFS_ADDR_COMPRESSED)
+		return " (a compressed cluster's marker, but the compression feature is off)";
+	return "";
+}
+
 static int data_ptrs_check(const struct zlfs_sb_info *s, const le32 *p, uint32_t n,
 			   const char *what, char *why, size_t len)
 {
 	for (uint32_t i = 0; i < n; i++) /* most are null: no call for those */
 		if (p[i] && !zlfs_data_ptr_ok(s, le32_get(p[i])))
 			return bad(why, len, "%s[%u] = %u is not a data block of the main area%s", what,
-				   i, le32_get(p[i]),
-				   le32_get(p[i]) == ZLFS_ADDR_PREALLOC ? " (a reservation, but the "
-				   "fallocate feature is off)" : "");
+				   i, le32_get(p[i]), special_addr_hint(le32_get(p[i])));
+	return 0;
+}
+
+/* ---- compressed clusters ------------------------------------------------------------------- */
+
+/* One cluster's 2^LOG slots: raw, or the marker, k >= 1 blocks and nulls. */
+static int cluster_check(const struct zlfs_sb_info *s, uint32_t log, const le32 *c,
+			 uint32_t first, const char *what, char *why, size_t len)
+{
+	uint32_t n = 1u << log, i = 1;
+
+	if (le32_get(c[0]) != ZLFS_ADDR_COMPRESSED) {
+		for (; i < n; i++)
+			if (le32_get(c[i]) == ZLFS_ADDR_COMPRESSED)
+				return bad(why, len, "%s[%u]: a compressed cluster's marker in slot %u of "
+					   "its cluster (only the first may hold it)", what, first + i, i);
+		return 0;
+	}
+	while (i < n && zlfs_addr_is_main(s, le32_get(c[i])))
+		i++;
+	if (i == 1)
+		return bad(why, len, "%s[%u]: a compressed cluster with no stored block", what,
+			   first);
+	for (; i < n; i++)
+		if (c[i])
+			return bad(why, len, "%s[%u] = %u: a compressed cluster's slots after its "
+				   "stored blocks must be null", what, first + i, le32_get(c[i]));
+	return 0;
+}
+
+int zlfs_cluster_slots_check(const struct zlfs_sb_info *s, uint32_t log, const le32 *slots,
+			     uint32_t n, const char *what, char *why, size_t len)
+{
+	uint32_t i;
+	int ret;
+
+	if (log < ZLFS_CLUSTER_LOG_MIN || log > ZLFS_CLUSTER_LOG_MAX || n % (1u << log))
+		return bad(why, len, "%s: %u slots are no whole number of clusters of 2^%u blocks",
+			   what, n, log);
+	for (i = 0; i < n; i += 1u << log) {
+		ret = cluster_check(s, log, slots + i, i, what, why, len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int zlfs_cluster_hdr_check(const struct zlfs_cluster_hdr *h, uint32_t log, uint32_t k, char *why,
+			   size_t len)
+{
+	uint32_t clen = le32_get(h->clen);
+
+	if (le16_get(h->magic) != ZLFS_CLUSTER_MAGIC)
+		return bad(why, len, "cluster header magic = 0x%04x, expected 0x%04x",
+			   le16_get(h->magic), ZLFS_CLUSTER_MAGIC);
+	if (!h->alg || h->alg >= ZLFS_CLUSTER_ALG_MAX)
+		return RANGE(why, len, "cluster header alg", h->alg, 1, ZLFS_CLUSTER_ALG_MAX - 1);
+	if (log < ZLFS_CLUSTER_LOG_MIN || log > ZLFS_CLUSTER_LOG_MAX || h->log != log)
+		return RANGE(why, len, "cluster header log", h->log, log, log);
+	if (!k || k >= 1u << log)
+		return RANGE(why, len, "cluster stored blocks", k, 1, (1u << log) - 1);
+	/* the writer stores the fewest blocks that hold the data: any other k is damage */
+	if (!clen || clen > ZLFS_CLUSTER_CLEN_MAX(k) ||
+	    (k > 1 && clen <= ZLFS_CLUSTER_CLEN_MAX(k - 1)))
+		return RANGE(why, len, "cluster header clen", clen,
+			     k > 1 ? ZLFS_CLUSTER_CLEN_MAX(k - 1) + 1 : 1, ZLFS_CLUSTER_CLEN_MAX(k));
 	return 0;
 }
 
@@ -481,6 +556,63 @@ static int inode_check_inline(const struct zlfs_sb_info *s, const struct zlfs_in
 	return 0;
 }
 
+/* The COMPRESS flag and its fields: a regular file, not inline, on a filesystem with the
+ * feature, with a known algorithm and cluster size; without the flag the fields are zero. */
+static int inode_check_compress(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
+				char *why, size_t len)
+{
+	uint32_t flags = le32_get(in->flags), log = in->cluster_log;
+
+	if (!(flags & ZLFS_IFLAG_COMPRESS)) {
+		if (in->compress_alg || log || in->compress_pad)
+			return bad(why, len, "inode compress_alg = %u, cluster_log = %u, compress_pad "
+				   "= %u on a file without the COMPRESS flag (must be 0)",
+				   in->compress_alg, log, le16_get(in->compress_pad));
+		return 0;
+	}
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return bad(why, len, "inode flags: compressed on a filesystem without the COMPRESS "
+			   "feature");
+	if (!S_ISREG(le32_get(in->mode)) || (flags & ZLFS_IFLAG_INLINE))
+		return bad(why, len, "inode flags: COMPRESS on a file of mode 0%o%s (only regular "
+			   "files with blocks are compressed)", le32_get(in->mode),
+			   (flags & ZLFS_IFLAG_INLINE) ? " with INLINE" : "");
+	if (!in->compress_alg || in->compress_alg >= ZLFS_CLUSTER_ALG_MAX)
+		return RANGE(why, len, "inode compress_alg", in->compress_alg, 1,
+			     ZLFS_CLUSTER_ALG_MAX - 1);
+	if (log < ZLFS_CLUSTER_LOG_MIN || log > ZLFS_CLUSTER_LOG_MAX)
+		return RANGE(why, len, "inode cluster_log", log, ZLFS_CLUSTER_LOG_MIN,
+			     ZLFS_CLUSTER_LOG_MAX);
+	if (le16_get(in->compress_pad))
+		return RANGE(why, len, "inode compress_pad", le16_get(in->compress_pad), 0, 0);
+	return 0;
+}
+
+/* The inode's own slots: whole clusters in a compressed file, the slots past them null; no
+ * marker in any other file. (A direct node's are checked where its file is known: fsck.) */
+static int inode_check_clusters(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
+				char *why, size_t len)
+{
+	uint32_t i, used = ZLFS_INODE_ADDRS;
+	int compressed = !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS);
+
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return 0; /* data_ptrs_check refused the marker: no second pass over the slots */
+	if (compressed) {
+		used = zlfs_cluster_slots(ZLFS_INODE_ADDRS, in->cluster_log);
+		if (zlfs_cluster_slots_check(s, in->cluster_log, in->addr, used, "inode addr", why,
+					     len))
+			return -EUCLEAN;
+	}
+	for (i = compressed ? used : 0; i < ZLFS_INODE_ADDRS; i++)
+		if (in->addr[i] && (i >= used || le32_get(in->addr[i]) == ZLFS_ADDR_COMPRESSED))
+			return bad(why, len, "inode addr[%u] = %u: %s", i, le32_get(in->addr[i]),
+				   i >= used ? "past the whole clusters of a compressed file (must be "
+					       "null)" : "a compressed cluster's marker in a file "
+					       "without the COMPRESS flag");
+	return 0;
+}
+
 static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in, uint32_t nid,
 		       char *why, size_t len)
 {
@@ -491,8 +623,11 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 			   "offset 0)", nid, le32_get(in->hdr.ino), le32_get(in->ofs));
 	if (!mode_ok(mode))
 		return bad(why, len, "inode mode = 0%o is no file type", mode);
-	if (flags & ~(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT | ZLFS_IFLAG_ORPHAN))
+	if (flags & ~(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT | ZLFS_IFLAG_ORPHAN |
+		      ZLFS_IFLAG_COMPRESS))
 		return bad(why, len, "inode flags = 0x%x has unknown bits", flags);
+	if (inode_check_compress(s, in, why, len))
+		return -EUCLEAN;
 	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
 		return bad(why, len, "inode flags: encrypted on a filesystem without encryption");
 	if (le64_get(in->size) > ZLFS_FILE_MAX_BYTES)
@@ -514,7 +649,9 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 		if (!nid_ok(s, le32_get(in->nid[i])))
 			return bad(why, len, "inode nid[%u] = %u, out of range [0, %u]", i,
 				   le32_get(in->nid[i]), s->max_nid - 1);
-	return data_ptrs_check(s, in->addr, ZLFS_INODE_ADDRS, "inode addr", why, len);
+	if (data_ptrs_check(s, in->addr, ZLFS_INODE_ADDRS, "inode addr", why, len))
+		return -EUCLEAN;
+	return inode_check_clusters(s, in, why, len);
 }
 
 /* An entry whose value lives in value nodes (XATTR_NODES): {le32 nid, le32 size}. */

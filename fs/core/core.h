@@ -332,6 +332,9 @@ struct zlfs_mount_opts {
 	size_t meta_cache;          /* bytes for NAT and SIT pages (0: MCACHE_DEFAULT_BUDGET) */
 	int shared;                 /* with readonly: the device may be held by a mounted daemon
 				     * (zdev_open_opts.shared): zlfs-dump's view of it */
+	unsigned compress_alg;      /* compress=: 0 none, else enum zlfs_cluster_alg; refused
+				     * without the COMPRESS feature (docs/compression.md) */
+	int compress_level;         /* zstd's level, 0 its default */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */

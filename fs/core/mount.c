@@ -48,6 +48,20 @@ static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 	return mount_check_compat(fs, path, readonly); /* the newest record, usable or not */
 }
 
+/* compress= asks for compressed files, which only a filesystem with the COMPRESS feature may
+ * hold: refused before anything is written, so the image stays as it was. (The data path does
+ * not compress yet, and this code refuses the feature itself: docs/compression.md.) */
+static int mount_check_compress(struct zlfs_fs *fs, const char *path,
+				const struct zlfs_mount_opts *o)
+{
+	if (!o->compress_alg || (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return 0;
+	zlog_err("%s: compress=%s was asked for, but the filesystem has no COMPRESS feature "
+		 "(no zlfs release makes one yet): mount without it, or with compress=none", path,
+		 o->compress_alg == ZLFS_CLUSTER_LZ4 ? "lz4" : "zstd");
+	return -EINVAL;
+}
+
 /* Forced read-only by the superblock: reopen the device read-only, so that nothing - recovery,
  * the unmount checkpoint - can write to a filesystem this code does not fully understand. */
 static int mount_reopen_ro(struct zlfs_fs *fs, const char *path, const struct zlfs_mount_opts *o)
@@ -283,6 +297,8 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 		ret = zdev_open(path, &dopts, &fs->dev);
 	if (!ret)
 		ret = mount_check_sb(fs, path, &readonly);
+	if (!ret)
+		ret = mount_check_compress(fs, path, o);
 	if (!ret && readonly && !o->readonly)
 		ret = mount_reopen_ro(fs, path, o);
 	if (!ret) /* a wrong key must be refused before recovery writes anything */

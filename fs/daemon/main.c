@@ -4,9 +4,11 @@
  * Owns: the command line and -o options, mounting the filesystem before detaching (so every
  * refusal is printed on the terminal), the FUSE session and its multithreaded loop, and the
  * clean unmount when the session ends.
- * May call: fuse_ops.h, core.h (zlfs_mount), log.h, libfuse.
+ * May call: fuse_ops.h, core.h (zlfs_mount), cluster.h (the compress= option), log.h,
+ * libfuse.
  */
 #define FUSE_USE_VERSION 314
+#include "cluster.h"
 #include "files.h"
 #include "fuse_ops.h"
 #include "log.h"
@@ -31,6 +33,7 @@ struct zlfs_cli {
 	int noinline_data;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
+	char *compress;
 	int passphrase, passphrase_fd, encrypt_all;
 	int show_help, show_version;
 	int remount;
@@ -68,6 +71,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("passphrase", passphrase, 1),
 	OPT("passphrase_fd=%d", passphrase_fd, 0),
 	OPT("encrypt_all", encrypt_all, 1),
+	OPT("compress=%s", compress, 0),
 	OPT("-h", show_help, 1),
 	OPT("--help", show_help, 1),
 	OPT("-V", show_version, 1),
@@ -135,7 +139,10 @@ static void usage(const char *prog)
 	       "    passphrase           encrypted filesystems: ask for the passphrase on the terminal\n"
 	       "    passphrase_fd=N      read the passphrase from file descriptor N (scripts)\n"
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
-	       "                         without a key, encrypted files stay locked (ENOKEY)\n\n"
+	       "                         without a key, encrypted files stay locked (ENOKEY)\n"
+	       "    compress=lz4|zstd[:LEVEL]|none  compress new files' clusters (LEVEL 1-22;\n"
+	       "                         default none); needs a filesystem with the COMPRESS\n"
+	       "                         feature, which no mkfs.zlfs makes yet\n\n"
 	       "FUSE options:\n",
 	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
@@ -253,6 +260,11 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 		fprintf(stderr, "zlfs: entry_timeout and attr_timeout take seconds >= 0\n");
 		return 2;
 	}
+	if (c->compress && cluster_opt_parse(c->compress, &mo.compress_alg, &mo.compress_level)) {
+		fprintf(stderr, "zlfs: compress takes lz4, zstd, zstd:LEVEL (LEVEL 1 to 22) or "
+			"none, not '%s'\n", c->compress);
+		return 2;
+	}
 	mo.gc = &gco;
 	ret = key_options(c, &ks, pass, sizeof(pass));
 	mo.key = &ks;
@@ -355,6 +367,7 @@ int main(int argc, char **argv)
 	free(c.wb_slot);
 	free(c.wb_superpage);
 	free(c.keyfile);
+	free(c.compress);
 	fuse_opt_free_args(&args);
 	return ret;
 }
