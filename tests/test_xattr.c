@@ -365,6 +365,43 @@ START_TEST(t_old_feature_image)
 }
 END_TEST
 
+/* security.capability, which the kernel asks for before every buffered write and the daemon
+ * answers from the attribute cache when the file has no xattr: missing on a new file, on a
+ * file with other xattrs, and again once removed; present, with its value, while set (the
+ * kernel checks the value's layout: a revision 2 vfs_cap_data, 20 bytes). */
+START_TEST(t_capability)
+{
+	static const uint8_t cap[20] = {0, 0, 0, 2, 0x20}; /* VFS_CAP_REVISION_2, CAP_KILL permitted */
+	ssize_t n;
+
+	fresh(NULL);
+	up();
+	touch("plain");
+	touch("other");
+	ck_assert_int_eq(setxattr(at("other"), "user.a", "x", 1, 0), 0);
+	for (int round = 0; round < 2; round++) { /* the second after a remount: a fresh cache */
+		errno = 0;
+		ck_assert_int_eq(getxattr(at("plain"), "security.capability", got, sizeof(got)), -1);
+		ck_assert_int_eq(errno, ENODATA);
+		errno = 0;
+		ck_assert_int_eq(getxattr(at("other"), "security.capability", got, sizeof(got)), -1);
+		ck_assert_int_eq(errno, ENODATA);
+		ck_assert_int_eq(setxattr(at("plain"), "security.capability", cap, sizeof(cap), 0), 0);
+		n = getxattr(at("plain"), "security.capability", got, sizeof(got));
+		ck_assert_int_eq(n, (ssize_t)sizeof(cap));
+		ck_assert(!memcmp(got, cap, sizeof(cap)));
+		ck_assert_int_eq(getxattr(at("plain"), "security.capability", NULL, 0), (ssize_t)sizeof(cap));
+		ck_assert_int_eq(removexattr(at("plain"), "security.capability"), 0);
+		errno = 0;
+		ck_assert_int_eq(getxattr(at("plain"), "security.capability", got, sizeof(got)), -1);
+		ck_assert_int_eq(errno, ENODATA);
+		down();
+		up();
+	}
+	down();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xattr");
@@ -377,6 +414,7 @@ int main(void)
 	tcase_add_test(tc, t_big_values);
 	tcase_add_test(tc, t_unlink_frees);
 	tcase_add_test(tc, t_old_feature_image);
+	tcase_add_test(tc, t_capability);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -168,6 +168,7 @@ struct gc_state {
 struct iattr {
 	uint32_t mode, nlink, uid, gid, rdev, generation;
 	uint64_t size, blocks, atime_ns, mtime_ns, ctime_ns;
+	uint32_t xattrs; /* the inode has an xattr chain (xattr_nid): else every name is ENODATA */
 };
 
 /* Counters and flags that are read without their writers' locks. */

@@ -43,7 +43,7 @@ void iattr_of_inode(const struct zlfs_inode *in, struct iattr *a)
 	*a = (struct iattr){le32_get(in->mode),	  le32_get(in->nlink),	 le32_get(in->uid),
 			    le32_get(in->gid),	  le32_get(in->rdev),	 le32_get(in->generation),
 			    le64_get(in->size),	  le64_get(in->blocks),	 le64_get(in->atime_ns),
-			    le64_get(in->mtime_ns), le64_get(in->ctime_ns)};
+			    le64_get(in->mtime_ns), le64_get(in->ctime_ns), le32_get(in->xattr_nid) != 0};
 	/* A non-empty inline file (inline.c) counts one block, as on F2FS: tools that take a file
 	 * with no blocks for all hole (tar --sparse, cp) would read nothing of it. */
 	if (S_ISREG(a->mode) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE) && a->size)

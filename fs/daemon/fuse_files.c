@@ -702,11 +702,30 @@ static int getxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, vo
 		       : xattr_list(z->fs, np, x->buf, x->size);
 }
 
+/* The kernel asks for security.capability before every buffered write to a FUSE file (its
+ * file_remove_privs: FUSE files never get S_NOSEC), a round trip per write that RocksDB's
+ * one-record appends pay each time (12.9% of the daemon's samples in its overwrite). A file
+ * without xattrs, as the attribute cache knows it, answers without its lock or inode page. */
+static int no_xattrs(struct zfuse *z, fuse_ino_t ino, const char *name)
+{
+	struct iattr a;
+
+	return name && !strcmp(name, "security.capability") &&
+	       !iattr_get(z->fs, fino(ino), &a) && !a.xattrs;
+}
+
 /* NAME NULL: the list of names. */
 static void getxattr_common(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	struct xa x = {.name = name, .size = size, .buf = malloc(size ? size : 1)};
-	int ret = x.buf ? with_inode(zf(req), req, ino, 0, getxattr_fn, &x) : -ENOMEM;
+	struct xa x = {.name = name, .size = size, .buf = NULL};
+	int ret;
+
+	if (no_xattrs(zf(req), ino, name)) {
+		reply_err(req, -ENODATA);
+		return;
+	}
+	x.buf = malloc(size ? size : 1);
+	ret = x.buf ? with_inode(zf(req), req, ino, 0, getxattr_fn, &x) : -ENOMEM;
 
 	xattr_reply(req, ret, size, x.buf);
 	free(x.buf);
