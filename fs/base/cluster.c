@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <lz4.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,18 +123,7 @@ int cluster_compress(struct cluster_ctx *cx, const struct cluster_place *at, uns
 
 /* ---- decompression ----------------------------------------------------------------------- */
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EIO;
-}
+#define fail(why, len, ...) zlfs_why(-EIO, why, len, __VA_ARGS__)
 
 /* zstd: one frame, exactly CLEN bytes, that says it holds exactly CAP bytes, and does. */
 static int unzstd(struct cluster_ctx *cx, const void *src, size_t clen, void *out, size_t cap,

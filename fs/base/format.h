@@ -656,6 +656,11 @@ int zlfs_cp_tail_check(const void *block, uint64_t seed, uint64_t version, uint6
  * anything else uses it; each check answers 0 or -EUCLEAN and, in WHY (may be NULL), one line
  * naming the field, its value and its range. docs/format.md, "Limits", lists them all. */
 
+/* ERR, after FMT's message written into WHY (LEN bytes; WHY may be NULL): how every check,
+ * decoder and layout rule that says why it refuses something answers. */
+int zlfs_why(int err, char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #define ZLFS_DIR_DEPTH_MAX 22u  /* hash levels of a directory (dir.c never grows past it) */
 /* Entries a directory of the deepest layout can hold: 2 blocks per bucket, 2^L buckets in
  * level L, every slot a name. */

@@ -21,8 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
+int zlfs_why(int err, char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -31,8 +30,10 @@ static int bad(char *why, size_t len, const char *fmt, ...)
 		vsnprintf(why, len, fmt, ap);
 		va_end(ap);
 	}
-	return -EUCLEAN;
+	return err;
 }
+
+#define bad(why, len, ...) zlfs_why(-EUCLEAN, why, len, __VA_ARGS__)
 
 #define RANGE(why, len, name, v, lo, hi)                                                       \
 	bad(why, len, "%s = %llu, out of range [%llu, %llu]", name, (unsigned long long)(v),     \

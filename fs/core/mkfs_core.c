@@ -15,7 +15,6 @@
 #include "log.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +25,7 @@
 #define CP_PACK_MAX (2 + ZLFS_NR_LOG_TYPES + 16)
 #define MIN_FREE_ZONES 1 /* at least one zone of room for user data beyond logs and reserve */
 
-static int why_fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+#define why_fail(why, len, ...) zlfs_why(-EINVAL, why, len, __VA_ARGS__)
 
 static uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 

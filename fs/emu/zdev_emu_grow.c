@@ -63,14 +63,8 @@ static int grow_write(int sfd, const struct emu_hdr *old, int dfd, struct emu_hd
 	if (!ret && old->undo_len)
 		ret = emu_copy_range(sfd, old->undo_off, dfd, h->undo_off, old->undo_len);
 	if (!ret)
-		ret = emu_full_pwrite(dfd, nt, tbytes, h->table_off);
+		ret = emu_img_seal(dfd, h, nt, tbytes);
 	free(nt);
-	if (!ret) {
-		h->crc = emu_hdr_crc(h);
-		ret = emu_full_pwrite(dfd, h, EMU_BLK, 0);
-	}
-	if (!ret && fsync(dfd))
-		ret = -errno;
 	return ret;
 }
 

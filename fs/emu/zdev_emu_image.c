@@ -617,8 +617,15 @@ static int create_write(int fd, struct emu_hdr *h)
 		ret = ftruncate(fd, (off_t)(h->data_off + (uint64_t)h->nr_zones * h->zone_size)) ?
 			      -errno : 0;
 	if (!ret)
-		ret = emu_full_pwrite(fd, t, tbytes, h->table_off);
+		ret = emu_img_seal(fd, h, t, tbytes);
 	free(t);
+	return ret;
+}
+
+int emu_img_seal(int fd, struct emu_hdr *h, const void *table, uint64_t tbytes)
+{
+	int ret = emu_full_pwrite(fd, table, tbytes, h->table_off);
+
 	if (!ret) {
 		h->crc = emu_hdr_crc(h);
 		ret = emu_full_pwrite(fd, h, EMU_BLK, 0);

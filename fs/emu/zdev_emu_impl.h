@@ -362,6 +362,9 @@ int emu_copy_sparse(const char *src, const char *dst);
 /* The header's own checksum; its layout (table, journal, undo area, data) for its zone count
  * and journal; a zone table entry; LEN bytes copied between two files (zdev_emu_grow.c). */
 uint32_t emu_hdr_crc(struct emu_hdr *h);
+/* Write a new image's zone TABLE (TBYTES), then its header H with its checksum, then fsync:
+ * the header last, so that an interrupted write leaves no image that opens. */
+int emu_img_seal(int fd, struct emu_hdr *h, const void *table, uint64_t tbytes);
 void emu_hdr_layout(struct emu_hdr *h);
 void emu_zent_set(struct emu_zent *e, uint64_t wp, uint32_t epoch, uint8_t cond);
 int emu_copy_range(int sfd, uint64_t soff, int dfd, uint64_t doff, uint64_t len);
