@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		"  -o, --overprovision PCT  zones held back for garbage collection, in percent\n"
 		"                           of the main area (default %d)\n"
 		"      --logs 2|4|6|7|10    active logs (default: the most the zone limits allow; 7\n"
-		"                           below 64 main-area zones, 4 below 32)\n"
+		"                           below 64 main-area zones)\n"
 		"      --encrypt            enable per-file encryption, with the master key from:\n"
 		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
 		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
