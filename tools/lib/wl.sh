@@ -285,8 +285,8 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 		return 0 ;;
 	zlfs)
 		if [[ -n $GUEST_DEV ]]; then
-			log "$BIN/mkfs.zlfs -f -q $ZLFS_MKFS_OPTS $GUEST_DEV"
-			"$BIN/mkfs.zlfs" -f -q $ZLFS_MKFS_OPTS "$GUEST_DEV" || die "mkfs.zlfs $GUEST_DEV failed"
+			log "$BIN/mkfs.zlfs -f -q ${ZLFS_MKFS_OPTS:-} $GUEST_DEV"
+			"$BIN/mkfs.zlfs" -f -q ${ZLFS_MKFS_OPTS:-} "$GUEST_DEV" || die "mkfs.zlfs $GUEST_DEV failed"
 		else
 			local img=$WORK/zlfs.img
 			rm -f "$img"
@@ -295,8 +295,8 @@ wl_prepare() { # FS TAG: a fresh, empty FS mounted; sets MNT DIR CTL BLKDEV DPID
 			"$BIN/zlfs-emu" create "$img" --size "$IMG_SIZE" --zone-size "$ZONE_SIZE" \
 				--max-open 14 --max-active 14 ${MODEL:+--timing "$MODEL"} >/dev/null ||
 				die "zlfs-emu create failed"
-			log "$BIN/mkfs.zlfs -q $ZLFS_MKFS_OPTS $img"
-			"$BIN/mkfs.zlfs" -q $ZLFS_MKFS_OPTS "$img" || die "mkfs.zlfs $img failed"
+			log "$BIN/mkfs.zlfs -q ${ZLFS_MKFS_OPTS:-} $img"
+			"$BIN/mkfs.zlfs" -q ${ZLFS_MKFS_OPTS:-} "$img" || die "mkfs.zlfs $img failed"
 		fi ;;
 	passthrough)
 		rm -rf "$WORK/src"
