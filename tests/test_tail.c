@@ -242,10 +242,12 @@ END_TEST
 
 /* SQLite's write-ahead log once it wraps: COMMITS commits of two frames (a 24-byte header
  * and a 4 KiB page each) rewritten in place from byte 32 of a file of 2 MiB, each commit
- * fdatasync'ed. Device bytes over user bytes. */
-static double wal_rewrites(int commits, uint32_t seed)
+ * fdatasync'ed. Device bytes over user bytes; the device's reads in *READS (with CHECK, the
+ * frames are read back through the daemon now and then, which reads too). */
+static double wal_rewrites(int commits, uint32_t seed, int check, long *reads)
 {
 	long user0 = stat_of("bytes_written_by_users"), dev0 = stat_of("bytes_written_to_device");
+	long reads0 = stat_of("host_reads");
 	uint64_t pos = 32;
 	int fd = open(path, O_WRONLY);
 
@@ -258,19 +260,23 @@ static double wal_rewrites(int commits, uint32_t seed)
 			pos += n;
 		}
 		ck_assert_int_eq(fdatasync(fd), 0);
-		if (c % 16 == 0)
+		if (check && c % 16 == 0)
 			expect_direct(pos - 2 * (BLK + 24), 2 * (BLK + 24), "commit");
 	}
 	close(fd);
+	*reads = stat_of("host_reads") - reads0;
 	return ratio(dev0, user0);
 }
 
 /* The block a write ends inside is held also within the file: a wrapped write-ahead log
  * writes each block of its commits once, where writing every partial write through costs
- * each block twice (a 24-byte header and the page after it both end inside a block). */
+ * each block twice (a 24-byte header and the page after it both end inside a block). And
+ * the block an fsync wrote stays in memory, clean: the next commit's first frame, which
+ * begins inside it, is not read from the device again. */
 START_TEST(t_rewrites_cost_what_they_carry)
 {
 	double held_ratio, plain;
+	long reads, plain_reads;
 	pid_t pid;
 	int fd;
 
@@ -282,19 +288,27 @@ START_TEST(t_rewrites_cost_what_they_carry)
 	put(fd, 0, 2u << 20, 1);
 	ck_assert_int_eq(fsync(fd), 0);
 	close(fd);
-	held_ratio = wal_rewrites(200, 100);
+	held_ratio = wal_rewrites(200, 100, 1, &reads);
 	expect_all("after the held rewrites");
+	(void)wal_rewrites(100, 200, 0, &reads);
+	expect_all("after the held rewrites, unchecked");
 	stop(pid);
 
 	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,tail_blocks=0");
 	ck_assert_int_gt(pid, 0);
-	plain = wal_rewrites(200, 400);
+	plain = wal_rewrites(200, 400, 1, &plain_reads);
+	(void)wal_rewrites(100, 500, 0, &plain_reads);
 	expect_all("after the rewrites written through");
 	stop(pid);
-	printf("200 wrapped WAL commits: device/user %.3f held, %.3f written through\n",
-	       held_ratio, plain);
+	printf("200 wrapped WAL commits: device/user %.3f held, %.3f written through; 100 more "
+	       "read %ld and %ld times from the device\n", held_ratio, plain, reads, plain_reads);
 	ck_assert_msg(held_ratio < 0.7 * plain, "device/user %.3f held, %.3f written through",
 		      held_ratio, plain);
+	/* Each commit ends inside a block the file already had (the log wraps over its old
+	 * frames): a new held block reads the old one, twice a commit. The block the last fsync
+	 * wrote, where the next commit begins, is read no more: without its clean copy, three. */
+	ck_assert_msg(reads <= 2 * 100 + 5 && plain_reads >= 3 * 100, "100 commits read the "
+		      "device %ld times with held blocks, %ld without", reads, plain_reads);
 	ck_assert(fsck_clean());
 }
 END_TEST

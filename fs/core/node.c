@@ -747,11 +747,13 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 		ret = node_dirty_of(fs, ino, &v, &n);
 	/* The data first. Without ONE_FLUSH it is made durable before any node is written: a
 	 * node that reaches the device before the blocks it points to would give the file
-	 * contents it never had if power failed in between. With it, the data is only issued:
-	 * one flush after the marker makes all of it durable, and recovery tells a group cut
-	 * short by its count and by the write pointers of the zones its blocks lie in. */
-	if (!ret)
-		ret = group ? wbuf_flush_all(fs->wb) : node_make_durable(fs);
+	 * contents it never had if power failed in between. With it, the data stays staged:
+	 * the one drain after the marker issues data and nodes together (different zones, so
+	 * the flushers write them side by side), one flush makes all of it durable, and
+	 * recovery tells a group cut short by its count and by the write pointers of the
+	 * zones its blocks lie in. */
+	if (!ret && !group)
+		ret = node_make_durable(fs);
 	/* Then the nodes, all in one zone (a zone keeps writes in order through a power cut),
 	 * the inode last and marked: recovery takes the group only when the marker is there. */
 	for (i = 0; !ret && i < n; i++)

@@ -226,6 +226,8 @@ void emu_free(struct emu_dev *d)
 	pthread_mutex_unlock(&d->jlock);
 	emu_ftl_close(d); /* saves its state first, while the image is open */
 	emu_jrnl_forget(d);
+	if (d->jfd >= 0 && d->jfd != d->fd)
+		close(d->jfd);
 	if (d->fd >= 0)
 		close(d->fd); /* also drops the flock */
 	if (d->log_fd >= 0)
@@ -348,6 +350,7 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 	if (!d)
 		return -ENOMEM;
 	d->fd = -1;
+	d->jfd = -1;
 	d->log_fd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->idle, NULL);
@@ -364,6 +367,8 @@ int emu_open_internal(const char *path, const struct zdev_open_opts *opts, int n
 			  &d->fd);
 	if (ret == -EBUSY && nolog)
 		zlog_err("%s is in use (mounted or open elsewhere)", path);
+	if (!ret)
+		ret = emu_open_jfd(d, path, opts->readonly);
 	if (!ret)
 		ret = emu_load(d, path);
 	log = opts->emu_log ? opts->emu_log : d->hdr->log_path;

@@ -473,6 +473,33 @@ int emu_open_fd(const char *path, int readonly, int direct, int *fdp)
 	return 0;
 }
 
+/* The journal's fd: the image's own, or with O_DIRECT a second, buffered one (struct
+ * emu_dev, jfd), checked to be the same file (the path may have been replaced between the
+ * opens). Not locked: the first fd's lock covers the image. */
+int emu_open_jfd(struct emu_dev *d, const char *path, int readonly)
+{
+	struct stat a, b;
+	int fd;
+
+	if (!d->direct) {
+		d->jfd = d->fd;
+		return 0;
+	}
+	fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &b) || fstat(d->fd, &a) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		int ret = fd < 0 ? -errno : -EBUSY;
+
+		zlog_err("%s: cannot open the image a second time for its journal%s", path,
+			 fd < 0 ? "" : ": the path now names another file");
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	d->jfd = fd;
+	return 0;
+}
+
 int zemu_read_geometry(const char *path, struct zdev_geometry *geo)
 {
 	struct emu_dev d;

@@ -273,6 +273,11 @@ struct emu_dev {
 	uint32_t inflight;          /* transfers under way with the lock dropped */
 	uint32_t jreserved;         /* journal slots they will take when they end */
 	int fd;
+	int jfd;                    /* the journal's blocks: fd, or with O_DIRECT a buffered fd of
+				     * the same image (a record is the emulator's bookkeeping, no
+				     * device I/O: it waits for no disk, and a kill keeps it in the
+				     * host's page cache; the flush's fdatasync makes it durable with
+				     * the data) */
 	int direct;
 	int nosync;                 /* replay: skip fdatasync until the final flush */
 	struct emu_hdr *hdr;        /* EMU_BLK aligned */
@@ -358,6 +363,7 @@ int emu_bad_image(const char *path, int err, const char *why);
 int emu_hdr_validate(struct emu_hdr *h, const char *path, uint64_t file_size);
 int emu_table_load(struct emu_dev *d, const char *path);
 int emu_open_fd(const char *path, int readonly, int direct, int *fdp);
+int emu_open_jfd(struct emu_dev *d, const char *path, int readonly);
 int emu_copy_sparse(const char *src, const char *dst);
 /* The header's own checksum; its layout (table, journal, undo area, data) for its zone count
  * and journal; a zone table entry; LEN bytes copied between two files (zdev_emu_grow.c). */

@@ -52,7 +52,7 @@ static int jrnl_write_copy(struct emu_dev *d, const struct jblk *c)
 	while (d->jdone + 1 != c->ticket)
 		pthread_cond_wait(&d->jturn, &d->jlock);
 	if (!__atomic_load_n(&d->jfailed, __ATOMIC_ACQUIRE))
-		ret = emu_full_pwrite(d->fd, c->data, EMU_BLK,
+		ret = emu_full_pwrite(d->jfd, c->data, EMU_BLK,
 				      d->hdr->jrnl_off + (uint64_t)c->blk * EMU_BLK);
 	if (ret)
 		__atomic_store_n(&d->jfailed, 1, __ATOMIC_RELEASE);
@@ -647,7 +647,7 @@ static int jrnl_clear_stale(struct emu_dev *d, uint32_t end)
 			uint32_t b = i / (uint32_t)JREC_PER_BLK;
 
 			if (!d->zd.readonly && !ret)
-				ret = emu_full_pwrite(d->fd, (uint8_t *)d->jrnl + (uint64_t)b * EMU_BLK,
+				ret = emu_full_pwrite(d->jfd, (uint8_t *)d->jrnl + (uint64_t)b * EMU_BLK,
 						      EMU_BLK, h->jrnl_off + (uint64_t)b * EMU_BLK);
 			wrote = 1;
 			found = 0;
@@ -668,7 +668,7 @@ int emu_jrnl_load(struct emu_dev *d, const char *path)
 	uint32_t end = 0, proven = 0, upto = 0;
 	int ret;
 
-	ret = emu_full_pread(d->fd, d->jrnl, (size_t)h->jslots * sizeof(struct emu_jrec), h->jrnl_off);
+	ret = emu_full_pread(d->jfd, d->jrnl, (size_t)h->jslots * sizeof(struct emu_jrec), h->jrnl_off);
 	if (!ret)
 		ret = jrnl_prefix(d, path, &end, &proven);
 	for (d->jcount = 0; !ret && d->jcount < end; d->jcount++) {

@@ -59,7 +59,7 @@ static int write_piece(struct zlfs_fs *fs, struct node_page *inode, const struct
 	uint8_t *h = tail_block(fs, inode->nid, &hidx);
 	int ret = 0;
 
-	if (h && hidx == idx) {
+	if (h && hidx == idx && !tail_redirty(fs, inode->nid)) {
 		memcpy(h + at, src, n);
 		data_changed(fs, inode);
 		return at + n == ZLFS_BLOCK_SIZE ? tail_write(fs, inode) : 0;
@@ -170,11 +170,13 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 {
 	struct zlfs_inode *in = inode_of(inode);
 	uint64_t old = le64_get(in->size), hidx;
-	uint8_t *h = tail_block(fs, inode->nid, &hidx);
+	uint8_t *h;
 	int ret = 0;
 
 	if (size >= data_max_blocks() * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
+	tail_forget_clean(fs, inode->nid); /* a held block changes below, not a clean copy */
+	h = tail_block(fs, inode->nid, &hidx);
 	ret = inline_resize(fs, inode, size);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -227,6 +229,7 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 	 * device's copy; past the end of file the held block's bytes are unchanged. */
 	int ret = off < fsize ? tail_write(fs, inode) : 0;
 
+	tail_forget_clean(fs, inode->nid);
 	if (ret)
 		return ret;
 	if (inline_is(inode))

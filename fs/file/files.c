@@ -180,8 +180,9 @@ static int files_fsync_fast(struct zlfs_fs *fs, uint32_t ino)
 	ret = il ? inode_get(fs, ino, &np) : -ENOMEM;
 	if (!ret) {
 		isdir = S_ISDIR(le32_get(inode_of(np)->mode));
-		/* The held partial block joins the data the fsync's one flush makes durable. */
-		ret = isdir ? 0 : tail_write(fs, np);
+		/* The held partial block joins the data the fsync's one flush makes durable,
+		 * and stays as a clean copy for the next write into it. */
+		ret = isdir ? 0 : tail_sync(fs, np);
 		node_put(fs, np);
 		/* Directories and files whose name or node set changed need a checkpoint;
 		 * everything else is rolled forward from its fsync'ed nodes after a crash. */

@@ -133,8 +133,17 @@ uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx);
 uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh);
 /* Forget INO's held block (its bytes are no longer the file's). */
 void tail_drop(struct zlfs_fs *fs, uint32_t ino);
-/* Write INODE's held block out, if it has one (INODE locked exclusively, cp_lock shared). */
+/* Write INODE's held block out, if it has one, and let it go (INODE locked exclusively,
+ * cp_lock shared). */
 int tail_write(struct zlfs_fs *fs, struct node_page *inode);
+/* As tail_write, but the block stays as a clean copy (fsync): a later write into it needs no
+ * device read. tail_block finds it; tail_redirty holds it again before a write changes it. */
+int tail_sync(struct zlfs_fs *fs, struct node_page *inode);
+/* Before a write into INO's held block: 0, or -ENOSPC when a clean copy could not be held
+ * again for want of room (it is let go). */
+int tail_redirty(struct zlfs_fs *fs, uint32_t ino);
+/* Let INO's clean copy go, if it has one (a change made on the device, not through it). */
+void tail_forget_clean(struct zlfs_fs *fs, uint32_t ino);
 /* Whether INO has a block held; needs no lock (a hint for a caller that takes INO's next). */
 int tail_held(struct zlfs_fs *fs, uint32_t ino);
 /* 1 when INO's held block will add a block to the file when written (st_blocks counts it). */

@@ -9,7 +9,10 @@
  * the block or goes past it (data.c), at fsync and release, before a checkpoint and at
  * unmount (every held block), and once a block is older than the age the daemon gives
  * (tail_flush_aged, from the checkpoint thread). A held block is plaintext; data.c encrypts
- * it as it is written, as any block.
+ * it as it is written, as any block. An fsync keeps the block it wrote as a clean copy (what
+ * the device holds), so that the next write into it, which a log written in frames that end
+ * inside blocks makes at once (SQLite's WAL), needs no read of the device: the first write
+ * makes it held again, and anything else that changes the file lets it go.
  * May call: dmap.c (data_write_held), inode.c, icache (core.h), node/log (core.h), log.h.
  *
  * Locks: the table's chains and count are under its own lock (tail_lock, a leaf, taken for
@@ -30,6 +33,7 @@ struct tail {
 	struct tail *next;  /* hash chain */
 	uint32_t ino;
 	int fresh;          /* the file had no block there: writing it adds one (st_blocks) */
+	int clean;          /* what the device holds (an fsync wrote it): nothing owed */
 	uint64_t idx;       /* file block */
 	uint64_t born_ns;   /* when it was first held (CLOCK_MONOTONIC) */
 	uint8_t *buf;       /* one block of plaintext */
@@ -39,6 +43,7 @@ struct tail_table {
 	struct zlock lock;  /* bucket chains, count */
 	struct tail *bucket[TAIL_BUCKETS];
 	uint32_t count, max;
+	uint32_t nclean;    /* atomic: clean copies among them (held_blocks counts the rest) */
 };
 
 int tail_init(struct zlfs_fs *fs, uint32_t max_blocks)
@@ -73,7 +78,7 @@ static struct tail *tail_get(struct zlfs_fs *fs, uint32_t ino)
 
 	/* INO's entry was counted under INO's lock, which the caller holds now: a count of 0
 	 * means none, and a read or write of a file spares the table's lock */
-	if (!t || !ATOMIC_GET(&fs->held_blocks))
+	if (!t || (!ATOMIC_GET(&fs->held_blocks) && !ATOMIC_GET(&t->nclean)))
 		return NULL;
 	zlock_lock(&t->lock);
 	e = *tail_slot(t, ino);
@@ -87,7 +92,8 @@ static void tail_free(struct tail *e)
 	free(e);
 }
 
-/* Take INO's entry out of the table; OWED: its room is still owed, and is given back. */
+/* Take INO's entry out of the table; OWED: its room is still owed, and is given back (a
+ * clean copy owes none). */
 static void tail_remove(struct zlfs_fs *fs, uint32_t ino, int owed)
 {
 	struct tail_table *t = fs->tails;
@@ -103,10 +109,53 @@ static void tail_remove(struct zlfs_fs *fs, uint32_t ino, int owed)
 	zlock_unlock(&t->lock);
 	if (!e)
 		return;
-	if (owed)
-		seg_owe(fs, ZLFS_LOG_WARM_DATA, -1);
-	ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+	if (e->clean) {
+		ATOMIC_ADD(&t->nclean, (uint32_t)-1);
+	} else {
+		if (owed)
+			seg_owe(fs, ZLFS_LOG_WARM_DATA, -1);
+		ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+	}
 	tail_free(e);
+}
+
+/* E becomes a clean copy, or held again: under the table's lock, which tail_probe reads
+ * them under without the file's. */
+static void tail_mark(struct tail_table *t, struct tail *e, int clean)
+{
+	zlock_lock(&t->lock);
+	e->clean = clean;
+	e->fresh = 0; /* once written, the file has a block there */
+	if (!clean)
+		e->born_ns = mono_ns();
+	zlock_unlock(&t->lock);
+}
+
+void tail_forget_clean(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct tail *e = tail_get(fs, ino);
+
+	if (e && e->clean)
+		tail_remove(fs, ino, 0);
+}
+
+/* A clean copy is held again for a write into it: its room is asked and owed as tail_hold
+ * does. 0, or -ENOSPC with the copy let go (the write goes to the device as without it). */
+int tail_redirty(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct tail *e = tail_get(fs, ino);
+
+	if (!e || !e->clean)
+		return 0;
+	if (!seg_free_blocks(fs)) {
+		tail_remove(fs, ino, 0);
+		return -ENOSPC;
+	}
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
+	tail_mark(fs->tails, e, 0);
+	ATOMIC_ADD(&fs->tails->nclean, (uint32_t)-1);
+	ATOMIC_ADD(&fs->held_blocks, 1);
+	return 0;
 }
 
 uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx)
@@ -128,6 +177,7 @@ uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh)
 	struct tail *e, **pp;
 	int full;
 
+	tail_forget_clean(fs, ino); /* a clean copy of another block of INO gives way */
 	if (!t || ATOMIC_GET(&fs->held_blocks) >= t->max || !seg_free_blocks(fs))
 		return NULL;
 	e = calloc(1, sizeof(*e));
@@ -162,13 +212,17 @@ void tail_drop(struct zlfs_fs *fs, uint32_t ino)
 		tail_remove(fs, ino, 1);
 }
 
-int tail_write(struct zlfs_fs *fs, struct node_page *inode)
+/* Write INODE's held block out; KEEP: keep it as a clean copy (an fsync's), else let it go. */
+static int tail_write_keep(struct zlfs_fs *fs, struct node_page *inode, int keep)
 {
 	struct tail *e = tail_get(fs, inode->nid);
 	int ret;
 
-	if (!e)
+	if (!e || e->clean) {
+		if (e && !keep)
+			tail_remove(fs, inode->nid, 0);
 		return 0;
+	}
 	seg_owe(fs, ZLFS_LOG_WARM_DATA, -1); /* the write below spends the room set aside */
 	ret = data_write_held(fs, inode, e->idx, e->buf);
 	if (ret) { /* still held, still owed: a later write-out tries again */
@@ -178,8 +232,24 @@ int tail_write(struct zlfs_fs *fs, struct node_page *inode)
 	/* The attribute cache first: a stat that no longer finds the block held must find it
 	 * counted in the file's blocks (inode_stat). */
 	iattr_update(fs, inode);
-	tail_remove(fs, inode->nid, 0);
+	if (!keep) {
+		tail_remove(fs, inode->nid, 0);
+		return 0;
+	}
+	tail_mark(fs->tails, e, 1);
+	ATOMIC_ADD(&fs->tails->nclean, 1);
+	ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
 	return 0;
+}
+
+int tail_write(struct zlfs_fs *fs, struct node_page *inode)
+{
+	return tail_write_keep(fs, inode, 0);
+}
+
+int tail_sync(struct zlfs_fs *fs, struct node_page *inode)
+{
+	return tail_write_keep(fs, inode, 1);
 }
 
 /* Whether INO has a block held (1 + whether writing it adds a block to the file, so 2 for a
@@ -190,11 +260,11 @@ static int tail_probe(struct zlfs_fs *fs, uint32_t ino)
 	struct tail *e;
 	int n;
 
-	if (!t || !ATOMIC_GET(&fs->held_blocks)) /* the common case of stat: no lock taken */
-		return 0;
+	if (!t || (!ATOMIC_GET(&fs->held_blocks) && !ATOMIC_GET(&t->nclean)))
+		return 0; /* the common case of stat: no lock taken */
 	zlock_lock(&t->lock);
 	e = *tail_slot(t, ino);
-	n = e ? 1 + e->fresh : 0;
+	n = e ? 1 + (e->fresh && !e->clean) : 0;
 	zlock_unlock(&t->lock);
 	return n;
 }
@@ -271,7 +341,8 @@ void tail_flush_aged(struct zlfs_fs *fs, uint64_t age_ns)
 	uint32_t *v, n, i;
 	int ret;
 
-	if (!fs->tails || !ATOMIC_GET(&fs->held_blocks) || tail_inodes(fs->tails, before, &v, &n))
+	if (!fs->tails || (!ATOMIC_GET(&fs->held_blocks) && !ATOMIC_GET(&fs->tails->nclean)) ||
+	    tail_inodes(fs->tails, before, &v, &n))
 		return;
 	for (i = 0; i < n && !ATOMIC_GET(&fs->readonly); i++) {
 		zrw_rdlock(&fs->cp_lock);
@@ -289,9 +360,10 @@ void tail_destroy(struct zlfs_fs *fs)
 
 	if (!t)
 		return;
-	if (t->count) /* a read-only filesystem, or a write-out that failed: said at unmount */
+	if (ATOMIC_GET(&fs->held_blocks)) /* a read-only filesystem, or a failed write-out */
 		zlog_warn("%u partial blocks held in memory were not written: the bytes appended "
-			  "to those files since their last fsync are lost", t->count);
+			  "to those files since their last fsync are lost",
+			  ATOMIC_GET(&fs->held_blocks));
 	for (uint32_t b = 0; b < TAIL_BUCKETS; b++)
 		while (t->bucket[b])
 			tail_remove(fs, t->bucket[b]->ino, 1);
