@@ -281,7 +281,8 @@ START_TEST(t_rewrites_cost_what_they_carry)
 	int fd;
 
 	fresh("tail-wal.img", 256ull << 20);
-	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
+	/* without the read cache, which would serve every read counted here */
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,read_cache_blocks=0");
 	ck_assert_int_gt(pid, 0);
 	fd = open(path, O_CREAT | O_WRONLY, 0644);
 	ck_assert_int_ge(fd, 0);
@@ -294,7 +295,8 @@ START_TEST(t_rewrites_cost_what_they_carry)
 	expect_all("after the held rewrites, unchecked");
 	stop(pid);
 
-	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,tail_blocks=0");
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc,tail_blocks=0,"
+			      "read_cache_blocks=0");
 	ck_assert_int_gt(pid, 0);
 	plain = wal_rewrites(200, 400, 1, &plain_reads);
 	(void)wal_rewrites(100, 500, 0, &plain_reads);
@@ -309,6 +311,58 @@ START_TEST(t_rewrites_cost_what_they_carry)
 	 * wrote, where the next commit begins, is read no more: without its clean copy, three. */
 	ck_assert_msg(reads <= 2 * 100 + 5 && plain_reads >= 3 * 100, "100 commits read the "
 		      "device %ld times with held blocks, %ld without", reads, plain_reads);
+
+	/* With the read cache (the default): the blocks the log had before were written by
+	 * the commits of its last round, a few hundred blocks ago, and are read from memory. */
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	(void)wal_rewrites(200, 600, 0, &reads); /* a round to fill it: the mount starts empty */
+	(void)wal_rewrites(100, 700, 0, &reads);
+	expect_all("after the rewrites with the read cache");
+	stop(pid);
+	printf("with the read cache: 100 commits read %ld times from the device\n", reads);
+	ck_assert_msg(reads <= 5, "100 commits read the device %ld times with the read cache",
+		      reads);
+	ck_assert(fsck_clean());
+}
+END_TEST
+
+/* The read cache (fs/core/rcache.c) keeps blocks by device address, so a zone reset must
+ * forget them: each round writes a file of 12 MiB in long runs (which do not fill the cache),
+ * reads every fourth block of it back alone (which does), deletes it and syncs, so its zones
+ * go back to the free pool; on a 160 MiB device (14 main zones of 8 MiB) the next rounds'
+ * files take those zones again, and each block read alone must be the new file's, not what
+ * the cache kept of the old one. */
+START_TEST(t_read_cache_forgets_reset_zones)
+{
+	const size_t fsize = 12u << 20;
+	long hits0;
+	pid_t pid;
+	int fd;
+
+	fresh("tail-rcache.img", 160ull << 20);
+	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	hits0 = stat_of("hits");
+	for (uint32_t round = 0; round < 10; round++) {
+		fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		model_size(0);
+		for (size_t off = 0; off < fsize; off += 1u << 20)
+			put(fd, off, 1u << 20, 50 + round);
+		ck_assert_int_eq(fsync(fd), 0);
+		close(fd);
+		for (size_t off = 0; off < fsize; off += 4 * BLK)
+			expect_direct(off, BLK, "a block read alone");
+		for (size_t off = 0; off < fsize; off += 64 * BLK) /* now some from the cache */
+			expect_direct(off, BLK, "a block read alone again");
+		direct_close();
+		ck_assert_int_eq(unlink(path), 0);
+		ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	}
+	ck_assert_msg(stat_of("hits") - hits0 >= 10 * (long)(fsize / BLK / 64),
+		      "the read cache served %ld reads", stat_of("hits") - hits0);
+	stop(pid);
 	ck_assert(fsck_clean());
 }
 END_TEST
@@ -570,6 +624,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_appends_cost_what_they_carry);
 	tcase_add_test(tc, t_rewrites_cost_what_they_carry);
+	tcase_add_test(tc, t_read_cache_forgets_reset_zones);
 	tcase_add_test(tc, t_reads_see_every_byte);
 	tcase_add_test(tc, t_bound_age_release_fsync);
 	tcase_add_test(tc, t_fsynced_prefix_survives_kill);

@@ -33,6 +33,7 @@ enum lock_rank {
 	LR_SLEEP = 96,   /* a background thread's sleep and stop flag */
 	LR_RA = 97,      /* read-ahead windows */
 	LR_TAIL = 98,    /* the table of partial blocks held in memory (a leaf) */
+	LR_RCACHE = 99,  /* the read cache of main-area blocks by address (a leaf) */
 	LR_WBUF = 100,   /* the write buffer's slots and queues */
 	LR_DEV = 110,    /* inside a device backend */
 };

@@ -43,6 +43,8 @@
  *                     waiter holds
  *   98 tail_lock      the table of partial blocks held in memory (tailbuf.c): its chains
  *                     and count; a held block's bytes belong to its inode's lock
+ *   99 rcache_lock    the read cache of main-area blocks by address (rcache.c): its hash,
+ *                     entries and bytes
  *  100 wbuf lock      the write buffer's slots and queues (wbuf.c)
  *  110                the device backend's own, and the page pool's (zdev.c, a leaf)
  *
@@ -304,6 +306,7 @@ struct zlfs_fs {
 	int encrypt_all;
 
 	struct wbuf *wb;            /* staged blocks for the main-area logs */
+	struct rcache *rcache;      /* blocks read or written a moment ago (rcache.c), or NULL */
 	uint8_t *iobuf;             /* one aligned block for metadata I/O: mount, and checkpoints
 				     * under cp_lock exclusive */
 	void *dcache;               /* the file layer's directory block cache (dir.c, own lock) */
@@ -476,6 +479,21 @@ int seg_zone_state(struct zlfs_fs *fs, uint32_t zone);
 /* Pin ZONE (ZLFS_ZONE_NONE: none) as the zone GC is reading: it is not freed meanwhile. */
 void seg_pin(struct zlfs_fs *fs, uint32_t zone);
 uint32_t seg_usable_per_zone(const struct zlfs_fs *fs);
+
+/* ---- rcache.c: main-area blocks read or written a moment ago ---------------------------- */
+/* A cache of BLOCKS blocks (0: none; without a call there is none). */
+int rcache_init(struct zlfs_fs *fs, uint32_t blocks);
+void rcache_destroy(struct zlfs_fs *fs);
+/* 1 with block ADDR's bytes in BUF, 0 when not cached. */
+int rcache_get(struct zlfs_fs *fs, uint32_t addr, void *buf);
+/* Block ADDR holds BUF on the device (read from it, or staged for it). */
+void rcache_put(struct zlfs_fs *fs, uint32_t addr, const void *buf);
+/* Forget blocks [FIRST, FIRST+N): their zone is about to be reset. */
+void rcache_forget(struct zlfs_fs *fs, uint32_t first, uint32_t n);
+struct rcache_stats {
+	uint64_t blocks, hits, misses, fills;
+};
+void rcache_stats(struct zlfs_fs *fs, struct rcache_stats *st);
 
 /* ---- node.c ----------------------------------------------------------------------------- */
 /* A cached node block. Everything but buf is the cache's (ncache_lock; dirty and hot may be

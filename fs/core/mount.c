@@ -265,6 +265,7 @@ static void fs_free(struct zlfs_fs *fs)
 	zdev_buf_free(fs->gc.sum);
 	zdev_buf_free(fs->gc.win.buf);
 	wbuf_destroy(fs->wb);
+	rcache_destroy(fs);
 	free(fs->orphans);
 	node_destroy(fs);
 	ilock_destroy(fs);

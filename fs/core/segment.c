@@ -361,13 +361,23 @@ void blk_seal(struct zlfs_fs *fs, void *buf)
 	zlfs_blk_seal(buf, fs->sb.seed);
 }
 
+/* Reads of at most SEG_RCACHE_RUN_MAX blocks, and writes of user data of at most
+ * SEG_RCACHE_FILL_MAX, go through the read cache (rcache.c): what a program writes in pieces
+ * and reads back, or rewrites in part, is small. */
+#define SEG_RCACHE_RUN_MAX 8
+#define SEG_RCACHE_FILL_MAX 4
+
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
 {
 	uint32_t zb = zone_blocks(fs);
+	int ret;
 
-	if (fs->wb && wbuf_read(fs->wb, addr / zb, addr % zb, buf))
+	if ((fs->wb && wbuf_read(fs->wb, addr / zb, addr % zb, buf)) || rcache_get(fs, addr, buf))
 		return 0;
-	return zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
+	ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
+	if (!ret)
+		rcache_put(fs, addr, buf);
+	return ret;
 }
 
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
@@ -381,6 +391,11 @@ int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
 	memset(got, 0, n);
 	if (fs->wb)
 		wbuf_read_run(fs->wb, addr / zb, addr % zb, n, buf, got);
+	/* The read cache serves short runs only: a long one read in one piece from the device
+	 * beats one cut around a few cached blocks, and the kernel's cache keeps long reads. */
+	for (j = 0; fs->rcache && n <= SEG_RCACHE_RUN_MAX && j < n; j++)
+		if (!got[j])
+			got[j] = (uint8_t)rcache_get(fs, addr + j, (uint8_t *)buf + (size_t)j * ZLFS_BLOCK_SIZE);
 	while (!ret && i < n) { /* the rest comes from the device, a run at a time */
 		for (; i < n && got[i]; i++)
 			;
@@ -390,6 +405,8 @@ int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
 			ret = zdev_read(fs->dev, (uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE,
 					(size_t)(j - i) * ZLFS_BLOCK_SIZE,
 					(uint64_t)(addr + i) * ZLFS_BLOCK_SIZE);
+		for (; !ret && n <= SEG_RCACHE_RUN_MAX && i < j; i++)
+			rcache_put(fs, addr + i, (uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE);
 		i = j;
 	}
 	return ret;
@@ -454,6 +471,7 @@ static int seg_write_failed(struct zlfs_fs *fs, uint32_t zone, int err)
 	return -EIO;
 }
 
+
 /* Stage N consecutive blocks of log LOG at BLK of ZONE (one run of the zone's blocks). */
 static int seg_write_n(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
 		       const void *buf, uint32_t n)
@@ -463,6 +481,12 @@ static int seg_write_n(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
 
 	if (ret)
 		return seg_write_failed(fs, zone, ret);
+	/* Small writes of user data are what a program writes again in pieces, or reads back
+	 * while the kernel's cache has only part of the page: kept for reading. */
+	for (uint32_t i = 0; fs->rcache && n <= SEG_RCACHE_FILL_MAX && i < n &&
+			     log > ZLFS_LOG_COLD_NODE; i++)
+		rcache_put(fs, zone * zone_blocks(fs) + blk + i,
+			   (const uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE);
 	ATOMIC_ADD(&fs->dev_bytes, bytes);
 	ATOMIC_ADD(&fs->dev_bytes_main, bytes);
 	if (log <= ZLFS_LOG_COLD_NODE)
@@ -614,6 +638,7 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 			seg_unclaim(fs, (uint32_t)mz, &z);
 			continue;
 		}
+		rcache_forget(fs, *zone * zone_blocks(fs), zone_blocks(fs));
 		if (!ret && z.cond != ZDEV_COND_EMPTY)
 			ret = zdev_zone_reset(fs->dev, *zone);
 		if (ret) {

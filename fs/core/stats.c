@@ -80,6 +80,16 @@ void zlfs_counts(struct zlfs_fs *fs, uint64_t *nodes, uint64_t *retired_zones)
 	zlock_unlock(&fs->seg_lock);
 }
 
+static void stats_rcache(struct zlfs_fs *fs, struct jbuf *j)
+{
+	struct rcache_stats r;
+
+	rcache_stats(fs, &r);
+	jprintf(j, "  \"read_cache\": {\"blocks\": %llu, \"hits\": %llu, \"misses\": %llu, "
+		   "\"fills\": %llu},\n", (unsigned long long)r.blocks, (unsigned long long)r.hits,
+		(unsigned long long)r.misses, (unsigned long long)r.fills);
+}
+
 static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 {
 	uint32_t mz, used = 0, open = 0, dirty = 0, free_zones, retired;
@@ -111,6 +121,7 @@ static void stats_space(struct zlfs_fs *fs, struct jbuf *j)
 		remap_count(fs), ATOMIC_GET(&fs->held_blocks));
 	jprintf(j, "  \"nodes\": {\"valid\": %llu, \"inodes\": %llu, \"max\": %u},\n",
 		(unsigned long long)nodes, (unsigned long long)inodes, fs->sb.max_nid);
+	stats_rcache(fs, j);
 }
 
 /* Energy per reclaimed GiB from the per-byte model: what GC read and wrote, over what it

@@ -328,6 +328,8 @@ struct zfuse *zfuse_new(struct zlfs_fs *fs, const struct zlfs_ops_opts *o)
 	z->opts = *o;
 	if (!fs->readonly && tail_init(fs, o->tail_blocks))
 		zlog_warn("no memory for partial blocks: every write goes to the device at once");
+	if (rcache_init(fs, o->read_cache_blocks))
+		zlog_warn("no memory for the read cache: every read goes to the device");
 	z->nbuckets = 65536;
 	z->irefs = calloc(z->nbuckets, sizeof(*z->irefs));
 	zlock_init(&z->iref_lock, LR_IREF, "iref_lock");

@@ -20,12 +20,15 @@ struct zlfs_ops_opts {
 	double attr_timeout;  /* seconds the kernel may keep attributes */
 	unsigned tail_blocks; /* partial blocks held in memory at most (tailbuf.c); 0: none */
 	unsigned tail_secs;   /* how long one is held at most, about (the checkpoint thread) */
+	unsigned read_cache_blocks; /* blocks read or written a moment ago (rcache.c); 0: none */
 	int noinline_data;    /* new small files do not start in their inodes (inline.c) */
 };
 
 /* 4 MiB of partial blocks; each written within about 5 seconds (docs/design.md). */
 #define ZFUSE_TAIL_BLOCKS 1024u
 #define ZFUSE_TAIL_SECS 5u
+/* 16 MiB of blocks read or written a moment ago (docs/design.md, "The read cache"). */
+#define ZFUSE_READ_CACHE_BLOCKS 4096u
 
 /* zlfs is the only writer of its device: every change reaches the kernel's caches through
  * the request that made it, so names and attributes may be kept for long. */

@@ -29,7 +29,7 @@ struct zlfs_cli {
 	int no_gc;
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
-	unsigned cp_interval, wait_secs, tail_blocks, tail_secs;
+	unsigned cp_interval, wait_secs, tail_blocks, tail_secs, read_cache_blocks;
 	int noinline_data;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
@@ -50,6 +50,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("cp_interval=%u", cp_interval, 0),
 	OPT("tail_blocks=%u", tail_blocks, 0),
 	OPT("tail_secs=%u", tail_secs, 0),
+	OPT("read_cache_blocks=%u", read_cache_blocks, 0),
 	OPT("noinline_data", noinline_data, 1),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
@@ -107,6 +108,8 @@ static void usage(const char *prog)
 	       "    tail_blocks=N        partial blocks at files' ends kept in memory until they\n"
 	       "                         fill, fsync, close or a checkpoint (default %u; 0: none)\n"
 	       "    tail_secs=SECS       and about SECS seconds at most (default %u; 0: no limit)\n"
+	       "    read_cache_blocks=N  4 KiB blocks read or written a moment ago kept for\n"
+	       "                         reading again (default %u; 0: none)\n"
 	       "    noinline_data        new files of at most 3,908 bytes take a data block, not\n"
 	       "                         their inode's room (default: inline, when mkfs set it)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
@@ -144,7 +147,7 @@ static void usage(const char *prog)
 	       "                         default none); needs a filesystem with the COMPRESS\n"
 	       "                         feature, which no mkfs.zlfs makes yet\n\n"
 	       "FUSE options:\n",
-	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
+	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZFUSE_READ_CACHE_BLOCKS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }
@@ -243,7 +246,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 				   .cp_interval = c->cp_interval, .background_gc = !c->no_gc,
 				   .verbose = c->verbose, .entry_timeout = c->entry_timeout,
 				   .attr_timeout = c->attr_timeout, .tail_blocks = c->tail_blocks,
-				   .tail_secs = c->tail_secs, .noinline_data = c->noinline_data};
+				   .tail_secs = c->tail_secs, .noinline_data = c->noinline_data,
+				   .read_cache_blocks = c->read_cache_blocks};
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
 	struct zlfs_fs *fs;
@@ -328,6 +332,7 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct zlfs_cli c = {.cp_interval = 30, .passphrase_fd = -1,
 			     .tail_blocks = ZFUSE_TAIL_BLOCKS, .tail_secs = ZFUSE_TAIL_SECS,
+			     .read_cache_blocks = ZFUSE_READ_CACHE_BLOCKS,
 			     .entry_timeout = ZFUSE_DEFAULT_TIMEOUT,
 			     .attr_timeout = ZFUSE_DEFAULT_TIMEOUT, .wait_secs = ZDEV_WAIT_DEFAULT};
 	struct fuse_cmdline_opts fo;
