@@ -328,11 +328,11 @@ START_TEST(t_rewrites_cost_what_they_carry)
 END_TEST
 
 /* The read cache (fs/core/rcache.c) keeps blocks by device address, so a zone reset must
- * forget them: each round writes a file of 12 MiB in long runs (which do not fill the cache),
- * reads every fourth block of it back alone (which does), deletes it and syncs, so its zones
- * go back to the free pool; on a 160 MiB device (14 main zones of 8 MiB) the next rounds'
- * files take those zones again, and each block read alone must be the new file's, not what
- * the cache kept of the old one. */
+ * forget them: each round writes a file of 12 MiB, in 4 KiB writes (which fill the cache) or
+ * in 1 MiB writes (which do not), reads every fourth block back alone, deletes the file and
+ * syncs, so its zones go back to the free pool; on a 160 MiB device (14 main zones of 8 MiB)
+ * later rounds' files take those zones again, and a block read alone must be the new file's,
+ * not what the cache kept of an old one. */
 START_TEST(t_read_cache_forgets_reset_zones)
 {
 	const size_t fsize = 12u << 20;
@@ -345,23 +345,24 @@ START_TEST(t_read_cache_forgets_reset_zones)
 	ck_assert_int_gt(pid, 0);
 	hits0 = stat_of("hits");
 	for (uint32_t round = 0; round < 10; round++) {
+		size_t piece = round % 2 ? 1u << 20 : BLK;
+
 		fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
 		ck_assert_int_ge(fd, 0);
 		model_size(0);
-		for (size_t off = 0; off < fsize; off += 1u << 20)
-			put(fd, off, 1u << 20, 50 + round);
+		for (size_t off = 0; off < fsize; off += piece)
+			put(fd, off, piece, 50 + round);
 		ck_assert_int_eq(fsync(fd), 0);
 		close(fd);
 		for (size_t off = 0; off < fsize; off += 4 * BLK)
 			expect_direct(off, BLK, "a block read alone");
-		for (size_t off = 0; off < fsize; off += 64 * BLK) /* now some from the cache */
-			expect_direct(off, BLK, "a block read alone again");
 		direct_close();
 		ck_assert_int_eq(unlink(path), 0);
 		ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
 	}
-	ck_assert_msg(stat_of("hits") - hits0 >= 10 * (long)(fsize / BLK / 64),
-		      "the read cache served %ld reads", stat_of("hits") - hits0);
+	/* the rounds of small writes read some of their blocks from the cache */
+	ck_assert_msg(stat_of("hits") - hits0 >= 5 * 256, "the read cache served %ld reads",
+		      stat_of("hits") - hits0);
 	stop(pid);
 	ck_assert(fsck_clean());
 }

@@ -163,7 +163,10 @@ void tu_fresh_fs(const char *name, const struct zemu_create_opts *o, char *img, 
 	if (o->log_path)
 		unlink(o->log_path);
 	ck_assert_int_eq(zemu_create(img, o), 0);
-	ck_assert_int_eq(tu_sh("%s -q %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	/* ZLFS_TEST_MKFS_OPTS: a layout to try the suites against (e.g. "--logs 4") */
+	ck_assert_int_eq(tu_sh("%s -q %s %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       getenv("ZLFS_TEST_MKFS_OPTS") ? getenv("ZLFS_TEST_MKFS_OPTS") : "",
+			       img), 0);
 }
 
 int tu_fuse_missing(void)

@@ -486,7 +486,7 @@ int rcache_init(struct zlfs_fs *fs, uint32_t blocks);
 void rcache_destroy(struct zlfs_fs *fs);
 /* 1 with block ADDR's bytes in BUF, 0 when not cached. */
 int rcache_get(struct zlfs_fs *fs, uint32_t addr, void *buf);
-/* Block ADDR holds BUF on the device (read from it, or staged for it). */
+/* Block ADDR holds BUF on the device (staged for it). */
 void rcache_put(struct zlfs_fs *fs, uint32_t addr, const void *buf);
 /* Forget blocks [FIRST, FIRST+N): their zone is about to be reset. */
 void rcache_forget(struct zlfs_fs *fs, uint32_t first, uint32_t n);

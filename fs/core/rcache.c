@@ -3,7 +3,8 @@
  * holds them (ciphertext for an encrypted file, which is decrypted above as any block read).
  *
  * Owns: a fixed budget of blocks (the daemon's read_cache_blocks), a hash of their
- * addresses and CLOCK replacement. Why: the host's page cache keeps whatever an ext4 under
+ * addresses and CLOCK replacement. Filled by short writes of user data as they are staged,
+ * looked in by single-block reads and short runs (segment.c). Why: the host's page cache keeps whatever an ext4 under
  * a passthrough wrote or read, and zlfs on a device has nothing of the kind below the
  * kernel's FUSE cache, which never marks a page up to date when it was sent only in part.
  * So the blocks a program writes in pieces across block boundaries (SQLite's WAL frames of
@@ -16,7 +17,7 @@
  * valid block, so no read is on its way there meanwhile (reads go to valid blocks under
  * their owner's lock; GC pins its victim).
  *
- * May call: lock.h, libc. Called by segment.c (reads, small writes of user data, resets)
+ * May call: lock.h, libc. Called by segment.c (reads, short writes of user data, resets)
  * and stats.c.
  *
  * Locks: rcache_lock, a leaf (rank 99): a lookup, a fill or a forget, with a 4 KiB copy at

@@ -361,23 +361,20 @@ void blk_seal(struct zlfs_fs *fs, void *buf)
 	zlfs_blk_seal(buf, fs->sb.seed);
 }
 
-/* Reads of at most SEG_RCACHE_RUN_MAX blocks, and writes of user data of at most
- * SEG_RCACHE_FILL_MAX, go through the read cache (rcache.c): what a program writes in pieces
- * and reads back, or rewrites in part, is small. */
+/* Reads of at most SEG_RCACHE_RUN_MAX blocks look in the read cache (rcache.c), and writes
+ * of user data of at most SEG_RCACHE_FILL_MAX fill it: what a program writes in pieces and
+ * reads back, or rewrites in part, is small. Reads do not fill it: the kernel keeps a page
+ * read whole, and a block read to be rewritten in part dies with the rewrite. */
 #define SEG_RCACHE_RUN_MAX 8
 #define SEG_RCACHE_FILL_MAX 4
 
 int seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
 {
 	uint32_t zb = zone_blocks(fs);
-	int ret;
 
 	if ((fs->wb && wbuf_read(fs->wb, addr / zb, addr % zb, buf)) || rcache_get(fs, addr, buf))
 		return 0;
-	ret = zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
-	if (!ret)
-		rcache_put(fs, addr, buf);
-	return ret;
+	return zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, (uint64_t)addr * ZLFS_BLOCK_SIZE);
 }
 
 int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
@@ -405,8 +402,6 @@ int seg_read_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, void *buf)
 			ret = zdev_read(fs->dev, (uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE,
 					(size_t)(j - i) * ZLFS_BLOCK_SIZE,
 					(uint64_t)(addr + i) * ZLFS_BLOCK_SIZE);
-		for (; !ret && n <= SEG_RCACHE_RUN_MAX && i < j; i++)
-			rcache_put(fs, addr + i, (uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE);
 		i = j;
 	}
 	return ret;
