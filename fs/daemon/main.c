@@ -265,6 +265,7 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 			"none, not '%s'\n", c->compress);
 		return 2;
 	}
+	mo.compress_given = c->compress != NULL;
 	mo.gc = &gco;
 	ret = key_options(c, &ks, pass, sizeof(pass));
 	mo.key = &ks;
