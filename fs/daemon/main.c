@@ -141,8 +141,8 @@ static void usage(const char *prog)
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n"
 	       "    compress=lz4|zstd[:LEVEL]|none  compress new files' clusters (LEVEL 1-22;\n"
-	       "                         default none); needs a filesystem with the COMPRESS\n"
-	       "                         feature, which no mkfs.zlfs makes yet\n\n"
+	       "                         default: mkfs's choice); needs a filesystem made\n"
+	       "                         with mkfs.zlfs --compress\n\n"
 	       "FUSE options:\n",
 	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
