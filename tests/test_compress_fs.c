@@ -12,7 +12,8 @@
  * mount with compress=none makes new files plain, while the compressed ones stay readable
  * and writable. t_corrupt damages one stored block of a compressed cluster on the image:
  * reading that cluster's range says EIO, the rest of the file reads, the daemon lives on,
- * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks.
+ * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks;
+ * t_chattr turns compression on and off with FS_IOC_SETFLAGS.
  */
 #include "testutil.h"
 
@@ -22,9 +23,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,8 +130,8 @@ static void put(const char *name, size_t off, size_t n, int random, size_t chunk
 		done += k;
 	}
 	close(fd);
-	if (off + n > f->size)
-		msize(f, off + n);
+	if (off + n > f->size || !f->d)
+		msize(f, off + n > f->size ? off + n : f->size);
 	memcpy(f->d + off, b, n);
 	free(b);
 }
@@ -316,6 +319,72 @@ START_TEST(t_lz4_encrypted) { workload("lz4", 1); }
 END_TEST
 
 START_TEST(t_zstd_encrypted) { workload("zstd:9", 1); }
+END_TEST
+
+static int getflags(const char *name)
+{
+	int fd = open(at(name), O_RDONLY), flags = -1;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+	close(fd);
+	return flags;
+}
+
+/* FS_IOC_SETFLAGS of NAME to FLAGS: 0 or the errno. */
+static int setflags(const char *name, int flags)
+{
+	int fd = open(at(name), O_RDONLY), ret;
+
+	ck_assert_int_ge(fd, 0);
+	ret = ioctl(fd, FS_IOC_SETFLAGS, &flags) ? errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* chattr +c / -c: FS_COMPR_FL turns a file's compression on or off while it is empty (an
+ * inline one that held bytes before too), and is refused on a file with data (EINVAL), on a
+ * directory and with any other flag (EOPNOTSUPP); lsattr shows it. */
+START_TEST(t_chattr)
+{
+	fresh("--compress", 0);
+	up("none");
+	put("c", 0, 0, 0, 1, 0);
+	ck_assert_int_eq(getflags("c"), 0);
+	ck_assert_int_eq(setflags("c", FS_COMPR_FL), 0);
+	ck_assert_int_eq(getflags("c"), FS_COMPR_FL);
+	put("c", 0, 256 << 10, 0, 128 << 10, 0);
+	ck_assert_int_lt(stored("c"), 128 << 10);
+	ck_assert_int_eq(setflags("c", 0), EINVAL);
+	ck_assert_int_eq(getflags("c"), FS_COMPR_FL);
+	put("p", 0, 64 << 10, 0, 64 << 10, 0);
+	ck_assert_int_eq(setflags("p", FS_COMPR_FL), EINVAL);
+	ck_assert_int_eq(stored("p"), 64 << 10);
+	put("i", 0, 100, 1, 100, 0); /* inline, then emptied: its area keeps old bytes */
+	trunc_to("i", 0);
+	ck_assert_int_eq(setflags("i", FS_COMPR_FL), 0);
+	put("i", 0, 3 * CB + 10, 0, 3 * CB + 10, 0);
+	ck_assert_int_eq(setflags("c", FS_COMPR_FL | FS_NOATIME_FL), EOPNOTSUPP);
+	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL), EOPNOTSUPP);
+	ck_assert_int_eq(getflags("d"), 0);
+	check_all();
+	down();
+	up("lz4");
+	put("n", 0, 0, 0, 1, 0);
+	ck_assert_int_eq(getflags("n"), FS_COMPR_FL);
+	ck_assert_int_eq(setflags("n", 0), 0); /* -c: plain from the first byte */
+	put("n", 0, 64 << 10, 0, 64 << 10, 0);
+	ck_assert_int_eq(stored("n"), 64 << 10);
+	check_all();
+	down();
+	up("none");
+	check_all();
+	ck_assert_int_eq(getflags("c"), FS_COMPR_FL);
+	ck_assert_int_eq(getflags("n"), 0);
+	down();
+	model_free();
+}
 END_TEST
 
 /* fsck checks a compressed cluster's slots in a direct node (the inode's are checked when it
@@ -506,6 +575,7 @@ int main(void)
 	tcase_add_test(tc, t_corrupt);
 	tcase_add_test(tc, t_gc);
 	tcase_add_test(tc, t_fsck_slots);
+	tcase_add_test(tc, t_chattr);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

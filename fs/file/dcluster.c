@@ -8,9 +8,12 @@
  * decompress - and the writes, truncations and punches that land inside a cluster, which
  * read it, change it and store it again whole. A write into part of a raw cluster changes its
  * blocks alone, as in any file, and the write that reaches a cluster's last block tries to
- * compress it. Slots and appends are dmap.c's (data_put_cluster), the codec cluster.c's.
- * Each thread keeps one codec context (the libraries' state is not shared).
- * May call: dmap.c, data.c (data_int.h), node/log (core.h), cluster.h, crypto/zcrypt.h, log.h.
+ * compress it. Which files are compressed: the mount's choice at create (dclu_start), and
+ * chattr +c / -c while a file is empty (dclu_set). Slots and appends are dmap.c's
+ * (data_put_cluster), the codec cluster.c's. Each thread keeps one codec context (the
+ * libraries' state is not shared).
+ * May call: dmap.c (data_int.h), tailbuf.c, inode.c (files.h), node/log (core.h), cluster.h,
+ * crypto/zcrypt.h, log.h.
  */
 #include "cluster.h"
 #include "data_int.h"
@@ -312,6 +315,43 @@ int dclu_cut(struct zlfs_fs *fs, struct node_page *inode, uint64_t size, uint64_
 	if (!ret && done)
 		*from = (cidx + 1) * cb / BS;
 	return ret < 0 ? ret : done;
+}
+
+/* No data, no node, nothing held: a file whose tree may change shape. */
+static int file_empty(struct zlfs_fs *fs, struct node_page *np)
+{
+	const struct zlfs_inode *in = inode_of(np);
+	uint64_t hidx;
+
+	for (int i = 0; i < ZLFS_INODE_NIDS; i++)
+		if (in->nid[i])
+			return 0;
+	return !le64_get(in->size) && !le64_get(in->blocks) && !tail_block(fs, np->nid, &hidx);
+}
+
+int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
+{
+	struct zlfs_inode *in = inode_of(np);
+	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+
+	if (!S_ISREG(le32_get(in->mode)))
+		return on ? -EOPNOTSUPP : 0; /* directories pass on nothing yet */
+	if (!data_cluster_log(np) == !on)
+		return 0;
+	if (on && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return -EOPNOTSUPP;
+	if (!file_empty(fs, np))
+		return -EINVAL; /* its tree has the other shape: as F2FS, only while empty */
+	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE) { /* empty: its area may hold old bytes */
+		memset(in->addr, 0, sizeof(in->addr));
+		in->inline_size = 0;
+	}
+	in->flags = le32_put(on ? (le32_get(in->flags) & ~ZLFS_IFLAG_INLINE) | ZLFS_IFLAG_COMPRESS
+				: le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = on ? (uint8_t)(alg ? alg : ZLFS_CLUSTER_LZ4) : 0;
+	in->cluster_log = on ? (uint8_t)fs->sb.cluster_log : 0;
+	inode_touch(fs, np, INODE_CTIME);
+	return 0;
 }
 
 void dclu_start(struct zlfs_fs *fs, struct node_page *np)

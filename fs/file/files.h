@@ -104,6 +104,10 @@ void data_lane_release(struct zlfs_fs *fs, uint32_t ino);
 /* A new regular file, empty, on a mount that compresses: flagged ZLFS_IFLAG_COMPRESS with the
  * mount's algorithm and the filesystem's cluster size (dcluster.c). */
 void dclu_start(struct zlfs_fs *fs, struct node_page *np);
+/* chattr +c / -c: a regular file compressed (ON) or not, from its next byte; only while it is
+ * empty (-EINVAL otherwise, as F2FS), and compressed only with the COMPRESS feature
+ * (-EOPNOTSUPP, as for a directory: they pass nothing on yet). */
+int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on);
 /* fsck: the compressed cluster of file blocks FIRST... of INODE, at slots ADDR (the marker and
  * its k blocks), decrypts (with the key) and decompresses to what its header's hash says. */
 int data_cluster_check(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
