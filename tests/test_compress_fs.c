@@ -13,7 +13,8 @@
  * and writable. t_corrupt damages one stored block of a compressed cluster on the image:
  * reading that cluster's range says EIO, the rest of the file reads, the daemon lives on,
  * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks;
- * t_chattr turns compression on and off with FS_IOC_SETFLAGS.
+ * t_chattr turns compression on and off with FS_IOC_SETFLAGS; t_parallel reads one file from
+ * four threads while another is rewritten.
  */
 #include "testutil.h"
 
@@ -22,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -321,6 +323,64 @@ END_TEST
 START_TEST(t_zstd_encrypted) { workload("zstd:9", 1); }
 END_TEST
 
+/* A reader of random ranges of "text" (direct_io: every read reaches the daemon, whose
+ * threads decompress side by side, each with its codec context). */
+static const struct mfile *read_f; /* set before the readers start, unchanged meanwhile */
+static char read_path[600];
+
+static void *reader(void *arg)
+{
+	const struct mfile *f = read_f;
+	uint64_t r = (uintptr_t)arg * 2654435761u + 1;
+	uint8_t *b = malloc(64 << 10);
+	int fd = open(read_path, O_RDONLY), bad = fd < 0 || !b;
+
+	for (int i = 0; !bad && i < 300; i++) {
+		size_t off, n;
+
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		off = (size_t)(r >> 20) % f->size;
+		n = 1 + (size_t)(r >> 44) % (64 << 10);
+		if (off + n > f->size)
+			n = f->size - off;
+		bad = pread(fd, b, n, (off_t)off) != (ssize_t)n || memcmp(b, f->d + off, n);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(b);
+	return (void *)(uintptr_t)bad;
+}
+
+/* Four readers of one compressed file beside a writer of another, partial overwrites
+ * rewriting its clusters: every byte read is the model's, and the written file after. */
+START_TEST(t_parallel)
+{
+	pthread_t th[4];
+	void *bad;
+
+	fresh("--compress", 0);
+	snprintf(opts, sizeof(opts), "compress=zstd,direct_io");
+	daemon_pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(daemon_pid, 0);
+	put("text", 0, 1 << 20, 0, 128 << 10, 0);
+	put("other", 0, 512 << 10, 0, 128 << 10, 0);
+	read_f = mf("text");
+	snprintf(read_path, sizeof(read_path), "%s", at("text"));
+	for (uintptr_t i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, (void *)i), 0);
+	for (int i = 0; i < 100; i++) /* this thread writes meanwhile */
+		put("other", next_rand() % (512 << 10), 1 + next_rand() % (2 * CB), i % 3 == 0,
+		    64 << 10, 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_join(th[i], &bad), 0);
+		ck_assert_msg(!bad, "reader %d read other bytes than the model's", i);
+	}
+	check_all();
+	down();
+	model_free();
+}
+END_TEST
+
 static int getflags(const char *name)
 {
 	int fd = open(at(name), O_RDONLY), flags = -1;
@@ -576,6 +636,7 @@ int main(void)
 	tcase_add_test(tc, t_gc);
 	tcase_add_test(tc, t_fsck_slots);
 	tcase_add_test(tc, t_chattr);
+	tcase_add_test(tc, t_parallel);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
