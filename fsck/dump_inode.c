@@ -23,7 +23,8 @@ struct walk {
 	struct zlfs_fs *fs;
 	uint32_t ino;
 	struct extent ex;
-	uint64_t data_blocks, reserved_blocks, nodes;
+	uint64_t data_blocks, reserved_blocks, nodes, compressed_clusters;
+	uint32_t clog; /* a compressed file's cluster size's log2, else 0 */
 	int errors;
 };
 
@@ -55,14 +56,32 @@ static void extent_flush(struct walk *w)
 	e->open = 0;
 }
 
+/* A compressed cluster's marker: no block; its k stored blocks follow in its next slots. */
+static void cluster_marker(struct walk *w, uint64_t file_blk)
+{
+	extent_flush(w);
+	w->compressed_clusters++;
+	out_obj(w->o, NULL);
+	out_u(w->o, "file_block", file_blk);
+	out_u(w->o, "blocks", 0);
+	out_s(w->o, "addr", "compressed cluster");
+	out_end(w->o);
+}
+
 static void data_block(struct walk *w, uint64_t file_blk, uint32_t addr)
 {
 	struct extent *e = &w->ex;
 	int reserved = addr == ZLFS_ADDR_PREALLOC;
 	const struct zlfs_sb_info *sb = &w->fs->sb;
-	uint32_t zb = zlfs_zone_blocks(sb);
-	uint32_t seg = reserved ? 0 : addr / zb * sb->segs_per_zone + addr % zb / sb->seg_blocks;
-	uint8_t log = reserved ? ZLFS_LOG_NONE : log_of_addr(w->fs, addr);
+	uint32_t zb = zlfs_zone_blocks(sb), seg;
+	uint8_t log;
+
+	if (addr == ZLFS_ADDR_COMPRESSED) {
+		cluster_marker(w, file_blk);
+		return;
+	}
+	seg = reserved ? 0 : addr / zb * sb->segs_per_zone + addr % zb / sb->seg_blocks;
+	log = reserved ? ZLFS_LOG_NONE : log_of_addr(w->fs, addr);
 
 	if (reserved)
 		w->reserved_blocks++;
@@ -174,8 +193,9 @@ static void walk_node(struct walk *w, uint32_t nid, uint32_t parent, uint32_t sl
 
 			if (!p)
 				continue;
-			if (!depth && data)
-				data_block(w, base + i, p);
+			if (!depth && data) /* a compressed file's nodes map fewer blocks */
+				data_block(w, (w->clog ? data_dnode_base(le32_get(n->ofs), w->clog)
+						       : base) + i, p);
 			else if (depth)
 				walk_node(w, p, nid, i, depth - 1, base + i * span_of(depth - 1),
 					  data);
@@ -194,6 +214,7 @@ static void walk_tree(struct walk *w, struct node_page *inp, int data)
 		walk_node(w, xnid, w->ino, ZLFS_INODE_ADDRS + ZLFS_INODE_NIDS, -1, 0, 0);
 	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE)
 		return;
+	w->clog = data_cluster_log(inp);
 	for (uint32_t i = 0; data && i < ZLFS_INODE_ADDRS; i++)
 		if (le32_get(in->addr[i]))
 			data_block(w, i, le32_get(in->addr[i]));
@@ -222,6 +243,9 @@ static void inode_fields(struct out *o, const struct zlfs_inode *in)
 	out_b(o, "inline", !!(le32_get(in->flags) & ZLFS_IFLAG_INLINE));
 	out_b(o, "encrypted", !!(le32_get(in->flags) & ZLFS_IFLAG_ENCRYPT));
 	out_b(o, "orphan", !!(le32_get(in->flags) & ZLFS_IFLAG_ORPHAN));
+	out_b(o, "compressed", !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS));
+	out_u(o, "compress_alg", in->compress_alg);
+	out_u(o, "cluster_log", in->cluster_log);
 	out_u(o, "generation", le32_get(in->generation));
 	out_u(o, "xattr_nid", le32_get(in->xattr_nid));
 	out_u(o, "parent_ino", le32_get(in->parent_ino));
@@ -277,6 +301,7 @@ int dump_inode(struct out *o, struct zlfs_fs *fs, uint32_t ino)
 	out_u(o, "inline_bytes", le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE
 				 ? le32_get(inode_of(np)->inline_size) : 0);
 	out_u(o, "reserved_blocks", w.reserved_blocks);
+	out_u(o, "compressed_clusters", w.compressed_clusters);
 	out_u(o, "unreadable_nodes", (uint64_t)w.errors);
 	out_end(o);
 	node_put(fs, np);

@@ -8,6 +8,7 @@
  * May call: super.h (zlfs_mkfs, zlfs_sb_read, zlfs_foreign_fs, the clock pin), files.h
  * (files_mount, files_unmount), sload.h, zdev.h, crypto/zcrypt.h, log.h.
  */
+#include "cluster.h"
 #include "files.h"
 #include "log.h"
 #include "sload.h"
@@ -33,6 +34,11 @@ static void usage(FILE *f)
 		"                           of the main area (default %d)\n"
 		"      --logs 2|4|6|7|10    active logs (default: the most the zone limits allow; 7\n"
 		"                           below 64 main-area zones)\n"
+		"      --compress[=ALG]     enable compressed files (docs/compression.md); ALG,\n"
+		"                           lz4 or zstd[:LEVEL], is what new regular files get\n"
+		"                           when a mount names no compress= (default: none)\n"
+		"        --cluster-blocks N blocks of a compressed file's cluster: 4, 8, 16, 32\n"
+		"                           or 64 (default 4, 16 KiB)\n"
 		"      --encrypt            enable per-file encryption, with the master key from:\n"
 		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
 		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
@@ -83,6 +89,7 @@ struct mkfs_args {
 	int64_t timestamp;
 	int has_uuid;
 	uint8_t uuid[16];
+	unsigned cluster_blocks;
 };
 
 static int parse_uint(const char *s, unsigned *out)
@@ -129,6 +136,27 @@ static int parse_uuid(const char *s, uint8_t u[16])
 	return n == 32 && !*s ? 0 : -1;
 }
 
+/* --compress[=lz4|zstd|none]: the feature, and the algorithm new files get by default (the
+ * level is the mount's: the superblock keeps none). */
+static int parse_compress(const char *arg, struct zlfs_mkfs_opts *o)
+{
+	o->compress = 1;
+	o->compress_alg = !arg || !strcmp(arg, "none") ? 0
+			  : !strcmp(arg, "lz4")		 ? ZLFS_CLUSTER_LZ4
+			  : !strcmp(arg, "zstd")	 ? ZLFS_CLUSTER_ZSTD
+							 : ZLFS_CLUSTER_ALG_MAX;
+	return o->compress_alg == ZLFS_CLUSTER_ALG_MAX ? -1 : 0;
+}
+
+/* A cluster of BLOCKS blocks: its log2 into LOG, 1 if it is one a file may have. */
+static int parse_cluster(unsigned blocks, unsigned *log)
+{
+	for (*log = ZLFS_CLUSTER_LOG_MIN; *log <= ZLFS_CLUSTER_LOG_MAX; (*log)++)
+		if (blocks == 1u << *log)
+			return 1;
+	return 0;
+}
+
 static int parse_stamp(int opt, const char *arg, struct mkfs_stamp *st)
 {
 	unsigned long f[3];
@@ -167,6 +195,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'p'},
 		{"wait", required_argument, NULL, 'w'},	 {"root-dir", required_argument, NULL, 'd'},
 		{"timestamp", required_argument, NULL, 'T'}, {"uuid", required_argument, NULL, 'U'},
+		{"compress", optional_argument, NULL, 'C'}, {"cluster-blocks", required_argument, NULL, 'B'},
 		{NULL, 0, NULL, 0}};
 	int c;
 
@@ -189,6 +218,21 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		case 'g':
 			if (parse_uint(optarg, &a->o.nr_logs) || !a->o.nr_logs) {
 				fprintf(stderr, "mkfs.zlfs: --logs takes 2, 4, 6, 7 or 10\n");
+				return 1;
+			}
+			break;
+		case 'C':
+			if (parse_compress(optarg, &a->o)) {
+				fprintf(stderr, "mkfs.zlfs: --compress takes lz4, zstd or none, not "
+						"'%s' (a zstd level is the mount's: -o compress=zstd:LEVEL)\n",
+					optarg);
+				return 1;
+			}
+			break;
+		case 'B':
+			if (parse_uint(optarg, &a->cluster_blocks) || !parse_cluster(a->cluster_blocks,
+									  &a->o.cluster_log)) {
+				fprintf(stderr, "mkfs.zlfs: --cluster-blocks takes 4, 8, 16, 32 or 64\n");
 				return 1;
 			}
 			break;
@@ -253,6 +297,10 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 	a->path = argv[optind];
 	if (!a->encrypt && (a->keyfile || a->passphrase || a->passphrase_fd >= 0)) {
 		fprintf(stderr, "mkfs.zlfs: a key was given without --encrypt\n");
+		return 1;
+	}
+	if (a->cluster_blocks && !a->o.compress) {
+		fprintf(stderr, "mkfs.zlfs: --cluster-blocks only means something with --compress\n");
 		return 1;
 	}
 	if (!a->encrypt && a->o.plain_root) {
@@ -344,7 +392,7 @@ static int apply_stamp(struct zdev *dev, struct zlfs_sb_info *s, const struct mk
 	/* Added to what mkfs set that the filesystem needs (ENCRYPT); the features a mkfs of
 	 * this code adds by default (ONE_FLUSH, INLINE_DATA, XATTR_NODES) are another writer's
 	 * choice: the stamp's. */
-	s->feat_incompat &= ZLFS_FEAT_INCOMPAT_ENCRYPT;
+	s->feat_incompat &= ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_COMPRESS;
 	s->feat_compat |= st->feat[0];
 	s->feat_ro_compat |= st->feat[1];
 	s->feat_incompat |= st->feat[2];

@@ -128,6 +128,7 @@ void workload_fsync(void);
 void workload_tail(void);
 void workload_inline(void);
 void workload_xattr(void);
+void workload_compressed(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With
  * LOSE_ZONE set (not UINT32_MAX), the writes to it from operation LOSE_FROM on are lost. */

@@ -3,8 +3,9 @@
  * fsync, overwrites, an unlinked open file, directory churn, many small files, large
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
  * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
- * small appends on partial blocks held in memory, small files kept inline and converted, and
- * extended attributes grown past one node and shrunk.
+ * small appends on partial blocks held in memory, small files kept inline and converted,
+ * extended attributes grown past one node and shrunk, and compressed files' clusters
+ * rewritten.
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -835,4 +836,45 @@ void workload_xattr(void)
 	xattr_set_path("X0", 7, 65536, 5000);   /* after the shrink, grown again */
 	fsync_path("X0");
 	stage_file_now("X0");
+}
+
+/* Compressed files (mkfs --compress, compress=lz4; the patterns compress about 4:1): whole
+ * clusters written, then every way a cluster is rewritten whole - a partial overwrite across
+ * two (read, changed, stored again), a truncate and a punch inside one, small appends that
+ * finish one - and whole ones dropped; each step fsync'ed or fdatasync'ed. Every flush
+ * boundary is tried: a cluster is one node update, so it is found old or new, never torn. */
+void workload_compressed(void)
+{
+	size_t size = 256 * 1024;
+	int i;
+
+	write_file("C", 800, size, 0, 1);
+	write_file("R", 801, 3 * 16384 + 5000, 0, 0);
+	fsync_path(".");
+	stage_root_now();
+	write_file("C", 802, 10000, 5000, 0); /* into clusters 0 and 1 */
+	fdatasync_path("C");
+	stage_file_now("C");
+	write_file("C", 803, 3 * 16384, 4 * 16384, 1); /* whole clusters replaced */
+	stage_file_now("C");
+	truncate_file("C", 100 * 1024 + 77);
+	fsync_path("C");
+	stage_file_now("C");
+	size = 100 * 1024 + 77;
+	falloc_path("C", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 20000, 40000);
+	cur_zero("C", 20000, 40000, 1);
+	stage_file_now("C");
+	for (i = 0; i < 6; i++) { /* appends: raw blocks, then their cluster compressed */
+		write_file("C", 804, 3000, size, 0);
+		size += 3000;
+	}
+	fdatasync_path("C");
+	stage_file_now("C");
+	truncate_file("R", 16384 + 1);
+	write_file("R", 805, 7000, 16384 - 3000, 0);
+	fsync_path("R");
+	stage_file_now("R");
+	unlink_path("R");
+	fsync_path(".");
+	stage_root_now();
 }

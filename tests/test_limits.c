@@ -541,9 +541,22 @@ START_TEST(t_compress_limits)
 	h.alg = 1;
 	h.magic = le16_put(0x435b);
 	REFUSED(zlfs_cluster_hdr_check(&h, 3, 2, why, sizeof(why)), "magic");
-	/* this build reads no compressed file yet: the feature refuses the mount (bit 6) */
-	ck_assert_int_eq(zlfs_sb_compat(&s, ZLFS_REVISION, why, sizeof(why)), -EPROTONOSUPPORT);
-	ck_assert_msg(strstr(why, "bit 6"), "%s", why);
+	/* the feature is read now; its superblock defaults must be in range */
+	ck_assert_int_eq(zlfs_sb_compat(&s, ZLFS_REVISION, why, sizeof(why)), 0);
+	s.cluster_log = ZLFS_CLUSTER_LOG_MIN;
+	ck_assert_int_eq(zlfs_sb_check_layout(&s, why, sizeof(why)), 0);
+	s.compress_alg = ZLFS_CLUSTER_ZSTD;
+	ck_assert_int_eq(zlfs_sb_check_layout(&s, why, sizeof(why)), 0);
+	s.compress_alg = ZLFS_CLUSTER_ALG_MAX;
+	REFUSED(zlfs_sb_check_layout(&s, why, sizeof(why)), "superblock compress_alg");
+	s.compress_alg = 0;
+	s.cluster_log = ZLFS_CLUSTER_LOG_MAX + 1;
+	REFUSED(zlfs_sb_check_layout(&s, why, sizeof(why)), "superblock cluster_log");
+	s.cluster_log = 0;
+	REFUSED(zlfs_sb_check_layout(&s, why, sizeof(why)), "superblock cluster_log");
+	s.cluster_log = ZLFS_CLUSTER_LOG_MAX;
+	s.compress_pad = 1;
+	REFUSED(zlfs_sb_check_layout(&s, why, sizeof(why)), "superblock compress_pad");
 }
 END_TEST
 

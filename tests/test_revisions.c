@@ -561,8 +561,8 @@ START_TEST(t_mkfs_switch)
 END_TEST
 
 /* compress=: refused on a filesystem without the COMPRESS feature, a malformed value refused,
- * the image untouched each time; compress=none mounts. A filesystem with the feature (a stamp
- * on mkfs's usual features) is refused by this code, which reads no cluster yet. */
+ * the image untouched each time; compress=none mounts. A filesystem stamped with the feature
+ * but no cluster size in its superblock is refused as damaged; mkfs --compress's mounts. */
 START_TEST(t_compress_option)
 {
 	pid_t pid;
@@ -577,8 +577,11 @@ START_TEST(t_compress_option)
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 	make_image("--features 0:0:5c", 64 * MiB, NULL); /* ONE_FLUSH, INLINE, XATTR_NODES, COMPRESS */
-	expect_refused(0, "unknown incompatible features 0x40 (bit 6)");
-	expect_refused_opts(0, "compress=lz4", "0x40 (bit 6)");
+	expect_refused(0, "superblock cluster_log = 0");
+	make_image("--compress=zstd --cluster-blocks 8", 64 * MiB, NULL);
+	pid = tu_daemon_start(img, mnt, "compress=lz4");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
 }
 END_TEST
 

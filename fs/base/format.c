@@ -133,6 +133,8 @@ void zlfs_sb_encode(const struct zlfs_sb_info *s, void *block)
 	d->scrypt_n = le64_put(s->scrypt_n);
 	memcpy(d->enc_salt, s->enc_salt, sizeof(d->enc_salt));
 	memcpy(d->key_check, s->key_check, sizeof(d->key_check));
+	d->compress_alg = (uint8_t)s->compress_alg;
+	d->cluster_log = (uint8_t)s->cluster_log;
 	zlfs_blk_seal(d, zlfs_csum_seed(s->uuid));
 }
 
@@ -183,6 +185,11 @@ static void sb_decode_fields(const struct zlfs_super *d, struct zlfs_sb_info *s)
 	s->scrypt_n = le64_get(d->scrypt_n);
 	memcpy(s->enc_salt, d->enc_salt, sizeof(s->enc_salt));
 	memcpy(s->key_check, d->key_check, sizeof(s->key_check));
+	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) { /* else bytes no reader looked at */
+		s->compress_alg = d->compress_alg;
+		s->cluster_log = d->cluster_log;
+		s->compress_pad = le16_get(d->compress_pad);
+	}
 	s->seed = zlfs_csum_seed(s->uuid);
 }
 

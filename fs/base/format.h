@@ -112,15 +112,13 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
 /* Regular files flagged ZLFS_IFLAG_COMPRESS are cut into clusters of 2^n blocks, and a
  * cluster may be stored compressed: ZLFS_ADDR_COMPRESSED in its first slot, its compressed
  * form in the next k (struct zlfs_cluster_hdr; docs/compression.md). An older reader would
- * take the marker for an address and the compressed blocks for the file's bytes.
- * Not yet in ZLFS_FEAT_INCOMPAT_SUPP: format_check.c knows its fields and cluster.c its
- * codec, but the data path, GC and fsck do not read clusters yet, so this code must refuse
- * an image that has them, as any reader without the feature does (issue 34). */
+ * take the marker for an address and the compressed blocks for the file's bytes. Set by
+ * mkfs --compress; the superblock's compress_alg and cluster_log are then the defaults. */
 #define ZLFS_FEAT_INCOMPAT_COMPRESS (1u << 6)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
-	 ZLFS_FEAT_INCOMPAT_POSIX_ACL)
+	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -264,7 +262,12 @@ struct zlfs_super {
 	le64 scrypt_n;
 	uint8_t enc_salt[ZLFS_SALT_SIZE];
 	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
-	uint8_t reserved[3736];
+	/* with ZLFS_FEAT_INCOMPAT_COMPRESS (else 0): what a mount without compress= gives new
+	 * regular files (0: nothing, they stay plain) and the cluster size they get */
+	uint8_t compress_alg; /* 0 or enum zlfs_cluster_alg */
+	uint8_t cluster_log;  /* ZLFS_CLUSTER_LOG_MIN..MAX */
+	le16 compress_pad;    /* 0 */
+	uint8_t reserved[3732];
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_super) == ZLFS_BLOCK_SIZE, "superblock size");
@@ -623,6 +626,7 @@ struct zlfs_sb_info {
 	uint64_t scrypt_n;
 	uint8_t enc_salt[ZLFS_SALT_SIZE];
 	uint8_t key_check[ZLFS_KEYCHECK_SIZE];
+	uint32_t compress_alg, cluster_log, compress_pad; /* COMPRESS only (else 0) */
 	uint64_t seed; /* derived: checksum seed from uuid */
 };
 

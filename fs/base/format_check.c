@@ -203,6 +203,23 @@ static int sb_check_encryption(const struct zlfs_sb_info *s, char *why, size_t l
 	return 0;
 }
 
+/* Compression's defaults (read only with the feature): an algorithm or none, and a cluster
+ * size a file may have. */
+static int sb_check_compress(const struct zlfs_sb_info *s, char *why, size_t len)
+{
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return 0;
+	if (s->compress_alg >= ZLFS_CLUSTER_ALG_MAX)
+		return RANGE(why, len, "superblock compress_alg", s->compress_alg, 0,
+			     ZLFS_CLUSTER_ALG_MAX - 1);
+	if (s->cluster_log < ZLFS_CLUSTER_LOG_MIN || s->cluster_log > ZLFS_CLUSTER_LOG_MAX)
+		return RANGE(why, len, "superblock cluster_log", s->cluster_log, ZLFS_CLUSTER_LOG_MIN,
+			     ZLFS_CLUSTER_LOG_MAX);
+	if (s->compress_pad)
+		return RANGE(why, len, "superblock compress_pad", s->compress_pad, 0, 0);
+	return 0;
+}
+
 int zlfs_sb_check_layout(const struct zlfs_sb_info *s, char *why, size_t len)
 {
 	int ret = sb_check_geometry(s, why, len);
@@ -213,6 +230,8 @@ int zlfs_sb_check_layout(const struct zlfs_sb_info *s, char *why, size_t len)
 		ret = sb_check_tables(s, why, len);
 	if (!ret)
 		ret = sb_check_encryption(s, why, len);
+	if (!ret)
+		ret = sb_check_compress(s, why, len);
 	return ret;
 }
 

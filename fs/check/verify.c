@@ -52,9 +52,12 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 	c->rep->blocks++;
 }
 
-/* A data pointer: a block, or a reservation (counted, to match the checkpoint's total). */
+/* A data pointer: a block, or a reservation (counted, to match the checkpoint's total); a
+ * compressed cluster's marker is no block (check_clusters sees to its place). */
 static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
 {
+	if (addr == ZLFS_ADDR_COMPRESSED)
+		return;
 	if (addr != ZLFS_ADDR_PREALLOC)
 		ref_block(c, addr, ino, "data block");
 	else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
@@ -62,6 +65,48 @@ static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
 			"without the fallocate feature", ino);
 	else
 		c->prealloc++;
+}
+
+/* The N data slots at SLOTS of the file being walked, mapping file blocks from FIRST: in a
+ * compressed file, whole clusters in the part a node maps and nothing past it, and each
+ * cluster stored compressed decompresses to what its header's hash says (where fsck can
+ * read it: a plain file, or with the key); in any other file, no marker. */
+static void check_clusters(struct chk *c, const le32 *slots, uint32_t n, uint64_t first,
+			   const char *what, uint32_t nid)
+{
+	uint32_t ino = c->file->nid, log = c->clog, m = zlfs_cluster_slots(n, log), i;
+	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX];
+	char why[200];
+
+	if (!log) {
+		for (i = node_next_ptr(slots, 0, n); i < n; i = node_next_ptr(slots, i + 1, n))
+			if (le32_get(slots[i]) == ZLFS_ADDR_COMPRESSED)
+				finding(c, ZLFS_FIND_ERROR, "inode %u: %s %u slot %u holds a compressed "
+					"cluster's marker, but the file is not compressed", ino, what,
+					nid, i);
+		return;
+	}
+	for (i = m; i < n; i++)
+		if (le32_get(slots[i]))
+			finding(c, ZLFS_FIND_ERROR, "inode %u: %s %u slot %u lies past the whole "
+				"clusters a compressed file maps there, but is not null", ino, what,
+				nid, i);
+	if (zlfs_cluster_slots_check(&c->fs->sb, log, slots, m, what, why, sizeof(why))) {
+		finding(c, ZLFS_FIND_ERROR, "inode %u, %s %u: %s", ino, what, nid, why);
+		return;
+	}
+	if (fcrypt_is_encrypted(c->file) && !c->fs->master)
+		return; /* ciphertext: the hash binds the plaintext */
+	for (i = 0; i < m; i += 1u << log) {
+		if (le32_get(slots[i]) != ZLFS_ADDR_COMPRESSED)
+			continue;
+		for (uint32_t j = 0; j < 1u << log; j++)
+			addr[j] = le32_get(slots[i + j]);
+		if (data_cluster_check(c->fs, c->file, first + i, addr))
+			finding(c, ZLFS_FIND_ERROR, "inode %u: compressed cluster %llu (%s %u, slot %u) "
+				"does not decompress to what its header says", ino,
+				(unsigned long long)((first + i) >> log), what, nid, i);
+	}
 }
 
 /* The checkpoint's count of reserved blocks against the pointers found. */
@@ -228,6 +273,9 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 			else
 				ref_data(c, p, ino);
 		}
+		if (!depth)
+			check_clusters(c, n->ptr, ZLFS_NODE_ADDRS, data_dnode_base(at.ofs, c->clog),
+				       "node", nid);
 	}
 	node_put(c->fs, np);
 	return 0;
@@ -278,10 +326,13 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 
 	check_inode_fields(c, np);
 	ref_block(c, chk_nat(c, np->nid).blkaddr, np->nid, "inode");
+	c->file = np;
+	c->clog = data_cluster_log(np);
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
 		for (i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
 		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
 			ref_data(c, le32_get(in->addr[i]), np->nid);
+		check_clusters(c, in->addr, ZLFS_INODE_ADDRS, 0, "inode", np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
 				walk_child(c, le32_get(in->nid[i]), np->nid, depth[i],

@@ -32,6 +32,8 @@ struct chk {
 	uint32_t nblocks;
 	uint64_t prealloc;   /* data pointers reserved by fallocate */
 	uint64_t xv_bytes;   /* bytes in the value nodes of the xattr value being walked */
+	struct node_page *file; /* the inode whose tree is being walked */
+	uint32_t clog;       /* its cluster size's log2 if compressed, else 0 */
 };
 
 void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)

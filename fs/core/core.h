@@ -262,6 +262,8 @@ struct zlfs_fs {
 	struct zlog_state logs[ZLFS_NR_LOG_TYPES];
 	uint8_t log_of[SEG_NR_REQ_TYPES]; /* requested type -> active type */
 	uint32_t nr_lanes;          /* warm data logs user data is spread over: 1, or 4 */
+	unsigned compress_alg;      /* new regular files are compressed with it (0: none) */
+	int compress_level;         /* zstd's level, 0 its default */
 	struct {                    /* atomic: who writes to each lane (data.c) */
 		uint32_t owner;     /* an inode's nid, 0: free */
 		uint64_t last_ns;   /* its last write request (CLOCK_MONOTONIC_COARSE) */
@@ -336,6 +338,7 @@ struct zlfs_mount_opts {
 	size_t meta_cache;          /* bytes for NAT and SIT pages (0: MCACHE_DEFAULT_BUDGET) */
 	int shared;                 /* with readonly: the device may be held by a mounted daemon
 				     * (zdev_open_opts.shared): zlfs-dump's view of it */
+	int compress_given;         /* compress= was given: else the superblock's default */
 	unsigned compress_alg;      /* compress=: 0 none, else enum zlfs_cluster_alg; refused
 				     * without the COMPRESS feature (docs/compression.md) */
 	int compress_level;         /* zstd's level, 0 its default */

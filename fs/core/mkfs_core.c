@@ -465,6 +465,11 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ONE_FLUSH; /* one flush per fsync */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_INLINE_DATA; /* small files in their inode */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_XATTR_NODES; /* xattrs past one node */
+	if (o->compress) {
+		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_COMPRESS;
+		s->compress_alg = o->compress_alg;
+		s->cluster_log = o->cluster_log ? o->cluster_log : ZLFS_CLUSTER_LOG_MIN;
+	}
 	if (o->enc) {
 		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ENCRYPT;
 		s->enc_kdf = o->enc->kdf;

@@ -49,15 +49,17 @@ static int mount_check_sb(struct zlfs_fs *fs, const char *path, int *readonly)
 }
 
 /* compress= asks for compressed files, which only a filesystem with the COMPRESS feature may
- * hold: refused before anything is written, so the image stays as it was. (The data path does
- * not compress yet, and this code refuses the feature itself: docs/compression.md.) */
+ * hold: refused before anything is written, so the image stays as it was. Without the option
+ * new files get what mkfs --compress chose (docs/compression.md). */
 static int mount_check_compress(struct zlfs_fs *fs, const char *path,
 				const struct zlfs_mount_opts *o)
 {
-	if (!o->compress_alg || (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+	fs->compress_alg = o->compress_given ? o->compress_alg : fs->sb.compress_alg;
+	fs->compress_level = o->compress_given ? o->compress_level : 0;
+	if (!fs->compress_alg || (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return 0;
 	zlog_err("%s: compress=%s was asked for, but the filesystem has no COMPRESS feature "
-		 "(no zlfs release makes one yet): mount without it, or with compress=none", path,
+		 "(mkfs.zlfs --compress makes one): mount without it, or with compress=none", path,
 		 o->compress_alg == ZLFS_CLUSTER_LZ4 ? "lz4" : "zstd");
 	return -EINVAL;
 }

@@ -104,8 +104,8 @@ static int data_durable(const struct rec *r, const void *blk)
 	for (i = 0; i < n; i++) {
 		uint32_t a = le32_get(p[i]);
 
-		if (a == ZLFS_ADDR_NULL || a == ZLFS_ADDR_PREALLOC)
-			continue;
+		if (a == ZLFS_ADDR_NULL || a == ZLFS_ADDR_PREALLOC || a == ZLFS_ADDR_COMPRESSED)
+			continue; /* no block */
 		if (a / zb >= r->fs->sb.nr_zones || a % zb >= zone_wp_blk(r, a / zb))
 			return 0;
 	}
@@ -273,8 +273,9 @@ static int diff_data(struct rec *r, uint32_t nid, const void *oldb, const void *
 			seg_prealloc_add(r->fs, -1);
 		if (n == ZLFS_ADDR_PREALLOC)
 			seg_prealloc_add(r->fs, 1);
-		seg_mark(r->fs, o, 0);
-		if (!n || n == ZLFS_ADDR_PREALLOC)
+		if (o != ZLFS_ADDR_PREALLOC && o != ZLFS_ADDR_COMPRESSED) /* markers are no block */
+			seg_mark(r->fs, o, 0);
+		if (!n || n == ZLFS_ADDR_PREALLOC || n == ZLFS_ADDR_COMPRESSED)
 			continue;
 		seg_mark(r->fs, n, 1);
 		ret = note_owner(r, n, nid, (uint16_t)i);

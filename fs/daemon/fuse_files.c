@@ -1,6 +1,7 @@
 /*
  * fuse_files.c - the FUSE operations on one inode: attributes, open, read, write, sync,
- * fallocate, directory listings, statfs and extended attributes.
+ * fallocate, inode flags (lsattr, chattr), directory listings, statfs and extended
+ * attributes.
  *
  * Owns: turning those requests into calls on the file layer, the set-id rules of truncation,
  * and readdirplus entries (which take lookup counts like lookups do).
@@ -514,6 +515,57 @@ void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *i
 		reply_err(req, ret);
 	else
 		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+/* ---- inode flags (lsattr, chattr) -------------------------------------------------------
+ * The kernel turns FS_IOC_GETFLAGS and SETFLAGS into these ioctls (fileattr), checking the
+ * owner itself for SETFLAGS, which reads the old attributes with FS_IOC_FSGETXATTR first. Only FS_COMPR_FL means something here: a regular file's
+ * compression, changed while the file is empty (dclu_set); any other flag is refused with
+ * EOPNOTSUPP, as a kernel filesystem refuses a flag it does not have. */
+static int getflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	(void)z;
+	(void)req;
+	*(int *)arg = data_cluster_log(np) ? FS_COMPR_FL : 0;
+	return 0;
+}
+
+static int setflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	if (c->uid && c->uid != le32_get(inode_of(np)->uid))
+		return -EPERM;
+	return dclu_set(z->fs, np, *(int *)arg & FS_COMPR_FL);
+}
+
+void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size, size_t out_size)
+{
+	struct zfuse *z = zf(req);
+	struct fsxattr none = {0};
+
+	if (cmd == FS_IOC_FSGETXATTR) { /* what a SETFLAGS reads first: no xflag is kept */
+		if (out_size < sizeof(none))
+			fuse_reply_err(req, EINVAL);
+		else
+			fuse_reply_ioctl(req, 0, &none, sizeof(none));
+		return;
+	}
+	int flags = 0, get = cmd == FS_IOC_GETFLAGS;
+	int ret = get ? (out_size >= sizeof(flags) ? 0 : -EINVAL)
+		      : (in_buf && in_size >= sizeof(flags) ? 0 : -EINVAL);
+
+	if (!ret && !get) /* the caller's bytes, copied: FUSE promises no alignment */
+		memcpy(&flags, in_buf, sizeof(flags));
+	if (!ret && (flags & ~FS_COMPR_FL))
+		ret = -EOPNOTSUPP;
+	if (!ret)
+		ret = with_inode(z, req, ino, !get, get ? getflags_fn : setflags_fn, &flags);
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_ioctl(req, 0, get ? &flags : NULL, get ? sizeof(flags) : 0);
 }
 
 /* ---- directories ------------------------------------------------------------------------ */

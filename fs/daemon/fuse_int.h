@@ -115,6 +115,9 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* COLLAPSE_RANGE and INSERT_RANGE, which the kernel's FUSE module does not pass on: ioctls
  * on the file (zlfs_ioctl.h). */
+/* lsattr, chattr: FS_IOC_GETFLAGS and SETFLAGS (FS_COMPR_FL only), FS_IOC_FSGETXATTR. */
+void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size, size_t out_size);
 void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
 		 size_t in_size);
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,

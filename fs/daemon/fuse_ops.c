@@ -15,6 +15,7 @@
 #include "zlfs_ioctl.h"
 
 #include <errno.h>
+#include <linux/fs.h>
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	if (!(flags & FUSE_IOCTL_COMPAT) &&
 	    (cmd == ZLFS_IOC_SET_ENCRYPT || cmd == ZLFS_IOC_GET_ENCRYPT)) {
 		ioctl_encrypt(req, ino, cmd, out_size);
+		return;
+	}
+	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSGETXATTR) {
+		ioctl_flags(req, ino, cmd, in_buf, in_size, out_size); /* fuse_files.c */
 		return;
 	}
 	if (!(flags & FUSE_IOCTL_COMPAT) &&

@@ -144,8 +144,8 @@ static void usage(const char *prog)
 	       "    encrypt_all          encrypt every new file and directory (needs the key)\n"
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n"
 	       "    compress=lz4|zstd[:LEVEL]|none  compress new files' clusters (LEVEL 1-22;\n"
-	       "                         default none); needs a filesystem with the COMPRESS\n"
-	       "                         feature, which no mkfs.zlfs makes yet\n\n"
+	       "                         default: mkfs's choice); needs a filesystem made\n"
+	       "                         with mkfs.zlfs --compress\n\n"
 	       "FUSE options:\n",
 	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZFUSE_READ_CACHE_BLOCKS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
@@ -269,6 +269,7 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 			"none, not '%s'\n", c->compress);
 		return 2;
 	}
+	mo.compress_given = c->compress != NULL;
 	mo.gc = &gco;
 	ret = key_options(c, &ks, pass, sizeof(pass));
 	mo.key = &ks;

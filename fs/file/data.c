@@ -92,13 +92,16 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	/* the write ends in a partial block, which the next write is likely to go on in: an
 	 * append, or a log rewritten in place from its start (SQLite's WAL once it wraps) */
 	int hold = end % ZLFS_BLOCK_SIZE && S_ISREG(le32_get(in->mode));
+	int clustered = data_cluster_log(inode) != 0; /* a compressed file: by clusters */
 	struct dkey dk;
 	int ret = blk ? dkey_get(fs, inode, &dk) : -ENOMEM;
 
-	if (!ret && size >= 2 * ZLFS_BLOCK_SIZE && dk.on &&
+	if (!ret && size >= 2 * ZLFS_BLOCK_SIZE && dk.on && !clustered &&
 	    !(scratch = zdev_buf_alloc((size_t)WRITE_RUN * ZLFS_BLOCK_SIZE)))
 		ret = -ENOMEM;
 	data_lane_enter(fs, inode);
+	if (!ret && clustered)
+		ret = dclu_write(fs, inode, &dk, buf, off, end, &pos);
 	/* A write that begins past the held block leaves it whole: zeros up to its end. */
 	if (!ret && tail_block(fs, inode->nid, &hidx) && off >= (hidx + 1) * ZLFS_BLOCK_SIZE)
 		ret = tail_write(fs, inode);
@@ -169,9 +172,9 @@ static int zero_tail(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
 int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 {
 	struct zlfs_inode *in = inode_of(inode);
-	uint64_t old = le64_get(in->size), hidx;
+	uint64_t old = le64_get(in->size), hidx, from;
 	uint8_t *h;
-	int ret = 0;
+	int ret = 0, cut = 0;
 
 	if (size >= data_max_blocks() * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
@@ -189,11 +192,16 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 	if (ret)
 		return ret;
 	h = tail_block(fs, inode->nid, &hidx);
-	if (size <= old)
-		ret = data_truncate_blocks(fs, inode, (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
-	if (!ret && size < old && size % ZLFS_BLOCK_SIZE && h)
+	from = (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	if (size <= old && data_cluster_log(inode)) /* a compressed cluster goes whole or not */
+		ret = cut = dclu_cut(fs, inode, size, old, &from);
+	if (ret < 0)
+		return ret;
+	ret = size <= old ? data_truncate_blocks(fs, inode, from) : 0;
+	/* past the new end, zeros: in memory, in its block, or (CUT) in its compressed cluster */
+	if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE && h)
 		memset(h + size % ZLFS_BLOCK_SIZE, 0, ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
-	else if (!ret && size < old && size % ZLFS_BLOCK_SIZE)
+	else if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE)
 		ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
 				ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
 	if (ret)
@@ -222,9 +230,7 @@ static int zero_part(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, 
  * file is deleted. Partial blocks at the ends are zeroed, within the file only. */
 int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64_t len)
 {
-	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size);
-	uint64_t first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE, last;
-	uint64_t at = off % ZLFS_BLOCK_SIZE;
+	uint64_t end = off + len, fsize = le64_get(inode_of(inode)->size), first, last, at;
 	/* A punch within the file writes the held block first, so its zeros land on the
 	 * device's copy; past the end of file the held block's bytes are unchanged. */
 	int ret = off < fsize ? tail_write(fs, inode) : 0;
@@ -236,8 +242,12 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 		return inline_punch(fs, inode, off, len);
 	if (end < off || end > data_max_blocks() * ZLFS_BLOCK_SIZE) /* wrapped, or past what a tree holds */
 		end = data_max_blocks() * ZLFS_BLOCK_SIZE;
-	if (off >= end)
-		return 0;
+	if (off < end && data_cluster_log(inode))
+		ret = dclu_punch_ends(fs, inode, &off, &end, fsize);
+	if (ret || off >= end)
+		return ret;
+	first = (off + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
+	at = off % ZLFS_BLOCK_SIZE;
 	last = end / ZLFS_BLOCK_SIZE;
 	if (at)
 		ret = zero_part(fs, inode, off / ZLFS_BLOCK_SIZE, at,
@@ -245,8 +255,7 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 				fsize);
 	if (!ret && end % ZLFS_BLOCK_SIZE && last >= first)
 		ret = zero_part(fs, inode, last, 0, end % ZLFS_BLOCK_SIZE, fsize);
-	if (!ret && first < last) {
+	if (!ret && first < last)
 		ret = data_drop_blocks(fs, inode, first, last);
-	}
 	return ret;
 }

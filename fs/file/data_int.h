@@ -22,10 +22,7 @@ void dkey_put(struct dkey *dk);
 /* Pointer slots left in REF's node from REF's slot on. */
 static inline uint32_t slots_left(const struct dref *ref)
 {
-	const struct zlfs_blkhdr *h = ref->np->buf;
-
-	return (le16_get(h->kind) == ZLFS_KIND_INODE ? ZLFS_INODE_ADDRS : ZLFS_NODE_ADDRS) -
-	       ref->slot;
+	return ref->end - ref->slot;
 }
 
 /* Whole blocks are written in runs of up to WRITE_RUN that share one owner node: mapped,
@@ -51,5 +48,35 @@ int data_write_block(struct zlfs_fs *fs, struct node_page *inode, const struct d
  * blocks, for an encrypted file): how many were written, or a negative errno when none was. */
 int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 		   uint64_t idx, uint32_t n, const uint8_t *src, uint8_t *scratch);
+/* Store cluster CIDX of a compressed file from the N blocks at BUF (ciphertext for an
+ * encrypted file): COMPRESSED, its k = N stored blocks (the marker in the cluster's first
+ * slot); else the 2^n blocks raw, block i in slot i, those whose bit is set in HOLES left
+ * holes (all zeros). The cluster's old blocks and reservations go; one node update. */
+int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes);
+
+/* ---- dcluster.c: compressed files (ZLFS_IFLAG_COMPRESS) --------------------------------- */
+/* Cluster FIRST >> LOG of inode INO, stored compressed: ADDR its 2^LOG slots (the marker,
+ * then the k blocks), decrypted with KEY if set, decompressed into DST (2^LOG blocks). -EIO,
+ * logged, for a cluster that does not verify. */
+int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
+		uint8_t *dst);
+/* Whether cluster CIDX is stored compressed. */
+int dclu_is_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx, int *yes);
+/* Write bytes [OFF, END) of a compressed file from SRC, cluster by cluster; *POS says how far
+ * it got, also when it fails. */
+int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+	       const uint8_t *src, uint64_t off, uint64_t end, uint64_t *pos);
+/* A punch of [*OFF, *END) in a file of size FSIZE: a compressed cluster it covers in part is
+ * rewritten with the range zeroed, and the range shrinks to leave it out; what is left is
+ * raw clusters' blocks and whole clusters, data.c's to punch as in any file. */
+int dclu_punch_ends(struct zlfs_fs *fs, struct node_page *inode, uint64_t *off, uint64_t *end,
+		    uint64_t fsize);
+/* A truncate from size OLD to SIZE: the first block to drop into *FROM, past a compressed
+ * cluster the new end lies in, which is rewritten zeroed past it. 1 when it was (no block to
+ * zero is left), 0 when the new end lies in a raw cluster, or a negative errno. */
+int dclu_cut(struct zlfs_fs *fs, struct node_page *inode, uint64_t size, uint64_t old,
+	     uint64_t *from);
 
 #endif

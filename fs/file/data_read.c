@@ -3,9 +3,13 @@
  * key taken, the held partial block copied from memory), its device reads in runs of one
  * zone, and the blocks read ahead past a sequential read (readahead.c keeps them).
  * Part of the file layer's data (data.c owns the tree and writing).
- * May call: dmap.c (data_int.h), inline.c, readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
+ * A compressed file's plan covers whole clusters, and a cluster stored compressed is read,
+ * decrypted and decompressed once (dcluster.c) into the plan's buffer; such files are not
+ * read ahead.
+ * May call: dmap.c, dcluster.c (data_int.h), inline.c, readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
  */
 #include "data_int.h"
+#include "log.h"
 #include "zcrypt.h"
 
 #include <errno.h>
@@ -71,17 +75,20 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	if (off >= fsize || !size)
 		return 0;
 	end = off + size < fsize ? off + size : fsize;
-	first = off / ZLFS_BLOCK_SIZE;
+	p->clog = data_cluster_log(inode);
+	first = off / ZLFS_BLOCK_SIZE >> p->clog << p->clog; /* whole clusters */
 	p->first = first;
-	p->skip = (size_t)(off % ZLFS_BLOCK_SIZE);
+	p->skip = (size_t)(off - first * ZLFS_BLOCK_SIZE);
 	p->len = (size_t)(end - off);
 	p->ino = inode->nid;
-	p->nblocks = (uint32_t)((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE - first);
+	p->nblocks = (uint32_t)((((end + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE + (1u << p->clog) - 1)
+				 >> p->clog << p->clog) - first);
 	p->addr = malloc(p->nblocks * sizeof(*p->addr));
 	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
 	if (!p->addr || !p->buf)
 		ret = -ENOMEM;
-	if (!ret && ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
+	if (!ret && !p->clog &&
+	    ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
 		p->from_ra = 1;
 		return 0;
 	}
@@ -114,15 +121,37 @@ static uint32_t run_length(const struct zlfs_fs *fs, const uint32_t *addr, uint3
 	return k;
 }
 
-/* Read the N blocks at ADDR (file blocks FIRST...) into DST, decrypted with KEY if set. */
-static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uint64_t first,
-		       const struct zcrypt_file_key *key, uint8_t *dst)
+/* Where blocks read go: file blocks FIRST... of inode INO (of clusters of 2^LOG blocks when
+ * compressed, else LOG 0), decrypted with KEY if set. */
+struct rdest {
+	uint32_t ino, log;
+	uint64_t first;
+	const struct zcrypt_file_key *key;
+};
+
+/* Read the N blocks at ADDR into DST, as TO says. */
+static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n,
+		       const struct rdest *to, uint8_t *dst)
 {
+	const struct zcrypt_file_key *key = to->key;
+	uint64_t first = to->first;
 	uint32_t i = 0, k;
 	int ret = 0;
 
 	while (!ret && i < n) {
 		uint8_t *d = dst + (size_t)i * ZLFS_BLOCK_SIZE;
+
+		if (addr[i] == ZLFS_ADDR_COMPRESSED) { /* plans of such files are whole clusters */
+			if (!to->log || (i & ((1u << to->log) - 1)) || n - i < 1u << to->log) {
+				zlog_err("inode %u: a compressed cluster's marker at file block %llu, "
+					 "which starts no cluster: run fsck.zlfs", to->ino,
+					 (unsigned long long)(first + i));
+				return -EIO;
+			}
+			ret = dclu_unpack(fs, to->ino, to->log, key, first + i, &addr[i], d);
+			i += 1u << to->log;
+			continue;
+		}
 
 		if (addr[i] == ZLFS_ADDR_NULL || addr[i] == ADDR_IN_MEMORY) {
 			if (addr[i] == ZLFS_ADDR_NULL) /* a hole reads as zeros */
@@ -142,9 +171,11 @@ static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uin
 
 int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 {
+	struct rdest to = {p->ino, p->clog, p->first, p->key};
+
 	if (p->from_ra)
 		return 0;
-	return read_blocks(fs, p->addr, p->nblocks, p->first, p->key, p->buf);
+	return read_blocks(fs, p->addr, p->nblocks, &to, p->buf);
 }
 
 void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
@@ -163,8 +194,10 @@ void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahea
 	if (!ret)
 		ret = data_addrs(fs, inode, a->first, n, addr);
 	if (!ret) {
+		struct rdest to = {inode->nid, 0, a->first, dk.on ? &dk.k : NULL};
+
 		plan_held(fs, inode->nid, a->first, n, addr, a->buf);
-		ret = read_blocks(fs, addr, n, a->first, dk.on ? &dk.k : NULL, a->buf);
+		ret = read_blocks(fs, addr, n, &to, a->buf);
 	}
 	if (!ret)
 		ra_keep(fs, inode->nid, inode->data_gen, a, n);

@@ -37,44 +37,86 @@ struct dpath {
 	uint32_t ofs[4];
 };
 
-static int data_path(uint64_t idx, struct dpath *p)
+/* The data slots the inode and each direct node map: all of them, but whole clusters only in
+ * a compressed file, so that one node holds a cluster (format.h, zlfs_cluster_slots).
+ * Indirect nodes keep all NA children either way, and node offsets do not change. */
+struct dshape {
+	uint32_t ia, nd;
+};
+
+uint32_t data_cluster_log(const struct node_page *inode)
 {
-	if (idx < IA) {
+	const struct zlfs_inode *in = inode->buf;
+
+	return (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS) ? in->cluster_log : 0;
+}
+
+static struct dshape shape_of_log(uint32_t log)
+{
+	return (struct dshape){zlfs_cluster_slots(IA, log), zlfs_cluster_slots(NA, log)};
+}
+
+static struct dshape shape_of(const struct node_page *inode)
+{
+	return shape_of_log(data_cluster_log(inode));
+}
+
+static int data_path(uint64_t idx, struct dshape sh, struct dpath *p)
+{
+	uint64_t nd = sh.nd;
+
+	if (idx < sh.ia) {
 		p->depth = 0;
 		p->slot[0] = (uint32_t)idx;
 		return 0;
 	}
-	idx -= IA;
-	if (idx < 2ULL * NA) {
+	idx -= sh.ia;
+	if (idx < 2 * nd) {
 		p->depth = 1;
-		p->slot[0] = (uint32_t)(idx / NA);
-		p->slot[1] = (uint32_t)(idx % NA);
+		p->slot[0] = (uint32_t)(idx / nd);
+		p->slot[1] = (uint32_t)(idx % nd);
 		p->ofs[1] = 1 + p->slot[0];
 		return 0;
 	}
-	idx -= 2ULL * NA;
-	if (idx < 2ULL * NA * NA) {
+	idx -= 2 * nd;
+	if (idx < 2ULL * NA * nd) {
 		p->depth = 2;
-		p->slot[0] = 2 + (uint32_t)(idx / ((uint64_t)NA * NA));
-		p->slot[1] = (uint32_t)(idx / NA % NA);
-		p->slot[2] = (uint32_t)(idx % NA);
+		p->slot[0] = 2 + (uint32_t)(idx / (NA * nd));
+		p->slot[1] = (uint32_t)(idx / nd % NA);
+		p->slot[2] = (uint32_t)(idx % nd);
 		p->ofs[1] = 3 + (p->slot[0] - 2);
 		p->ofs[2] = 5 + (p->slot[0] - 2) * NA + p->slot[1];
 		return 0;
 	}
-	idx -= 2ULL * NA * NA;
-	if (idx < (uint64_t)NA * NA * NA) {
+	idx -= 2ULL * NA * nd;
+	if (idx < (uint64_t)NA * NA * nd) {
 		p->depth = 3;
 		p->slot[0] = 4;
-		p->slot[1] = (uint32_t)(idx / ((uint64_t)NA * NA));
-		p->slot[2] = (uint32_t)(idx / NA % NA);
-		p->slot[3] = (uint32_t)(idx % NA);
+		p->slot[1] = (uint32_t)(idx / (NA * nd));
+		p->slot[2] = (uint32_t)(idx / nd % NA);
+		p->slot[3] = (uint32_t)(idx % nd);
 		p->ofs[1] = 5 + 2 * NA;
 		p->ofs[2] = 6 + 2 * NA + p->slot[1];
 		p->ofs[3] = 6 + 3 * NA + p->slot[1] * NA + p->slot[2];
 		return 0;
 	}
 	return -EFBIG;
+}
+
+uint64_t data_dnode_base(uint32_t ofs, uint32_t log)
+{
+	struct dshape sh = shape_of_log(log);
+	uint64_t nd = sh.nd, l1 = sh.ia + 2 * nd, l2 = l1 + 2ULL * NA * nd;
+
+	if (ofs == 0)
+		return 0;
+	if (ofs == 1 || ofs == 2)
+		return sh.ia + (ofs - 1) * nd;
+	if (ofs >= 5 && ofs < 5 + 2 * NA)
+		return l1 + (uint64_t)(ofs - 5) * nd;
+	if (ofs >= 6 + 3 * NA && ofs - (6 + 3 * NA) < NA * NA)
+		return l2 + (uint64_t)(ofs - (6 + 3 * NA)) * nd;
+	return UINT64_MAX;
 }
 
 le32 *node_slot(struct node_page *np, uint32_t slot)
@@ -121,8 +163,9 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	     struct dref *ref)
 {
 	struct node_page *cur = inode, *next;
+	struct dshape sh = shape_of(inode);
 	struct dpath p;
-	int ret = data_path(idx, &p), d;
+	int ret = data_path(idx, sh, &p), d;
 
 	if (inline_is(inode)) /* its address area holds bytes: a caller that forgot to convert */
 		return -EUCLEAN;
@@ -132,6 +175,7 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	if (p.depth == 0) {
 		ref->np = inode;
 		ref->slot = p.slot[0];
+		ref->end = sh.ia;
 		return 0;
 	}
 	for (d = 0; d < p.depth; d++) {
@@ -145,6 +189,7 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	}
 	ref->np = cur;
 	ref->slot = p.slot[p.depth];
+	ref->end = sh.nd;
 	return 0;
 }
 
@@ -289,8 +334,25 @@ static int data_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void
 	return ret;
 }
 
-/* Whether a slot holds data a write would replace (not a hole, not a reservation). */
+/* Whether a slot holds data a write would replace (not a hole, not a reservation; a
+ * compressed cluster's marker stands for its data). */
 static int slot_has_data(uint32_t addr) { return addr && addr != ZLFS_ADDR_PREALLOC; }
+
+/* Whether a slot holds a block of the device (not a hole, reservation or marker). */
+static int slot_is_block(uint32_t addr)
+{
+	return addr && addr != ZLFS_ADDR_PREALLOC && addr != ZLFS_ADDR_COMPRESSED;
+}
+
+/* REF's slot lies in a cluster stored compressed, whose slots only the cluster's own writes
+ * may change (dcluster.c): a block write there would tear it. */
+static int in_compressed_cluster(const struct node_page *inode, const struct dref *ref)
+{
+	uint32_t log = data_cluster_log(inode);
+
+	return log && le32_get(*node_slot(ref->np, ref->slot & ~((1u << log) - 1u))) ==
+			      ZLFS_ADDR_COMPRESSED;
+}
 
 int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, const void *buf,
 		   enum zlfs_log_type type)
@@ -303,6 +365,12 @@ int data_put_block(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, co
 
 	if (ret)
 		return ret;
+	if (in_compressed_cluster(inode, &ref)) {
+		zlog_err("inode %u: a block write into compressed cluster %llu", inode->nid,
+			 (unsigned long long)(idx >> data_cluster_log(inode)));
+		node_put(fs, ref.np);
+		return -EIO;
+	}
 	slot = node_slot(ref.np, ref.slot);
 	old = le32_get(*slot);
 	if (old == ZLFS_ADDR_PREALLOC) /* the block's reservation pays for it */
@@ -348,6 +416,8 @@ int data_read_addr(struct zlfs_fs *fs, const struct dkey *dk, uint64_t idx, uint
 		memset(buf, 0, ZLFS_BLOCK_SIZE);
 		return 0;
 	}
+	if (addr == ZLFS_ADDR_COMPRESSED) /* a cluster is read whole (dcluster.c), never so */
+		return -EIO;
 	ret = seg_read(fs, addr, buf);
 	if (!ret && dk->on)
 		ret = zcrypt_xts_decrypt(&dk->k, idx, buf, buf, ZLFS_BLOCK_SIZE);
@@ -408,6 +478,10 @@ int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dke
 
 	if (ret)
 		return ret;
+	if (data_cluster_log(inode)) { /* compressed files are written by clusters (dcluster.c) */
+		node_put(fs, ref.np);
+		return -EIO;
+	}
 	k = n < WRITE_RUN ? n : WRITE_RUN;
 	k = k < slots_left(&ref) ? k : slots_left(&ref);
 	for (i = 0; i < k; i++) { /* reserved blocks pay for themselves, as in data_put_block */
@@ -447,6 +521,87 @@ int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dke
 	return ret;
 }
 
+/* ---- compressed clusters --------------------------------------------------------------
+ * A cluster of a compressed file is re-pointed whole, in the one node that holds it, so the
+ * checkpoint and roll-forward see it old or new, never torn. */
+
+/* Append all N blocks of BUF (slot offsets OFS...): a log that runs out of room part way
+ * leaves the rest to data_append_n's other lanes. ADDR keeps what was appended even when an
+ * error ends it, so that the caller can give those blocks back. */
+static int append_all(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t *buf,
+		      uint32_t n, uint32_t nid, uint32_t ofs, uint32_t *addr)
+{
+	uint32_t done = 0;
+
+	while (done < n) {
+		int ret = data_append_n(fs, type, buf + (size_t)done * ZLFS_BLOCK_SIZE, n - done, nid,
+					(uint16_t)(ofs + done), addr + done);
+
+		if (ret < 0)
+			return ret;
+		done += (uint32_t)ret;
+	}
+	return 0;
+}
+
+int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log, old[1u << ZLFS_CLUSTER_LOG_MAX];
+	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX] = {0}, i, j, reserved = 0, had = 0, now = 0;
+	struct zlfs_inode *in = inode_of(inode);
+	enum zlfs_log_type type;
+	struct dref ref;
+	le32 *s;
+	int ret = log ? data_ref(fs, inode, cidx << log, 1, &ref) : -EINVAL;
+
+	if (ret)
+		return ret;
+	s = node_slot(ref.np, ref.slot);
+	for (i = 0; i < c; i++) {
+		old[i] = le32_get(s[i]);
+		reserved += old[i] == ZLFS_ADDR_PREALLOC;
+		had += slot_is_block(old[i]) || old[i] == ZLFS_ADDR_PREALLOC;
+	}
+	if (reserved) /* they pay for this write, and those it leaves unused go */
+		seg_prealloc_add(fs, -(int64_t)reserved);
+	type = data_user_log(fs, inode, had > reserved || old[0] == ZLFS_ADDR_COMPRESSED);
+	if (compressed) {
+		ret = append_all(fs, type, buf, n, ref.np->nid, ref.slot + 1, addr + 1);
+		now = n;
+	}
+	for (i = 0; !compressed && !ret && i < c; i = j) { /* raw: runs between the holes */
+		for (j = i; j < c && !(holes >> j & 1); j++)
+			;
+		ret = j > i ? append_all(fs, type, buf + (size_t)i * ZLFS_BLOCK_SIZE, j - i,
+					 ref.np->nid, ref.slot + i, addr + i)
+			    : 0;
+		now += j - i;
+		j += j == i;
+	}
+	if (ret) {
+		seg_mark_n(fs, addr, c, 0); /* what did get appended is nobody's */
+		if (reserved)
+			seg_prealloc_add(fs, (int64_t)reserved);
+		node_put(fs, ref.np);
+		return ret;
+	}
+	if (compressed)
+		addr[0] = ZLFS_ADDR_COMPRESSED;
+	data_changed(fs, inode);
+	for (i = 0; i < c; i++) {
+		s[i] = le32_put(addr[i]);
+		if (!slot_is_block(old[i])) /* to the SIT only the old blocks go */
+			old[i] = ZLFS_ADDR_NULL;
+	}
+	seg_mark_n(fs, old, c, 0);
+	node_dirty(fs, ref.np);
+	in->blocks = le64_put(le64_get(in->blocks) + now - had);
+	node_dirty(fs, inode);
+	node_put(fs, ref.np);
+	return 0;
+}
+
 /* ---- truncation and holes -----------------------------------------------------------------
  * Blocks in [FROM, TO) are dropped by walking the tree: a node whose whole range lies inside
  * is freed with everything under it, a node straddling an end keeps its other entries, and
@@ -463,6 +618,11 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 		return;
 	data_changed(fs, inode);
 	inode->heat_rewrite |= slot_has_data(addr); /* a truncate and rewrite replaces data too */
+	if (addr == ZLFS_ADDR_COMPRESSED) { /* no block: the cluster's k blocks go one by one */
+		*slot = 0;
+		node_dirty(fs, inode);
+		return;
+	}
 	if (addr == ZLFS_ADDR_PREALLOC)
 		seg_prealloc_add(fs, -1); /* the reservation goes with the pointer */
 	seg_mark(fs, addr, 0);
@@ -473,7 +633,18 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 
 struct drange {
 	uint64_t from, to;
+	struct dshape sh;
 };
+
+/* File blocks under one child slot of a node with DEPTH levels of nodes below it. */
+static uint64_t child_span(const struct dshape *sh, int depth)
+{
+	uint64_t span = depth ? sh->nd : 1;
+
+	for (int d = 1; d < depth; d++)
+		span *= NA;
+	return span;
+}
 
 uint32_t data_child_ofs(uint32_t ofs, uint32_t i)
 {
@@ -494,16 +665,14 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 		      int depth, uint64_t base, const struct drange *r)
 {
 	struct node_page *np;
-	uint64_t span = 1;
-	uint32_t i;
-	int d, ret = node_get_as(fs, nid, inode->nid, depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE,
-				 ofs, &np);
+	uint64_t span = child_span(&r->sh, depth);
+	uint32_t i, n = depth ? NA : r->sh.nd;
+	int ret = node_get_as(fs, nid, inode->nid, depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE,
+			      ofs, &np);
 
 	if (ret)
 		return ret;
-	for (d = 0; d < depth; d++)
-		span *= NA;
-	for (i = 0; i < NA && !ret; i++) {
+	for (i = 0; i < n && !ret; i++) {
 		uint64_t cb = base + i * span;
 		le32 *slot = &((struct zlfs_node *)np->buf)->ptr[i];
 		uint32_t child = le32_get(*slot);
@@ -528,14 +697,14 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 
 static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct drange *r)
 {
-	static const uint64_t base[ZLFS_INODE_NIDS] = {IA, IA + NA, L1_END, L1_END + (uint64_t)NA * NA,
-						       L2_END};
-	static const uint64_t end[ZLFS_INODE_NIDS] = {IA + NA, L1_END, L1_END + (uint64_t)NA * NA,
-						      L2_END, L3_END};
 	static const int depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
 	struct zlfs_inode *in = inode_of(inode);
-	uint64_t i;
+	uint64_t base[ZLFS_INODE_NIDS + 1], i;
 	int k, ret = 0;
+
+	base[0] = r->sh.ia;
+	for (k = 0; k < ZLFS_INODE_NIDS; k++) /* child k maps [base[k], base[k + 1]) */
+		base[k + 1] = base[k] + child_span(&r->sh, depth[k] + 1);
 
 	if (!le64_get(in->blocks)) { /* no data block anywhere: only the nodes may need going */
 		for (k = 0; k < ZLFS_INODE_NIDS && !in->nid[k]; k++)
@@ -543,15 +712,15 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 		if (k == ZLFS_INODE_NIDS)
 			return 0;
 	}
-	for (i = r->from; i < IA && i < r->to; i++)
+	for (i = r->from; i < r->sh.ia && i < r->to; i++)
 		drop_block(fs, inode, &in->addr[i]);
 	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
 		uint32_t nid = le32_get(in->nid[k]);
 
-		if (!nid || end[k] <= r->from || base[k] >= r->to)
+		if (!nid || base[k + 1] <= r->from || base[k] >= r->to)
 			continue;
 		ret = trunc_node(fs, inode, nid, data_child_ofs(0, (uint32_t)k), depth[k], base[k], r);
-		if (!ret && base[k] >= r->from && end[k] <= r->to) {
+		if (!ret && base[k] >= r->from && base[k + 1] <= r->to) {
 			node_free(fs, nid);
 			in->nid[k] = 0;
 			node_dirty(fs, inode);
@@ -562,7 +731,7 @@ static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct 
 
 int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to)
 {
-	struct drange r = {from, to};
+	struct drange r = {from, to, shape_of(inode)};
 
 	return drop_range(fs, inode, &r);
 }
@@ -571,7 +740,7 @@ uint64_t data_max_blocks(void) { return L3_END; }
 
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
 {
-	struct drange r = {from, UINT64_MAX};
+	struct drange r = {from, UINT64_MAX, shape_of(inode)};
 
 	return drop_range(fs, inode, &r);
 }

@@ -45,6 +45,16 @@ static int slot_get(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, u
 	return 0;
 }
 
+/* Whether file block IDX lies in a compressed cluster, whose null slots are no holes: a
+ * compressed file's reservations go only to raw clusters (docs/compression.md). */
+static int in_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx)
+{
+	uint32_t log = data_cluster_log(inode), first;
+
+	return log && !slot_get(fs, inode, idx >> log << log, &first) &&
+	       first == ZLFS_ADDR_COMPRESSED;
+}
+
 /* Holes in blocks [FIRST, END): what a reservation of that range needs. */
 static int count_holes(struct zlfs_fs *fs, struct node_page *inode, uint64_t first, uint64_t end,
 		       uint64_t *holes)
@@ -54,7 +64,7 @@ static int count_holes(struct zlfs_fs *fs, struct node_page *inode, uint64_t fir
 
 	for (*holes = 0; !ret && first < end; first++) {
 		ret = slot_get(fs, inode, first, &addr);
-		*holes += !ret && addr == ZLFS_ADDR_NULL;
+		*holes += !ret && addr == ZLFS_ADDR_NULL && !in_compressed(fs, inode, first);
 	}
 	return ret;
 }
@@ -81,7 +91,7 @@ static int reserve_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t 
 		if (ret)
 			break;
 		slot = node_slot(ref.np, ref.slot);
-		if (!le32_get(*slot)) {
+		if (!le32_get(*slot) && !in_compressed(fs, inode, idx)) {
 			*slot = le32_put(ZLFS_ADDR_PREALLOC);
 			node_dirty(fs, ref.np);
 			in->blocks = le64_put(le64_get(in->blocks) + 1);
@@ -183,8 +193,8 @@ static int shift_prepare(struct zlfs_fs *fs, struct node_page *inode, uint64_t o
 
 	if (ret)
 		return ret;
-	if (fcrypt_is_encrypted(inode))
-		return -EOPNOTSUPP; /* the XTS tweak is the block's position in the file */
+	if (fcrypt_is_encrypted(inode) || data_cluster_log(inode))
+		return -EOPNOTSUPP; /* the XTS tweak, a cluster's hash: the position in the file */
 	if (off % BS || len % BS || !len)
 		return -EINVAL;
 	ret = zlfs_feature_incompat(fs, ZLFS_FEAT_INCOMPAT_FALLOC);

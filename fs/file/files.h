@@ -49,6 +49,7 @@ struct zcrypt_file_key;
 struct dref {
 	struct node_page *np;
 	uint32_t slot;
+	uint32_t end;   /* slots of NP that map the file: fewer in a compressed file (format.h) */
 };
 /* Find (or make, with CREATE) the pointer to file block IDX: -ENOENT when a node on the way
  * is missing (and not CREATE). REF->np is held: node_put it. */
@@ -85,6 +86,7 @@ struct data_rplan {
 	uint8_t *buf;     /* nblocks aligned blocks */
 	size_t skip, len;
 	uint64_t first;                /* file block of buf[0] */
+	uint32_t clog;                 /* compressed file: log2 of its clusters' blocks, else 0 */
 	struct zcrypt_file_key *key;   /* encrypted file: decrypt after reading (wiped on free) */
 	struct ra_ahead ahead;
 };
@@ -99,10 +101,26 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	       uint64_t off);
 /* Inode INO was closed: the warm data lane it wrote to is free for other files. */
 void data_lane_release(struct zlfs_fs *fs, uint32_t ino);
+/* A new regular file, empty, on a mount that compresses: flagged ZLFS_IFLAG_COMPRESS with the
+ * mount's algorithm and the filesystem's cluster size (dcluster.c). */
+void dclu_start(struct zlfs_fs *fs, struct node_page *np);
+/* chattr +c / -c: a regular file compressed (ON) or not, from its next byte; only while it is
+ * empty (-EINVAL otherwise, as F2FS), and compressed only with the COMPRESS feature
+ * (-EOPNOTSUPP, as for a directory: they pass nothing on yet). */
+int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on);
+/* fsck: the compressed cluster of file blocks FIRST... of INODE, at slots ADDR (the marker and
+ * its k blocks), decrypts (with the key) and decompresses to what its header's hash says. */
+int data_cluster_check(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		       const uint32_t *addr);
 /* Drop file blocks [FROM, TO) (and the nodes that only mapped those). */
 int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to);
 /* The most blocks a file's tree addresses. */
 uint64_t data_max_blocks(void);
+/* log2 of the blocks of a cluster of a compressed file, 0 for any other file. */
+uint32_t data_cluster_log(const struct node_page *inode);
+/* The first file block that slot 0 of the direct node at node offset OFS maps, in a file of
+ * clusters of 2^LOG blocks (0: not compressed); UINT64_MAX if OFS is no direct node's. */
+uint64_t data_dnode_base(uint32_t ofs, uint32_t log);
 /* Drop file blocks from block FROM on (and the nodes that only mapped those). */
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from);
 /* Set the size; a size not above the old one frees the blocks past it (reservations too), and

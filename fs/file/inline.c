@@ -22,14 +22,15 @@
 #include <string.h>
 
 /* An encrypted file never starts inline: XTS encrypts whole blocks with the block number as
- * tweak, and an inode is not a block of the file. */
+ * tweak, and an inode is not a block of the file. Nor does a compressed one: its tree maps
+ * clusters from the first byte. */
 void inline_start(struct zlfs_fs *fs, struct node_page *np)
 {
 	struct zlfs_inode *in = inode_of(np);
 
 	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_INLINE_DATA) ||
 	    !S_ISREG(le32_get(in->mode)) || fcrypt_is_encrypted(np) || le64_get(in->size) ||
-	    le64_get(in->blocks))
+	    le64_get(in->blocks) || (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS))
 		return;
 	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_INLINE);
 	in->inline_size = 0;

@@ -1,0 +1,385 @@
+/*
+ * dcluster.c - the data of compressed files (docs/compression.md): a file flagged
+ * ZLFS_IFLAG_COMPRESS is read and written by clusters of 2^n blocks, each stored raw (slot
+ * per block, as any file) or compressed (the marker, then k blocks under a cluster header).
+ *
+ * Owns: turning a cluster's plaintext into what is stored and back - compress, then encrypt
+ * each stored block with the tweak of its slot (its file block index); read, decrypt,
+ * decompress - and the writes, truncations and punches that land inside a cluster, which
+ * read it, change it and store it again whole. A write into part of a raw cluster changes its
+ * blocks alone, as in any file, and the write that reaches a cluster's last block tries to
+ * compress it. Which files are compressed: the mount's choice at create (dclu_start), and
+ * chattr +c / -c while a file is empty (dclu_set). Slots and appends are dmap.c's
+ * (data_put_cluster), the codec cluster.c's. Each thread keeps one codec context (the
+ * libraries' state is not shared).
+ * May call: dmap.c (data_int.h), tailbuf.c, inode.c (files.h), node/log (core.h), cluster.h,
+ * crypto/zcrypt.h, log.h.
+ */
+#include "cluster.h"
+#include "data_int.h"
+#include "log.h"
+#include "zcrypt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BS ZLFS_BLOCK_SIZE
+
+static pthread_key_t cx_key;
+static pthread_once_t cx_once = PTHREAD_ONCE_INIT;
+
+static void cx_free(void *cx) { cluster_ctx_free(cx); }
+static void cx_key_init(void) { pthread_key_create(&cx_key, cx_free); }
+
+/* This thread's codec context, made on first use and freed when the thread ends. */
+static struct cluster_ctx *cx_get(void)
+{
+	struct cluster_ctx *cx;
+
+	pthread_once(&cx_once, cx_key_init);
+	cx = pthread_getspecific(cx_key);
+	if (!cx && (cx = cluster_ctx_new()) && pthread_setspecific(cx_key, cx)) {
+		cluster_ctx_free(cx);
+		cx = NULL;
+	}
+	return cx;
+}
+
+int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
+		uint8_t *dst)
+{
+	struct cluster_place at = {fs->sb.seed, ino, first >> log};
+	uint32_t c = 1u << log, k = 0, j, n;
+	struct cluster_ctx *cx = cx_get();
+	char why[160] = "";
+	uint8_t *tmp;
+	int ret = 0;
+
+	while (k + 1 < c && addr[k + 1] && addr[k + 1] != ZLFS_ADDR_PREALLOC &&
+	       addr[k + 1] != ZLFS_ADDR_COMPRESSED)
+		k++;
+	for (j = k + 1; j < c && !ret; j++)
+		ret = addr[j] ? -EIO : 0; /* format_check.c refuses such a node: memory went bad */
+	if (!cx)
+		return -ENOMEM;
+	if (!k || ret) {
+		zlog_err("inode %u: compressed cluster %llu has %u stored blocks and a slot after "
+			 "them: run fsck.zlfs", ino, (unsigned long long)(first >> log), k);
+		return -EIO;
+	}
+	tmp = zdev_buf_alloc((size_t)k * BS);
+	if (!tmp)
+		return -ENOMEM;
+	for (j = 0; !ret && j < k; j += n) { /* runs of consecutive addresses: one read each */
+		for (n = 1; j + n < k && addr[1 + j + n] == addr[1 + j] + n; n++)
+			;
+		ret = seg_read_run(fs, addr[1 + j], n, tmp + (size_t)j * BS);
+	}
+	for (j = 0; !ret && key && j < k; j++)
+		ret = zcrypt_xts_decrypt(key, first + 1 + j, tmp + (size_t)j * BS,
+					 tmp + (size_t)j * BS, BS);
+	if (!ret && cluster_decompress(cx, &at, tmp, k, log, dst, why, sizeof(why))) {
+		zlog_err("inode %u: compressed cluster %llu (file bytes %llu..%llu) does not "
+			 "decompress: %s", ino, (unsigned long long)at.index,
+			 (unsigned long long)(first * BS), (unsigned long long)((first + c) * BS - 1),
+			 why);
+		ret = -EIO;
+	}
+	zdev_buf_free(tmp);
+	return ret;
+}
+
+/* The 2^n slots of cluster CIDX, all null where no node maps it yet. */
+static int cluster_slots(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+			 uint32_t *addr)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log;
+	struct dref ref;
+	int ret = data_ref(fs, inode, cidx << log, 0, &ref);
+
+	memset(addr, 0, c * sizeof(*addr));
+	if (ret == -ENOENT || ret == -EFBIG)
+		return 0;
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < c; i++)
+		addr[i] = le32_get(*node_slot(ref.np, ref.slot + i));
+	node_put(fs, ref.np);
+	return 0;
+}
+
+int dclu_is_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx, int *yes)
+{
+	uint32_t raw;
+	int ret = data_slot_raw(fs, inode, cidx << data_cluster_log(inode), &raw);
+
+	*yes = raw == ZLFS_ADDR_COMPRESSED;
+	return ret;
+}
+
+/* Cluster CIDX in plaintext into PLAIN (2^n blocks): decompressed, or block by block. */
+static int cluster_read(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			uint64_t cidx, uint8_t *plain)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log, addr[1u << ZLFS_CLUSTER_LOG_MAX];
+	uint64_t first = cidx << log;
+	int ret = cluster_slots(fs, inode, cidx, addr);
+
+	if (!ret && addr[0] == ZLFS_ADDR_COMPRESSED)
+		return dclu_unpack(fs, inode->nid, log, dk->on ? &dk->k : NULL, first, addr, plain);
+	for (uint32_t i = 0; !ret && i < c; i++)
+		ret = data_read_addr(fs, dk, first + i,
+				     addr[i] == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : addr[i],
+				     plain + (size_t)i * BS);
+	return ret;
+}
+
+static int block_is_zero(const uint8_t *b)
+{
+	return !b[0] && !memcmp(b, b + 1, BS - 1);
+}
+
+/* Store PLAIN (2^n blocks) as cluster CIDX: compressed when that saves a block, else raw
+ * (all-zero blocks as holes), unless KEEP_RAW: a cluster that does not compress then stays
+ * as it is. */
+static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			 uint64_t cidx, const uint8_t *plain, int keep_raw)
+{
+	const struct zlfs_inode *in = inode_of(inode);
+	uint32_t log = in->cluster_log, c = 1u << log, i;
+	struct cluster_place at = {fs->sb.seed, inode->nid, cidx};
+	int level = fs->compress_alg == in->compress_alg ? fs->compress_level : 0;
+	struct cluster_ctx *cx = cx_get();
+	uint64_t first = cidx << log, holes = 0;
+	uint8_t *out = zdev_buf_alloc((size_t)c * BS);
+	int k = cx && out ? cluster_compress(cx, &at, in->compress_alg, level, plain, log, out)
+			  : -ENOMEM;
+	int ret = k < 0 ? k : 0;
+
+	for (i = 0; !ret && k > 0 && dk->on && i < (uint32_t)k; i++)
+		ret = zcrypt_xts_encrypt(&dk->k, first + 1 + i, out + (size_t)i * BS,
+					 out + (size_t)i * BS, BS);
+	if (!ret && k > 0)
+		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0);
+	if (ret || k > 0 || keep_raw) {
+		zdev_buf_free(out);
+		return ret;
+	}
+	for (i = 0; i < c; i++)
+		holes |= (uint64_t)block_is_zero(plain + (size_t)i * BS) << i;
+	for (i = 0; !ret && dk->on && i < c; i++)
+		ret = zcrypt_xts_encrypt(&dk->k, first + i, plain + (size_t)i * BS,
+					 out + (size_t)i * BS, BS);
+	if (!ret)
+		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes);
+	zdev_buf_free(out);
+	return ret;
+}
+
+/* Bytes [AT, AT+N) of a raw cluster CIDX (or one not written yet) from SRC, or zeros: its
+ * blocks changed one by one; when the change reaches the cluster's last block, the cluster
+ * is tried compressed. BUF is scratch of 2^n blocks. */
+static int raw_patch(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		     uint64_t cidx, uint32_t at, const uint8_t *src, uint32_t n, uint8_t *buf)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log, end = at + n;
+	uint64_t first = cidx << log;
+	int ret = 0;
+
+	for (uint32_t pos = at; !ret && pos < end;) {
+		uint32_t b = pos / BS, o = pos % BS, len = BS - o < end - pos ? BS - o : end - pos;
+
+		if (len < BS)
+			ret = data_read_block(fs, inode, dk, first + b, buf);
+		if (!ret && src)
+			memcpy(buf + o, src + (pos - at), len);
+		else if (!ret)
+			memset(buf + o, 0, len);
+		if (!ret)
+			ret = data_write_block(fs, inode, dk, first + b, buf);
+		pos += len;
+	}
+	if (!ret && src && end > (c - 1) * BS) { /* an append finishing its cluster */
+		ret = cluster_read(fs, inode, dk, cidx, buf);
+		if (!ret)
+			ret = cluster_store(fs, inode, dk, cidx, buf, 1);
+	}
+	return ret;
+}
+
+/* Bytes [AT, AT+N) of cluster CIDX from SRC, or zeros (SRC NULL). */
+static int cluster_patch(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			 uint64_t cidx, uint32_t at, const uint8_t *src, uint32_t n)
+{
+	uint32_t c = 1u << data_cluster_log(inode);
+	uint8_t *buf = zdev_buf_alloc((size_t)c * BS);
+	int yes = 0, ret = buf ? dclu_is_compressed(fs, inode, cidx, &yes) : -ENOMEM;
+
+	if (!ret && !yes) {
+		ret = raw_patch(fs, inode, dk, cidx, at, src, n, buf);
+	} else if (!ret) {
+		ret = cluster_read(fs, inode, dk, cidx, buf);
+		if (!ret && src)
+			memcpy(buf + at, src, n);
+		else if (!ret)
+			memset(buf + at, 0, n);
+		if (!ret)
+			ret = cluster_store(fs, inode, dk, cidx, buf, 0);
+	}
+	zdev_buf_free(buf);
+	return ret;
+}
+
+int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+	       const uint8_t *src, uint64_t off, uint64_t end, uint64_t *pos)
+{
+	uint32_t log = data_cluster_log(inode);
+	uint64_t cb = (uint64_t)BS << log;
+	int ret = 0;
+
+	for (*pos = off; !ret && *pos < end;) {
+		uint64_t cidx = *pos / cb, cstart = cidx * cb;
+		uint64_t n = (end < cstart + cb ? end : cstart + cb) - *pos;
+
+		if (cidx << log >= data_max_blocks())
+			return -EFBIG;
+		if (n == cb)
+			ret = cluster_store(fs, inode, dk, cidx, src + (*pos - off), 0);
+		else
+			ret = cluster_patch(fs, inode, dk, cidx, (uint32_t)(*pos - cstart),
+					    src + (*pos - off), (uint32_t)n);
+		if (!ret)
+			*pos += n;
+	}
+	return ret;
+}
+
+/* Zero [FROM, TO) within cluster CIDX when it is stored compressed (only bytes before the end
+ * of file FSIZE need it: those past it read as zeros already): *DONE says whether it was. */
+static int zero_if_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+			      uint64_t from, uint64_t to, uint64_t fsize, int *done)
+{
+	uint64_t cb = (uint64_t)BS << data_cluster_log(inode), cstart = cidx * cb;
+	struct dkey dk;
+	int ret = dclu_is_compressed(fs, inode, cidx, done);
+
+	if (to > fsize)
+		to = fsize;
+	if (ret || !*done || from >= to)
+		return ret;
+	ret = dkey_get(fs, inode, &dk);
+	if (!ret)
+		ret = cluster_patch(fs, inode, &dk, cidx, (uint32_t)(from - cstart), NULL,
+				    (uint32_t)(to - from));
+	dkey_put(&dk);
+	return ret;
+}
+
+int dclu_punch_ends(struct zlfs_fs *fs, struct node_page *inode, uint64_t *off, uint64_t *end,
+		    uint64_t fsize)
+{
+	uint64_t cb = (uint64_t)BS << data_cluster_log(inode);
+	uint64_t head = *off / cb, tail = *end / cb;
+	int done = 0, ret = 0;
+
+	if (*off % cb) {
+		uint64_t to = *end < (head + 1) * cb ? *end : (head + 1) * cb;
+
+		ret = zero_if_compressed(fs, inode, head, *off, to, fsize, &done);
+		if (!ret && done)
+			*off = to;
+	}
+	if (!ret && *off < *end && *end % cb) {
+		ret = zero_if_compressed(fs, inode, tail, tail * cb > *off ? tail * cb : *off, *end,
+					 fsize, &done);
+		if (!ret && done)
+			*end = tail * cb > *off ? tail * cb : *off;
+	}
+	return ret;
+}
+
+int dclu_cut(struct zlfs_fs *fs, struct node_page *inode, uint64_t size, uint64_t old,
+	     uint64_t *from)
+{
+	uint64_t cb = (uint64_t)BS << data_cluster_log(inode), cidx = size / cb;
+	int done = 0, ret = 0;
+
+	*from = (size + BS - 1) / BS;
+	if (!(size % cb))
+		return 0;
+	/* compressed: zeroed up to the old end (past it, zeros already), and never dropped in part */
+	ret = zero_if_compressed(fs, inode, cidx, size, (cidx + 1) * cb, old, &done);
+	if (!ret && done)
+		*from = (cidx + 1) * cb / BS;
+	return ret < 0 ? ret : done;
+}
+
+/* No data, no node, nothing held: a file whose tree may change shape. */
+static int file_empty(struct zlfs_fs *fs, struct node_page *np)
+{
+	const struct zlfs_inode *in = inode_of(np);
+	uint64_t hidx;
+
+	for (int i = 0; i < ZLFS_INODE_NIDS; i++)
+		if (in->nid[i])
+			return 0;
+	return !le64_get(in->size) && !le64_get(in->blocks) && !tail_block(fs, np->nid, &hidx);
+}
+
+int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
+{
+	struct zlfs_inode *in = inode_of(np);
+	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+
+	if (!S_ISREG(le32_get(in->mode)))
+		return on ? -EOPNOTSUPP : 0; /* directories pass on nothing yet */
+	if (!data_cluster_log(np) == !on)
+		return 0;
+	if (on && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+		return -EOPNOTSUPP;
+	if (!file_empty(fs, np))
+		return -EINVAL; /* its tree has the other shape: as F2FS, only while empty */
+	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE) { /* empty: its area may hold old bytes */
+		memset(in->addr, 0, sizeof(in->addr));
+		in->inline_size = 0;
+	}
+	in->flags = le32_put(on ? (le32_get(in->flags) & ~ZLFS_IFLAG_INLINE) | ZLFS_IFLAG_COMPRESS
+				: le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = on ? (uint8_t)(alg ? alg : ZLFS_CLUSTER_LZ4) : 0;
+	in->cluster_log = on ? (uint8_t)fs->sb.cluster_log : 0;
+	inode_touch(fs, np, INODE_CTIME);
+	return 0;
+}
+
+void dclu_start(struct zlfs_fs *fs, struct node_page *np)
+{
+	struct zlfs_inode *in = inode_of(np);
+
+	if (!fs->compress_alg || !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
+	    !S_ISREG(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE) ||
+	    le64_get(in->size) || le64_get(in->blocks))
+		return;
+	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = (uint8_t)fs->compress_alg;
+	in->cluster_log = (uint8_t)fs->sb.cluster_log;
+	node_dirty(fs, np);
+}
+
+int data_cluster_check(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		       const uint32_t *addr)
+{
+	uint32_t log = data_cluster_log(inode);
+	uint8_t *buf = log ? zdev_buf_alloc((size_t)BS << log) : NULL;
+	struct dkey dk;
+	int ret = buf ? dkey_get(fs, inode, &dk) : -EINVAL;
+
+	if (!ret) {
+		ret = dclu_unpack(fs, inode->nid, log, dk.on ? &dk.k : NULL, first, addr, buf);
+		dkey_put(&dk);
+	}
+	zdev_buf_free(buf);
+	return ret;
+}
