@@ -312,9 +312,11 @@ START_TEST(t_rewrites_cost_what_they_carry)
 	ck_assert_msg(reads <= 2 * 100 + 5 && plain_reads >= 3 * 100, "100 commits read the "
 		      "device %ld times with held blocks, %ld without", reads, plain_reads);
 
-	/* With the read cache (the default): the blocks the log had before were written by
-	 * the commits of its last round, a few hundred blocks ago, and are read from memory. */
-	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
+	/* With the read cache (asked for: it is off by default): the blocks the log had before
+	 * were written by the commits of its last round, a few hundred blocks ago, and are read
+	 * from memory. */
+	pid = tu_daemon_start(img, mnt,
+			      "noinline_data,cp_interval=0,nogc,read_cache_blocks=4096");
 	ck_assert_int_gt(pid, 0);
 	(void)wal_rewrites(200, 600, 0, &reads); /* a round to fill it: the mount starts empty */
 	(void)wal_rewrites(100, 700, 0, &reads);
@@ -341,7 +343,8 @@ START_TEST(t_read_cache_forgets_reset_zones)
 	int fd;
 
 	fresh("tail-rcache.img", 160ull << 20);
-	pid = tu_daemon_start(img, mnt, "noinline_data,cp_interval=0,nogc");
+	pid = tu_daemon_start(img, mnt,
+			      "noinline_data,cp_interval=0,nogc,read_cache_blocks=4096");
 	ck_assert_int_gt(pid, 0);
 	hits0 = stat_of("hits");
 	for (uint32_t round = 0; round < 10; round++) {
