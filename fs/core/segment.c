@@ -478,10 +478,10 @@ static int seg_write_n(struct zlfs_fs *fs, int log, uint32_t zone, uint32_t blk,
 		return seg_write_failed(fs, zone, ret);
 	/* Small writes of user data are what a program writes again in pieces, or reads back
 	 * while the kernel's cache has only part of the page: kept for reading. */
-	for (uint32_t i = 0; fs->rcache && n <= SEG_RCACHE_FILL_MAX && i < n &&
-			     log > ZLFS_LOG_COLD_NODE; i++)
-		rcache_put(fs, zone * zone_blocks(fs) + blk + i,
-			   (const uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE);
+	if (fs->rcache && n <= SEG_RCACHE_FILL_MAX && log > ZLFS_LOG_COLD_NODE)
+		for (uint32_t i = 0; i < n; i++)
+			rcache_put(fs, zlfs_zone_start_blk(&fs->sb, zone) + blk + i,
+				   (const uint8_t *)buf + (size_t)i * ZLFS_BLOCK_SIZE);
 	ATOMIC_ADD(&fs->dev_bytes, bytes);
 	ATOMIC_ADD(&fs->dev_bytes_main, bytes);
 	if (log <= ZLFS_LOG_COLD_NODE)
