@@ -119,16 +119,26 @@ static void tail_remove(struct zlfs_fs *fs, uint32_t ino, int owed)
 	tail_free(e);
 }
 
-/* E becomes a clean copy, or held again: under the table's lock, which tail_probe reads
- * them under without the file's. */
-static void tail_mark(struct tail_table *t, struct tail *e, int clean)
+/* E becomes a clean copy, or held again: the flags under the table's lock, which
+ * tail_probe reads them under without the file's. The counters move with them, the one that
+ * grows first, so that a lock-free look at both never sees the copy in neither. */
+static void tail_mark(struct zlfs_fs *fs, struct tail *e, int clean)
 {
+	struct tail_table *t = fs->tails;
+
 	zlock_lock(&t->lock);
 	e->clean = clean;
 	e->fresh = 0; /* once written, the file has a block there */
 	if (!clean)
 		e->born_ns = mono_ns();
 	zlock_unlock(&t->lock);
+	if (clean) {
+		ATOMIC_ADD(&t->nclean, 1);
+		ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+	} else {
+		ATOMIC_ADD(&fs->held_blocks, 1);
+		ATOMIC_ADD(&t->nclean, (uint32_t)-1);
+	}
 }
 
 void tail_forget_clean(struct zlfs_fs *fs, uint32_t ino)
@@ -152,9 +162,7 @@ int tail_redirty(struct zlfs_fs *fs, uint32_t ino)
 		return -ENOSPC;
 	}
 	seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
-	tail_mark(fs->tails, e, 0);
-	ATOMIC_ADD(&fs->tails->nclean, (uint32_t)-1);
-	ATOMIC_ADD(&fs->held_blocks, 1);
+	tail_mark(fs, e, 0);
 	return 0;
 }
 
@@ -236,9 +244,7 @@ static int tail_write_keep(struct zlfs_fs *fs, struct node_page *inode, int keep
 		tail_remove(fs, inode->nid, 0);
 		return 0;
 	}
-	tail_mark(fs->tails, e, 1);
-	ATOMIC_ADD(&fs->tails->nclean, 1);
-	ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+	tail_mark(fs, e, 1);
 	return 0;
 }
 
