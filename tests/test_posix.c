@@ -31,7 +31,7 @@ static struct tu_tests g_tests; /* 32 today */
 /* The big image's tests in order: t_remount and t_final check what the ones before left. */
 static const char *const posix_order[] = {
 	"t_files", "t_dirs", "t_unlink_open", "t_rename", "t_rename_whiteout", "t_links", "t_attrs", "t_fallocate",
-	"t_fallocate_reserve", "t_fallocate_shift", "t_statfs", "t_xattr", "t_acl", "t_names",
+	"t_fallocate_reserve", "t_fallocate_shift", "t_fallocate_shift_readahead", "t_statfs", "t_xattr", "t_acl", "t_names",
 	"t_access", "t_setgid", "t_sticky", "t_suid", "t_falloc_privs", "t_times",
 	"t_fsync", "t_direct_aio", "t_boundaries", "t_remount", "t_readonly", "t_remount_ro", "t_second_mount", "t_many", "t_manydirs", "t_sparse",
 	"t_threads", "t_listing_after_rename", "t_seekdir", "t_handles", "t_unsupported", "t_tools", "t_final", "t_fsync_kill", "t_unmount", NULL,

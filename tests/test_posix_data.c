@@ -315,6 +315,53 @@ START_TEST(t_fallocate_shift)
 }
 END_TEST
 
+/* Every block of PATH's first N read with O_DIRECT in 128 KiB requests from the start (a
+ * stream the daemon reads ahead of) and compared with WANT; 0 when all match. */
+static int direct_differs(const char *path, const uint8_t *want, size_t n)
+{
+	uint8_t *b = aligned_alloc(4096, 32 * 4096);
+	int fd = xopen(path, O_RDONLY | O_DIRECT, 0), bad = 0;
+
+	for (size_t off = 0; off < n * 4096; off += 32 * 4096) {
+		size_t len = n * 4096 - off < 32 * 4096 ? n * 4096 - off : 32 * 4096;
+
+		ck_assert_int_eq(pread(fd, b, len, (off_t)off), (ssize_t)len);
+		bad += memcmp(b, want + off, len) != 0;
+	}
+	close(fd);
+	free(b);
+	return bad;
+}
+
+/* A collapse or an insert moves blocks under read-ahead's feet: a window read before it must
+ * not serve the blocks that were at those offsets (test_fsx met one, seed 8). */
+START_TEST(t_fallocate_shift_readahead)
+{
+	const size_t n = 512;
+	uint8_t *want = malloc((n + 16) * 4096);
+	struct zlfs_ioc_range r;
+	int fd;
+
+	for (size_t i = 0; i < n * 4096; i++)
+		want[i] = (uint8_t)(i / 4096 * 5 + i % 251);
+	put_file(P("shift_ra"), want, n * 4096, 0644);
+	ck_assert_int_eq(direct_differs(P("shift_ra"), want, n), 0);
+	fd = xopen(P("shift_ra"), O_RDWR, 0);
+	r = (struct zlfs_ioc_range){16 * 4096, 16 * 4096};
+	OK(ioctl(fd, ZLFS_IOC_INSERT_RANGE, &r));
+	memmove(want + 32 * 4096, want + 16 * 4096, (n - 16) * 4096);
+	memset(want + 16 * 4096, 0, 16 * 4096);
+	ck_assert_int_eq(direct_differs(P("shift_ra"), want, n + 16), 0);
+	r = (struct zlfs_ioc_range){8 * 4096, 24 * 4096};
+	OK(ioctl(fd, ZLFS_IOC_COLLAPSE_RANGE, &r));
+	memmove(want + 8 * 4096, want + 32 * 4096, (n - 16) * 4096);
+	ck_assert_int_eq(direct_differs(P("shift_ra"), want, n - 8), 0);
+	close(fd);
+	OK(unlink(P("shift_ra")));
+	free(want);
+}
+END_TEST
+
 START_TEST(t_fallocate)
 {
 	uint8_t *buf = malloc(65536), *got;
@@ -701,6 +748,7 @@ int posix_data_tests(const TTest **t)
 	t[n++] = t_fallocate;
 	t[n++] = t_fallocate_reserve;
 	t[n++] = t_fallocate_shift;
+	t[n++] = t_fallocate_shift_readahead;
 	t[n++] = t_statfs;
 	t[n++] = t_fsync;
 	t[n++] = t_direct_aio;

@@ -135,24 +135,54 @@ static int gc_append_moved(struct zlfs_fs *fs, uint32_t addr, const uint8_t *dat
 	return ret;
 }
 
+/* Tries at the owner of one block: each failed one saw a collapse or an insert move it. */
+#define GC_OWNER_TRIES 4
+
+/* The owner of block ADDR locked, with its slot in *NID / *OFS: the summary's, or where a
+ * fallocate moved the block (remap.c). Moves stay inside their file and happen under its
+ * lock, so once that lock is held the table's answer stands. But GC may wait for the lock
+ * while a collapse moves the block out of the node the summary names and frees that node
+ * (the end of the file shrank): the node is then gone and the block alive elsewhere, which
+ * is no damage, so the table is asked again. NULL when the owner cannot be had. */
+static struct ilock *gc_lock_block_owner(struct zlfs_fs *fs, uint32_t addr, uint32_t *nid,
+					 uint16_t *ofs)
+{
+	const uint32_t sum_nid = *nid;
+	const uint16_t sum_ofs = *ofs;
+	struct ilock *il = NULL;
+	struct nat_ent e;
+
+	for (int i = 0; !il && i < GC_OWNER_TRIES && seg_is_valid(fs, addr); i++) {
+		*nid = sum_nid;
+		*ofs = sum_ofs;
+		remap_find(fs, addr, nid, ofs);
+		il = gc_lock_owner(fs, *nid, &e);
+	}
+	if (il && !seg_is_valid(fs, addr)) { /* died while GC waited: nothing to move */
+		ilock_drop(fs, il);
+		il = NULL;
+	}
+	if (il) {
+		*nid = sum_nid;
+		*ofs = sum_ofs;
+		remap_find(fs, addr, nid, ofs);
+	}
+	return il;
+}
+
 /* Move one data block at ADDR owned by slot OFS of node NID, whose contents are DATA. */
 static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
 			const uint8_t *data)
 {
 	struct node_page *np;
-	struct nat_ent e;
 	struct ilock *il;
 	uint32_t to;
 	le32 *slot;
 	int ret;
 
-	/* moved by fallocate: the summary names the old slot. Moves stay inside their file and
-	 * happen under its lock, so once that lock is held the table's answer stands. */
-	remap_find(fs, addr, &nid, &ofs);
-	il = gc_lock_owner(fs, nid, &e);
+	il = gc_lock_block_owner(fs, addr, &nid, &ofs);
 	if (!il)
 		return seg_is_valid(fs, addr) ? -EUCLEAN : 0;
-	remap_find(fs, addr, &nid, &ofs);
 	ret = node_get(fs, nid, &np);
 	if (ret) {
 		ilock_drop(fs, il);

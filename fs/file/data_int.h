@@ -29,8 +29,6 @@ static inline uint32_t slots_left(const struct dref *ref)
  * appended and re-pointed with one hold of the node and one acquisition of each lock. */
 #define WRITE_RUN 64u
 
-/* The file changed: read-ahead windows of it no longer hold. */
-void data_changed(struct zlfs_fs *fs, struct node_page *inode);
 /* Take a warm data lane for the file's write request (docs/design.md, "Warm data lanes"). */
 void data_lane_enter(struct zlfs_fs *fs, struct node_page *inode);
 /* The raw slot of block IDX: a device address, ZLFS_ADDR_PREALLOC or null (a hole). */

@@ -219,6 +219,9 @@ static int shift_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t fr
 		ret = move_block(fs, inode, idx, up ? idx + n : idx - n, buf);
 	}
 	zdev_buf_free(buf);
+	/* Pointers moved under read-ahead's feet: a window read before the move holds the
+	 * blocks that were at these offsets, and only a new generation tells it so. */
+	data_changed(fs, inode);
 	return ret;
 }
 

@@ -57,6 +57,9 @@ int data_ref(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx, int crea
 	     struct dref *ref);
 /* The pointer at SLOT of node or inode NP (a data address, or a child nid). */
 le32 *node_slot(struct node_page *np, uint32_t slot);
+/* The file's data changed: read-ahead windows of it no longer hold. Whoever changes a
+ * pointer through node_slot calls it. */
+void data_changed(struct zlfs_fs *fs, struct node_page *inode);
 /* The node offset ("ofs", format.h) of child I of the node at offset OFS; of an inode (OFS 0),
  * I counts its five node ids. */
 uint32_t data_child_ofs(uint32_t ofs, uint32_t i);
