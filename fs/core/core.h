@@ -408,6 +408,8 @@ void seg_origin(struct zlfs_fs *fs, uint32_t addr, uint64_t *born, uint8_t *log)
 uint32_t seg_zone_valid(struct zlfs_fs *fs, uint32_t zone);
 /* Blocks left in the open zone of the log TYPE appends to (0 without one); seg_lock held. */
 uint64_t seg_log_room_locked(const struct zlfs_fs *fs, enum zlfs_log_type type);
+/* Blocks the changed blocks in memory owe the log TYPE appends to (its next checkpoint's). */
+uint64_t seg_log_owed(const struct zlfs_fs *fs, enum zlfs_log_type type);
 /* Lane I (0 .. nr_lanes - 1) of the warm data log: WARM_DATA, then WARM_DATA_1..3. */
 static inline enum zlfs_log_type seg_lane_type(uint32_t i)
 {

@@ -506,13 +506,28 @@ static int gc_split(struct zlfs_fs *fs, uint32_t mz, uint64_t to[3])
 	return 0;
 }
 
-/* Free zones a pass moving TO needs: 2 (re-pointed nodes, the checkpoint) and one for each
- * of the cold and frozen logs it would overflow. The hot log's room is not counted as GC's:
- * user data and directory blocks take it meanwhile, so hot data kept hot always counts a
- * zone of its own. Under seg_lock. */
-static uint32_t gc_zones_for(const struct zlfs_fs *fs, const uint64_t to[3])
+/* Whether the nodes a pass re-points may need a zone: each of the victim's MOVED valid
+ * blocks dirties at most one node (its owner, or itself), and a node log's open zone takes
+ * them when its room covers them and what its changed nodes already owe. Under seg_lock. */
+static int gc_nodes_need_zone(const struct zlfs_fs *fs, uint64_t moved)
 {
-	uint32_t need = 2, i;
+	static const enum zlfs_log_type nodes[] = {ZLFS_LOG_HOT_NODE, ZLFS_LOG_WARM_NODE,
+						   ZLFS_LOG_COLD_NODE};
+
+	for (unsigned i = 0; i < 3; i++)
+		if (seg_log_owed(fs, nodes[i]) + moved > seg_log_room_locked(fs, nodes[i]))
+			return 1;
+	return 0;
+}
+
+/* Free zones a pass moving TO needs: one in hand for the checkpoint that frees the victim,
+ * one for the nodes it re-points unless the node logs' zones hold them (NODES_FIT), and one
+ * for each of the cold and frozen logs it would overflow. The hot log's room is not counted
+ * as GC's: user data and directory blocks take it meanwhile, so hot data kept hot always
+ * counts a zone of its own. Under seg_lock. */
+static uint32_t gc_zones_for(const struct zlfs_fs *fs, const uint64_t to[3], int nodes_fit)
+{
+	uint32_t need = 2 - !!nodes_fit, i;
 
 	for (i = 0; i < 2; i++)
 		need += to[i] && to[i] > seg_log_room_locked(fs, gc_dests[i]);
@@ -523,20 +538,30 @@ int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 {
 	uint32_t mz = zone - fs->sb.main_zone_first, hot = UINT32_MAX, folded = UINT32_MAX;
 	uint32_t have = seg_free_zones(fs);
-	uint64_t to[3];
+	uint64_t to[3] = {0}, room;
+	int fit;
 
 	zlock_lock(&fs->seg_lock);
+	fit = !gc_nodes_need_zone(fs, fs->zone_valid[mz]);
+	room = seg_log_room_locked(fs, ZLFS_LOG_COLD_DATA);
 	if (!gc_split(fs, mz, to)) {
-		hot = gc_zones_for(fs, to);
+		hot = gc_zones_for(fs, to, fit);
 		to[0] += to[2]; /* the same victim with its hot data folded into cold */
 		to[2] = 0;
-		folded = gc_zones_for(fs, to);
+		folded = gc_zones_for(fs, to, fit);
 	}
 	zlock_unlock(&fs->seg_lock);
 	/* Decided once for the whole victim, whichever steps move it, while users may take free
 	 * zones down to the reserve in between: hot data stays hot only if that fits in the
 	 * reserve too, which a pass without it always does. */
 	fs->gc.fold_hot = have < hot || hot > seg_reserve(fs);
+	if (have < (fs->gc.fold_hot ? folded : hot))
+		zlog_debug("GC cannot finish zone %u yet: %u free zones, it needs %u (%llu valid "
+			   "blocks to the cold log, whose zone has room for %llu; node logs %s)",
+			   zone, have, fs->gc.fold_hot ? folded : hot,
+			   (unsigned long long)(to[0] + to[1]),
+			   (unsigned long long)room,
+			   fit ? "have room" : "need a zone");
 	return have >= (fs->gc.fold_hot ? folded : hot);
 }
 

@@ -227,6 +227,11 @@ static uint32_t owed_of(const struct zlfs_fs *fs, int log)
 	return __atomic_load_n(&fs->owed_of[log], __ATOMIC_RELAXED);
 }
 
+uint64_t seg_log_owed(const struct zlfs_fs *fs, enum zlfs_log_type type)
+{
+	return owed_of(fs, fs->log_of[type]);
+}
+
 uint64_t seg_owed_blocks(const struct zlfs_fs *fs)
 {
 	uint64_t n = 0;
