@@ -109,7 +109,7 @@ static void usage(const char *prog)
 	       "                         fill, fsync, close or a checkpoint (default %u; 0: none)\n"
 	       "    tail_secs=SECS       and about SECS seconds at most (default %u; 0: no limit)\n"
 	       "    read_cache_blocks=N  blocks of short writes kept for reading them again\n"
-	       "                         (default %u: none; see zlfs(8))\n"
+	       "                         (default %u; 0: none; see zlfs(8))\n"
 	       "    noinline_data        new files of at most 3,908 bytes take a data block, not\n"
 	       "                         their inode's room (default: inline, when mkfs set it)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
