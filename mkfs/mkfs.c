@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"  -o, --overprovision PCT  zones held back for garbage collection, in percent\n"
 		"                           of the main area (default %d)\n"
 		"      --logs 2|4|6|7|10    active logs (default: the most the zone limits allow; 7\n"
-		"                           below 64 main-area zones)\n"
+		"                           below 64 main-area zones, 4 below 32)\n"
 		"      --compress[=ALG]     enable compressed files (docs/compression.md); ALG,\n"
 		"                           lz4 or zstd[:LEVEL], is what new regular files get\n"
 		"                           when a mount names no compress= (default: none)\n"

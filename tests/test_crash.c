@@ -39,7 +39,7 @@ static const struct workload_def workloads[] = {
 	{"files", 256ULL << 20, workload, 30, 1},
 	/* No background GC, whose share depends on timing: the workload collects at fixed
 	 * points (zlfs-ctl gc), so the case moves data a second time on every machine. */
-	{"gc", 64ULL << 20, workload_gc, 30, 0, 0, "nogc"},
+	{"gc", 64ULL << 20, workload_gc, 30, 0, 0, "nogc", "--logs 7"}, /* the frozen log */
 	{"overwrite", 64ULL << 20, workload_overwrite, 8, 0},
 	{"unlink-open", 64ULL << 20, workload_unlink_open, 8, 0},
 	{"dirs", 64ULL << 20, workload_dirs, 8, 1},

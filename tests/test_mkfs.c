@@ -126,16 +126,22 @@ START_TEST(t_mkfs_basic)
 
 	make_image(tu_path(img, sizeof(img), "basic.img"), 64 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
 		   NULL);
-	mkfs_dev(img, "basic", &sbi); /* 26 main zones: no warm data lanes */
-	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R2);
+	mkfs_dev(img, "basic", &sbi); /* 26 main zones: 4 logs (fewer than 32) */
+	ck_assert_uint_eq(sbi.nr_logs, 4);
 	ck_assert_uint_eq(sbi.seg_blocks, 512);
 	ck_assert_uint_eq(sbi.sb_zone[0], 0);
-	/* 16 zones: too few for the frozen log's zone, enough for the 6-log layout */
+	/* 16 zones: 4 logs too */
 	make_image(tu_path(img, sizeof(img), "small.img"), 64 * MiB, 4 * MiB, 0, 0, 4096, 0, 0,
 		   NULL);
 	mkfs_dev(img, "small", &sbi);
-	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R1);
+	ck_assert_uint_eq(sbi.nr_logs, 4);
 	ck_assert_uint_eq(sbi.min_revision, 1);
+	/* 42 main zones: no warm data lanes (fewer than 64), the frozen log (revision 2) */
+	make_image(tu_path(img, sizeof(img), "seven.img"), 96 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
+		   NULL);
+	mkfs_dev(img, "seven", &sbi);
+	ck_assert_uint_eq(sbi.nr_logs, ZLFS_NR_LOG_TYPES_R2);
+	ck_assert_uint_eq(sbi.min_revision, 2);
 	/* 122 main zones: the warm data lanes too, which only revision 3 reads */
 	make_image(tu_path(img, sizeof(img), "lanes.img"), 256 * MiB, 2 * MiB, 0, 0, 4096, 0, 0,
 		   NULL);

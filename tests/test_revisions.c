@@ -522,7 +522,11 @@ START_TEST(t_mkfs_switch)
 	struct model m = {0}, m6 = {0};
 	char args[64];
 
-	make_image("", 64 * MiB, NULL); /* a small device: 7 logs, which revision 1 lacks */
+	make_image("", 64 * MiB, NULL); /* a small device: 4 logs, which revision 1 reads */
+	read_sb(0, &s);
+	ck_assert_uint_eq(s.nr_logs, 4);
+	ck_assert_uint_eq(s.min_revision, 1);
+	make_image("", 96 * MiB, NULL); /* 7 logs, which revision 1 lacks */
 	read_sb(0, &s);
 	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
 	ck_assert_uint_eq(s.min_revision, 2);
@@ -542,7 +546,7 @@ START_TEST(t_mkfs_switch)
 	ck_assert_uint_eq(s.revision, ZLFS_REVISION);
 	ck_assert_uint_eq(s.min_revision, 1);
 	expect_rw(OLDER, &m6, "y");
-	ck_assert_int_ne(tu_sh("%s -q -f --revision 1:1 %s 2>/dev/null", /* 7 logs in revision 1 */
+	ck_assert_int_ne(tu_sh("%s -q -f --logs 7 --revision 1:1 %s 2>/dev/null", /* 7 logs in 1 */
 			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
 	snprintf(args, sizeof(args), "--revision %d:%d --features 10000000:0:0", NEWER, NEWER);
 	make_image(args, 64 * MiB, NULL);

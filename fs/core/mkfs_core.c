@@ -40,6 +40,11 @@ static uint32_t pow2_floor(uint64_t v)
 
 /* Main zones below which the default layout has no warm data lanes (7 logs, not 10). */
 #define LANES_MIN_MAIN_ZONES 64u
+/* Main zones below which the default layout has 4 logs: every log but the warm data log keeps
+ * an open zone whose unwritten rest no user data may take, and with 7 logs on 26 zones that
+ * rest was a third of the device (RocksDB met ENOSPC at two thirds full; docs/benchmarks.md,
+ * "RocksDB on a small image"). 4 logs keep half as many such zones open. */
+#define SEVEN_LOGS_MIN_MAIN_ZONES 32u
 
 /* Zones needed beside the logs: the GC reserve, from the overprovision percentage. */
 uint32_t zlfs_layout_reserve(uint32_t main_zones, unsigned ovp, uint32_t nr_logs)
@@ -218,10 +223,10 @@ int zlfs_layout(const struct zdev_geometry *g, const struct zdev_zone *zones,
 		s->nr_logs = ZLFS_NR_LOG_TYPES_R2;
 		ret = layout_size(g, s, first, cap_blocks, why, wl);
 	}
-	/* The frozen log costs a zone: a device too small for it gets the 6-log layout it got
-	 * before revision 2, unless the user asked for 7. */
-	if (ret && !o->nr_logs && s->nr_logs == ZLFS_NR_LOG_TYPES_R2) {
-		s->nr_logs = ZLFS_NR_LOG_TYPES_R1;
+	/* A device of few zones, or too few for 7 logs' zones, gets 4 logs, unless the user
+	 * asked for more. */
+	if (!o->nr_logs && s->nr_logs > 4 && (ret || s->main_zones < SEVEN_LOGS_MIN_MAIN_ZONES)) {
+		s->nr_logs = 4;
 		ret = layout_size(g, s, first, cap_blocks, why, wl);
 	}
 	if (ret)
