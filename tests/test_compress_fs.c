@@ -14,7 +14,8 @@
  * reading that cluster's range says EIO, the rest of the file reads, the daemon lives on,
  * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks;
  * t_chattr turns compression on and off with FS_IOC_SETFLAGS; t_parallel reads one file from
- * four threads while another is rewritten.
+ * four threads while another is rewritten; t_accounting checks zlfs-ctl stats' compression
+ * figures and zlfs-ctl compress-info against st_blocks.
  */
 #include "testutil.h"
 
@@ -620,6 +621,105 @@ START_TEST(t_corrupt)
 }
 END_TEST
 
+/* zlfs-ctl compress-info FILE's line, parsed; 0, or the command's exit status. */
+struct cinfo {
+	unsigned long long size, blocks;
+	unsigned cluster;
+	char compressed[8], alg[8];
+};
+
+static int compress_info(const char *name, struct cinfo *ci)
+{
+	char out[600], line[1200];
+	const char *kv;
+	FILE *f;
+	int ret;
+
+	tu_path(out, sizeof(out), "cinfo.txt");
+	ret = tu_sh("%s compress-info %s >%s 2>&1", tu_bin(bin, sizeof(bin), "zlfs-ctl"), at(name),
+		    out);
+	if (ret)
+		return ret;
+	f = fopen(out, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	kv = strstr(line, ": size=");
+	ck_assert_ptr_nonnull(kv);
+	ck_assert_int_eq(sscanf(kv, ": size=%llu stored_blocks=%llu stored_bytes=%*u ratio=%*f "
+				    "compressed=%7s cluster_blocks=%u alg=%7s",
+				&ci->size, &ci->blocks, ci->compressed, &ci->cluster, ci->alg), 5);
+	return 0;
+}
+
+/* The mount's compression figures against what st_blocks and compress-info say: a write of
+ * whole text clusters counts them before and after compression, random ones as raw; a plain
+ * file counts nothing; the figures are this mount's (a remount starts them at 0). */
+START_TEST(t_accounting)
+{
+	long before, after, comp, raw, alone;
+	struct cinfo ci;
+	int fd, flags = 0;
+
+	fresh("--compress=zstd", 0);
+	daemon_pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_after"), 0);
+	put("text", 0, 8 * CB, 0, 8 * CB, 0);
+	before = tu_ctl_stat(mnt, "bytes_before");
+	after = tu_ctl_stat(mnt, "bytes_after");
+	comp = tu_ctl_stat(mnt, "clusters_compressed");
+	ck_assert_int_eq(before, 8 * CB);
+	ck_assert_int_eq(after, stored("text"));
+	ck_assert_int_lt(after, before / 2);
+	ck_assert_int_eq(comp, 8);
+	ck_assert_int_eq(compress_info("text", &ci), 0);
+	ck_assert_uint_eq(ci.size, 8 * CB);
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)stored("text"));
+	ck_assert_str_eq(ci.compressed, "yes");
+	ck_assert_uint_eq(ci.cluster, 4);
+	ck_assert_str_eq(ci.alg, "zstd");
+
+	put("rand", 0, 4 * CB, 1, 4 * CB, 0); /* random: stored raw, before = after */
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), before + 4 * CB);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_after"), after + 4 * CB);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "clusters_raw"), 4);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "clusters_compressed"), comp);
+	ck_assert_int_eq(compress_info("rand", &ci), 0);
+	ck_assert_uint_eq(ci.blocks, 4 * CB / 4096);
+
+	put("small", 0, 100, 0, 100, 0); /* part of a cluster: a block alone, not compressed */
+	alone = tu_ctl_stat(mnt, "blocks_written_alone");
+	ck_assert_int_eq(alone, 1);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), before + 4 * CB + 4096);
+
+	fd = open(at("plain"), O_WRONLY | O_CREAT, 0644); /* chattr -c while empty: plain */
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	close(fd);
+	raw = tu_ctl_stat(mnt, "bytes_before");
+	put("plain", 0, 64 << 10, 0, 64 << 10, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), raw);
+	ck_assert_int_eq(compress_info("plain", &ci), 0);
+	ck_assert_str_eq(ci.compressed, "no");
+	ck_assert_uint_eq(ci.cluster, 0);
+	ck_assert_str_eq(ci.alg, "none");
+	ck_assert_uint_eq(ci.size, 64 << 10);
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)stored("plain"));
+	ck_assert_int_ne(compress_info("missing", &ci), 0); /* a clear error, not a line */
+	down();
+	daemon_pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), 0); /* this mount's */
+	ck_assert_int_eq(compress_info("text", &ci), 0);      /* the file's, kept */
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)after);
+	check_all();
+	down();
+	model_free();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("compress_fs");
@@ -637,6 +737,7 @@ int main(void)
 	tcase_add_test(tc, t_fsck_slots);
 	tcase_add_test(tc, t_chattr);
 	tcase_add_test(tc, t_parallel);
+	tcase_add_test(tc, t_accounting);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

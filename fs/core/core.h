@@ -290,6 +290,11 @@ struct zlfs_fs {
 	uint64_t hot_user_bytes;     /* atomic: this mount's user data sent to the hot log */
 	uint64_t dev_bytes_main, dev_bytes_node, dev_bytes_meta; /* this mount: main-area logs,
 							  * node logs among them, meta log + packs */
+	/* this mount's compressed files (dcluster.c, atomic): plaintext blocks the write path
+	 * stored and the bytes their stored form took; clusters stored compressed and raw,
+	 * blocks of raw clusters written alone */
+	uint64_t clu_bytes_in, clu_bytes_out;
+	uint64_t clu_compressed, clu_raw, clu_blocks_alone;
 	uint64_t gc_bytes;          /* bytes migrated by garbage collection (lifetime) */
 	uint64_t gc_bytes_at_mount; /* gc_bytes when this mount began */
 	uint64_t gc_zones;          /* zones emptied by garbage collection (this mount) */

@@ -13,7 +13,7 @@
  * (data_put_cluster), the codec cluster.c's. Each thread keeps one codec context (the
  * libraries' state is not shared).
  * May call: dmap.c (data_int.h), tailbuf.c, inode.c (files.h), node/log (core.h), cluster.h,
- * crypto/zcrypt.h, log.h.
+ * crypto/zcrypt.h, log.h; counts what it stores in the mount's compression figures (core.h).
  */
 #include "cluster.h"
 #include "data_int.h"
@@ -137,6 +137,15 @@ static int cluster_read(struct zlfs_fs *fs, struct node_page *inode, const struc
 	return ret;
 }
 
+/* The write path's figures for zlfs-ctl stats: a store of IN plaintext blocks that took OUT
+ * blocks, counted in WHAT (a cluster compressed or raw, or a block written alone). */
+static void clu_count(struct zlfs_fs *fs, uint64_t *what, uint32_t in, uint32_t out)
+{
+	ATOMIC_ADD(what, 1);
+	ATOMIC_ADD(&fs->clu_bytes_in, (uint64_t)in * BS);
+	ATOMIC_ADD(&fs->clu_bytes_out, (uint64_t)out * BS);
+}
+
 static int block_is_zero(const uint8_t *b)
 {
 	return !b[0] && !memcmp(b, b + 1, BS - 1);
@@ -164,6 +173,8 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 					 out + (size_t)i * BS, BS);
 	if (!ret && k > 0)
 		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0);
+	if (!ret && k > 0)
+		clu_count(fs, &fs->clu_compressed, c, (uint32_t)k);
 	if (ret || k > 0 || keep_raw) {
 		zdev_buf_free(out);
 		return ret;
@@ -175,6 +186,8 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 					 out + (size_t)i * BS, BS);
 	if (!ret)
 		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes);
+	if (!ret)
+		clu_count(fs, &fs->clu_raw, c, c - (uint32_t)__builtin_popcountll(holes));
 	zdev_buf_free(out);
 	return ret;
 }
@@ -200,6 +213,8 @@ static int raw_patch(struct zlfs_fs *fs, struct node_page *inode, const struct d
 			memset(buf + o, 0, len);
 		if (!ret)
 			ret = data_write_block(fs, inode, dk, first + b, buf);
+		if (!ret)
+			clu_count(fs, &fs->clu_blocks_alone, 1, 1);
 		pos += len;
 	}
 	if (!ret && src && end > (c - 1) * BS) { /* an append finishing its cluster */

@@ -20,7 +20,9 @@ can feed it a known CSV) and the gnuplot plot. Standard library only (fio for ra
   compress.py plot CSV PNG
 
 Device bytes are zlfs-ctl stats' bytes_written_to_device around the phase, after a checkpoint
-(zlfs-ctl sync) at each end, so they hold the data, its nodes and the checkpoints it caused.
+(zlfs-ctl sync) at each end, so they hold the data, its nodes and the checkpoints it caused;
+clu_bytes_before and clu_bytes_after its "compression" figures over the phase (the plaintext
+blocks the write path stored for compressed files, and what they took).
 """
 import argparse
 import csv
@@ -37,7 +39,7 @@ import time
 MiB = float(1 << 20)
 COLUMNS = ["round", "fs", "test", "user_bytes", "dev_bytes", "dev_per_user", "limit_bytes",
            "limit_per_user", "ratio_limit", "seconds", "MiBps", "iops", "waf_classic",
-           "gc_moved_bytes", "note"]
+           "gc_moved_bytes", "clu_bytes_before", "clu_bytes_after", "note"]
 CORPORA = ["tree", "sqlite", "logs", "random"]
 FSES = ["none", "lz4", "zstd"]
 RATE_TESTS = ["seqwrite-text", "seqwrite-random", "seqread-text", "seqread-random", "randread-text"]
@@ -286,6 +288,9 @@ def phase(a):
     sync(a)
     s1 = stats(a)
     dev = s1["bytes_written_to_device"] - s0["bytes_written_to_device"]
+    if "compression" in s1:  # zlfs-ctl stats: what the write path stored, before and after
+        for k in ("before", "after"):
+            row["clu_bytes_" + k] = s1["compression"]["bytes_" + k] - s0["compression"]["bytes_" + k]
     if user:
         row.update(user_bytes=user, dev_bytes=dev, dev_per_user="%.4f" % (dev / user))
         if row["limit_bytes"] != "":
