@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define CB (16u * 1024) /* mkfs's default cluster: 4 blocks */
-#define NF 6
+#define NF 16
 
 static char img[512], mnt[512], bin[512], key[512], opts[700], fsck_args[600];
 static pid_t daemon_pid = -1;
@@ -404,8 +404,8 @@ static int setflags(const char *name, int flags)
 }
 
 /* chattr +c / -c: FS_COMPR_FL turns a file's compression on or off while it is empty (an
- * inline one that held bytes before too), and is refused on a file with data (EINVAL), on a
- * directory and with any other flag (EOPNOTSUPP); lsattr shows it. */
+ * inline one that held bytes before too), and is refused on a file with data (EINVAL) and
+ * with any other flag (EOPNOTSUPP); lsattr shows it; a directory takes it (t_policy). */
 START_TEST(t_chattr)
 {
 	fresh("--compress", 0);
@@ -427,8 +427,10 @@ START_TEST(t_chattr)
 	put("i", 0, 3 * CB + 10, 0, 3 * CB + 10, 0);
 	ck_assert_int_eq(setflags("c", FS_COMPR_FL | FS_NOATIME_FL), EOPNOTSUPP);
 	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
-	ck_assert_int_eq(setflags("d", FS_COMPR_FL), EOPNOTSUPP);
 	ck_assert_int_eq(getflags("d"), 0);
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL | FS_NOATIME_FL), EOPNOTSUPP);
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL), 0);
+	ck_assert_int_eq(getflags("d"), FS_COMPR_FL);
 	check_all();
 	down();
 	up("lz4");
@@ -443,6 +445,63 @@ START_TEST(t_chattr)
 	check_all();
 	ck_assert_int_eq(getflags("c"), FS_COMPR_FL);
 	ck_assert_int_eq(getflags("n"), 0);
+	down();
+	model_free();
+}
+END_TEST
+
+/* Is NAME stored compressed: its flag, and for LEN bytes of text written, fewer bytes stored. */
+static int compressed(const char *name, size_t len)
+{
+	int flag = getflags(name) == FS_COMPR_FL;
+
+	ck_assert_int_eq(flag, stored(name) < (long)len);
+	return flag;
+}
+
+/* Which new files are compressed: compress_extension= and nocompress_extension= (F2FS's
+ * semantics, case ignored, the name's suffix after a dot), chattr +c on a directory passed on
+ * to the files and directories made in it (not to those already there), nocompress_extension
+ * over both; chattr -c on the directory stops it. The flags survive a remount, fsck accepts
+ * a flagged directory. */
+START_TEST(t_policy)
+{
+	static const char *const names[] = {"a.txt", "b.LOG", "c.dat", "txt", "d/x.dat", "d/y.jpg",
+					     "d/sub/z.dat", "e/w.txt.jpg", "d/after.dat", "e/v.c"};
+	static const int want[] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0};
+	const size_t n = 64 << 10;
+
+	fresh("--compress", 0); /* the feature; new files plain by default */
+	snprintf(opts, sizeof(opts), "compress_extension=txt:log,nocompress_extension=jpg:JPEG");
+	daemon_pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("e"), 0755), 0);
+	put("d/before.dat", 0, n, 0, n, 0); /* there before +c: stays plain */
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL), 0);
+	ck_assert_int_eq(getflags("d"), FS_COMPR_FL);
+	ck_assert_int_eq(mkdir(at("d/sub"), 0755), 0);
+	ck_assert_int_eq(getflags("d/sub"), FS_COMPR_FL);
+	ck_assert_int_eq(getflags("e"), 0);
+	for (size_t i = 0; i + 2 < sizeof(names) / sizeof(names[0]); i++)
+		put(names[i], 0, n, 0, n, 0);
+	ck_assert_int_eq(setflags("d", 0), 0);
+	ck_assert_int_eq(getflags("d"), 0);
+	put("d/after.dat", 0, n, 0, n, 0);
+	put("e/v.c", 0, n, 0, n, 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(compressed(names[i], n) == want[i], "%s: compressed %d, expected %d",
+			      names[i], !want[i], want[i]);
+	ck_assert_int_eq(compressed("d/before.dat", n), 0);
+	down();
+	daemon_pid = tu_daemon_start(img, mnt, NULL); /* no lists: only the flags count now */
+	ck_assert_int_gt(daemon_pid, 0);
+	check_all();
+	ck_assert_int_eq(getflags("d/sub"), FS_COMPR_FL);
+	put("d/sub/q.jpg", 0, n, 0, n, 0);
+	put("q.txt", 0, n, 0, n, 0);
+	ck_assert_int_eq(compressed("d/sub/q.jpg", n), 1);
+	ck_assert_int_eq(compressed("q.txt", n), 0);
 	down();
 	model_free();
 }
@@ -738,6 +797,7 @@ int main(void)
 	tcase_add_test(tc, t_chattr);
 	tcase_add_test(tc, t_parallel);
 	tcase_add_test(tc, t_accounting);
+	tcase_add_test(tc, t_policy);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

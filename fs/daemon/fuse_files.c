@@ -526,7 +526,7 @@ static int getflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, vo
 {
 	(void)z;
 	(void)req;
-	*(int *)arg = data_cluster_log(np) ? FS_COMPR_FL : 0;
+	*(int *)arg = dclu_flagged(np) ? FS_COMPR_FL : 0;
 	return 0;
 }
 

@@ -344,42 +344,87 @@ static int file_empty(struct zlfs_fs *fs, struct node_page *np)
 	return !le64_get(in->size) && !le64_get(in->blocks) && !tail_block(fs, np->nid, &hidx);
 }
 
+/* The algorithm a file or directory made compressed without one of its own gets: the mount's,
+ * else mkfs's default, else LZ4. */
+static unsigned default_alg(const struct zlfs_fs *fs)
+{
+	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+
+	return alg ? alg : ZLFS_CLUSTER_LZ4;
+}
+
+/* INODE gets the flag with ALG and clusters of 2^LOG blocks (ALG 0: loses it). */
+static void flag_set(struct zlfs_inode *in, unsigned alg, unsigned log)
+{
+	in->flags = le32_put(alg ? le32_get(in->flags) | ZLFS_IFLAG_COMPRESS
+				 : le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = (uint8_t)alg;
+	in->cluster_log = alg ? (uint8_t)log : 0;
+}
+
+int dclu_flagged(const struct node_page *np)
+{
+	const struct zlfs_inode *in = np->buf;
+
+	return !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS);
+}
+
 int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
 {
 	struct zlfs_inode *in = inode_of(np);
-	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+	uint32_t mode = le32_get(in->mode);
 
-	if (!S_ISREG(le32_get(in->mode)))
-		return on ? -EOPNOTSUPP : 0; /* directories pass on nothing yet */
-	if (!data_cluster_log(np) == !on)
+	if (!S_ISREG(mode) && !S_ISDIR(mode))
+		return on ? -EOPNOTSUPP : 0;
+	if (dclu_flagged(np) == !!on)
 		return 0;
 	if (on && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return -EOPNOTSUPP;
+	if (S_ISDIR(mode)) { /* a directory's flag is what its new files and directories get */
+		flag_set(in, on ? default_alg(fs) : 0, fs->sb.cluster_log);
+		inode_touch(fs, np, INODE_CTIME);
+		return 0;
+	}
 	if (!file_empty(fs, np))
 		return -EINVAL; /* its tree has the other shape: as F2FS, only while empty */
 	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE) { /* empty: its area may hold old bytes */
 		memset(in->addr, 0, sizeof(in->addr));
 		in->inline_size = 0;
 	}
-	in->flags = le32_put(on ? (le32_get(in->flags) & ~ZLFS_IFLAG_INLINE) | ZLFS_IFLAG_COMPRESS
-				: le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
-	in->compress_alg = on ? (uint8_t)(alg ? alg : ZLFS_CLUSTER_LZ4) : 0;
-	in->cluster_log = on ? (uint8_t)fs->sb.cluster_log : 0;
+	in->flags = le32_put(le32_get(in->flags) & ~ZLFS_IFLAG_INLINE);
+	flag_set(in, on ? default_alg(fs) : 0, fs->sb.cluster_log);
 	inode_touch(fs, np, INODE_CTIME);
 	return 0;
 }
 
-void dclu_start(struct zlfs_fs *fs, struct node_page *np)
+/* F2FS's order: a name in nocompress_extension= is never compressed; otherwise a regular file
+ * is compressed when the mount compresses, its directory has the flag or its name is in
+ * compress_extension=; a directory takes its parent's flag. The mount's algorithm first, then
+ * the directory's (with its cluster size), then default_alg's. */
+void dclu_start(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np, const char *name)
 {
+	const struct zlfs_inode *din = inode_of(dir);
 	struct zlfs_inode *in = inode_of(np);
+	uint32_t mode = le32_get(in->mode);
+	int inherit = dclu_flagged(dir), want;
+	unsigned alg = fs->compress_alg, log = fs->sb.cluster_log;
 
-	if (!fs->compress_alg || !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
-	    !S_ISREG(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE) ||
-	    le64_get(in->size) || le64_get(in->blocks))
+	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
+	    (S_ISREG(mode) && ((le32_get(in->flags) & ZLFS_IFLAG_INLINE) || le64_get(in->size) ||
+			       le64_get(in->blocks))))
 		return;
-	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_COMPRESS);
-	in->compress_alg = (uint8_t)fs->compress_alg;
-	in->cluster_log = (uint8_t)fs->sb.cluster_log;
+	if (S_ISREG(mode))
+		want = (alg || inherit || cluster_ext_match(fs->compress_ext, name)) &&
+		       !cluster_ext_match(fs->nocompress_ext, name);
+	else
+		want = S_ISDIR(mode) && inherit;
+	if (!want)
+		return;
+	if (!alg && inherit) {
+		alg = din->compress_alg;
+		log = din->cluster_log;
+	}
+	flag_set(in, alg ? alg : default_alg(fs), log);
 	node_dirty(fs, np);
 }
 
