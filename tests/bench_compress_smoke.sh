@@ -106,6 +106,10 @@ for fs in ("none", "lz4", "zstd"):
                 assert float(r["waf_classic"]) >= 1.0, "classic WAF"
         except (AssertionError, ValueError, KeyError) as e:
             bad.append("%s %s: %s wrong in %s" % (fs, t, e, r))
+    for t in ("rss-write", "rss-read"):
+        r = by.get((fs, t))
+        if not r or not 1024 < int(r["rss_kib"] or 0) < 4 << 20:
+            bad.append("%s: no daemon peak RSS in KiB for %s (%s)" % (fs, t, r))
     r = by.get((fs, "store-random"))
     if r and not (0.999 <= float(r["limit_per_user"]) <= 1.001 and 0.99 <= float(r["dev_per_user"]) < 1.5):
         bad.append("%s: random data stored at %s of its size (limit %s)" % (fs, r["dev_per_user"], r["limit_per_user"]))

@@ -16,6 +16,9 @@ can feed it a known CSV) and the gnuplot plot. Standard library only (fio for ra
       seqread-random (dd 1 MiB reads; the caller drops caches and remounts first),
       randread-text (fio 4 KiB random reads, QD1, O_DIRECT)
   compress.py churn-row --csv F --round N --fs FS --json GCWAF.json    the churn's row
+  compress.py rss-row --csv F --round N --fs FS --pid PID --test T   the daemon's peak RSS
+      (VmHWM) as row T: rss-write (the mount of the store, append and write phases) or
+      rss-read (the mount of the read phases)
   compress.py summary CSV [--out FILE]
   compress.py plot CSV PNG
 
@@ -39,7 +42,7 @@ import time
 MiB = float(1 << 20)
 COLUMNS = ["round", "fs", "test", "user_bytes", "dev_bytes", "dev_per_user", "limit_bytes",
            "limit_per_user", "ratio_limit", "seconds", "MiBps", "iops", "waf_classic",
-           "gc_moved_bytes", "clu_bytes_before", "clu_bytes_after", "note"]
+           "gc_moved_bytes", "clu_bytes_before", "clu_bytes_after", "rss_kib", "note"]
 CORPORA = ["tree", "sqlite", "logs", "random"]
 FSES = ["none", "lz4", "zstd"]
 RATE_TESTS = ["seqwrite-text", "seqwrite-random", "seqread-text", "seqread-random", "randread-text"]
@@ -318,6 +321,14 @@ def churn_row(a):
     emit(a.csv, row)
 
 
+def rss_row(a):
+    with open("/proc/%s/status" % a.pid) as f:
+        kib = int(next(l.split()[1] for l in f if l.startswith("VmHWM:")))
+    row = dict.fromkeys(COLUMNS, "")
+    row.update({"round": a.round, "fs": a.fs, "test": a.test, "rss_kib": kib, "note": "VmHWM"})
+    emit(a.csv, row)
+
+
 def emit(path, row):
     new = not os.path.exists(path) or not os.path.getsize(path)
     with open(path, "a", newline="") as f:
@@ -400,6 +411,15 @@ def summary(a):
                 line += "%10s" % fmt(r, "%.2f")
                 flat.append((f, t + ":vs_none", r))
         p(line)
+    for t in ("rss-write", "rss-read"):
+        if not any(r["test"] == t for r in rows):
+            continue
+        d = {f: med(rows, f, t, "rss_kib") for f in fses}
+        p("")
+        p("daemon peak RSS, %s mount (VmHWM, MiB): " % t[4:] + ", ".join(
+            "%s %s" % (f, fmt(d[f] / 1024 if d[f] else None, "%.1f")) for f in fses))
+        for f in fses:
+            flat.append((f, t + ":mib", d[f] / 1024 if d[f] else None))
     text = "\n".join(out)
     print(text)
     if a.out:
@@ -449,6 +469,9 @@ def main():
     c = sub.add_parser("churn-row")
     for k in ("csv", "round", "fs", "json"):
         c.add_argument("--" + k, required=True)
+    c = sub.add_parser("rss-row")
+    for k in ("csv", "round", "fs", "pid", "test"):
+        c.add_argument("--" + k, required=True)
     c = sub.add_parser("summary")
     c.add_argument("csv")
     c.add_argument("--out")
@@ -456,7 +479,8 @@ def main():
     c.add_argument("csv")
     c.add_argument("png")
     a = ap.parse_args()
-    {"corpora": corpora, "phase": phase, "churn-row": churn_row, "summary": summary, "plot": plot}[a.cmd](a)
+    {"corpora": corpora, "phase": phase, "churn-row": churn_row, "rss-row": rss_row, "summary": summary,
+     "plot": plot}[a.cmd](a)
 
 
 if __name__ == "__main__":
