@@ -442,11 +442,11 @@ def plot(a):
                 med(rows, x, t, "limit_per_user") for x in fses if x != "none"]
             f.write(t + " " + " ".join("NaN" if v is None else "%.4f" % v for v in vals) + "\n")
     n = len(fses) + len([x for x in fses if x != "none"])
-    script = ("set terminal pngcairo size 1000,500\nset output '%s'\nset style data histograms\n"
+    script = ("set terminal pngcairo size 1100,500\nset output '%s'\nset style data histograms\n"
               "set style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-              "set key autotitle columnhead outside right\nset ylabel 'device bytes / user bytes'\n"
+              "set key autotitle columnhead outside right\nset ylabel 'device bytes / user bytes (log scale)'\n"
               "set title 'zlfs compression: bytes that reach the device per user byte (limit: codec per cluster)'\n"
-              "set yrange [0:*]\nset grid ytics\nplot for [i=2:%d] '%s' using i:xtic(1)\n") % (a.png, n + 1, dat)
+              "set logscale y\nset yrange [0.1:*]\nset grid ytics\nplot for [i=2:%d] '%s' using i:xtic(1)\n") % (a.png, n + 1, dat)
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     os.unlink(dat)
 
