@@ -15,7 +15,8 @@
  * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks;
  * t_chattr turns compression on and off with FS_IOC_SETFLAGS; t_parallel reads one file from
  * four threads while another is rewritten; t_accounting checks zlfs-ctl stats' compression
- * figures and zlfs-ctl compress-info against st_blocks.
+ * figures and zlfs-ctl compress-info against st_blocks; t_readahead reads compressed files
+ * sequentially in small requests, which the daemon reads ahead of, before and after changes.
  */
 #include "testutil.h"
 
@@ -680,6 +681,62 @@ START_TEST(t_corrupt)
 }
 END_TEST
 
+/* Read NAME front to back in requests of STEP bytes (with -o direct_io each reaches the
+ * daemon, which reads ahead of them) and compare with the model. */
+static void read_seq(const char *name, size_t step)
+{
+	struct mfile *f = mf(name);
+	uint8_t *b = malloc(step);
+	int fd = open(at(name), O_RDONLY);
+	size_t off = 0;
+	ssize_t got;
+
+	ck_assert_int_ge(fd, 0);
+	while ((got = pread(fd, b, step, (off_t)off)) > 0) {
+		ck_assert_msg(off + (size_t)got <= f->size && !memcmp(b, f->d + off, (size_t)got),
+			      "%s: bytes %zu..%zu differ", name, off, off + (size_t)got);
+		off += (size_t)got;
+	}
+	ck_assert_int_eq(got, 0);
+	ck_assert_uint_eq(off, f->size);
+	close(fd);
+	free(b);
+}
+
+/* Read-ahead of compressed files by whole clusters: sequential reads in small requests
+ * (served from the window past the first ones) over compressed, raw and partial clusters
+ * read back byte for byte, also after the file changed inside what was read ahead and after
+ * it was truncated inside a cluster; plain and encrypted, with LZ4 and zstd's 8-block
+ * clusters. */
+static void readahead_case(const char *mkfs_args, int encrypt)
+{
+	fresh(mkfs_args, encrypt);
+	snprintf(opts, sizeof(opts), "direct_io%s%s", encrypt ? ",keyfile=" : "", encrypt ? key : "");
+	daemon_pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(daemon_pid, 0);
+	put("f", 0, 2 << 20, 0, 1 << 20, 0);
+	put("f", 2 << 20, 1 << 20, 1, 1 << 20, 0);             /* raw clusters */
+	put("f", 3 << 20, (1 << 20) + 1234, 0, 1 << 20, 0);    /* a partial last cluster */
+	for (size_t step = 4096; step <= 64 << 10; step *= 4)
+		read_seq("f", step);
+	put("f", (1 << 20) + 5000, 30000, 0, 30000, 0); /* inside windows read ahead */
+	put("f", (2 << 20) + 100, 4096, 0, 4096, 0);
+	read_seq("f", 16 << 10);
+	trunc_to("f", (3 << 20) + 70001);
+	read_seq("f", 4096);
+	put("f", mf("f")->size, 50000, 0, 50000, 0);
+	read_seq("f", 8192);
+	down();
+	model_free();
+}
+
+START_TEST(t_readahead)
+{
+	readahead_case("--compress=lz4", 0);
+	readahead_case("--compress=zstd --cluster-blocks 8", 1);
+}
+END_TEST
+
 /* zlfs-ctl compress-info FILE's line, parsed; 0, or the command's exit status. */
 struct cinfo {
 	unsigned long long size, blocks;
@@ -798,6 +855,7 @@ int main(void)
 	tcase_add_test(tc, t_parallel);
 	tcase_add_test(tc, t_accounting);
 	tcase_add_test(tc, t_policy);
+	tcase_add_test(tc, t_readahead);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

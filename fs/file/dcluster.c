@@ -47,15 +47,9 @@ static struct cluster_ctx *cx_get(void)
 	return cx;
 }
 
-int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
-		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
-		uint8_t *dst)
+int dclu_stored(uint32_t ino, uint64_t first, uint32_t log, const uint32_t *addr)
 {
-	struct cluster_place at = {fs->sb.seed, ino, first >> log};
-	uint32_t c = 1u << log, k = 0, j, n;
-	struct cluster_ctx *cx = cx_get();
-	char why[160] = "";
-	uint8_t *tmp;
+	uint32_t c = 1u << log, k = 0, j;
 	int ret = 0;
 
 	while (k + 1 < c && addr[k + 1] && addr[k + 1] != ZLFS_ADDR_PREALLOC &&
@@ -63,31 +57,53 @@ int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
 		k++;
 	for (j = k + 1; j < c && !ret; j++)
 		ret = addr[j] ? -EIO : 0; /* format_check.c refuses such a node: memory went bad */
-	if (!cx)
-		return -ENOMEM;
 	if (!k || ret) {
 		zlog_err("inode %u: compressed cluster %llu has %u stored blocks and a slot after "
 			 "them: run fsck.zlfs", ino, (unsigned long long)(first >> log), k);
 		return -EIO;
 	}
-	tmp = zdev_buf_alloc((size_t)k * BS);
-	if (!tmp)
-		return -ENOMEM;
-	for (j = 0; !ret && j < k; j += n) { /* runs of consecutive addresses: one read each */
-		for (n = 1; j + n < k && addr[1 + j + n] == addr[1 + j] + n; n++)
+	return (int)k;
+}
+
+int dclu_decode(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, uint32_t k, uint8_t *stored,
+		uint8_t *dst)
+{
+	struct cluster_place at = {fs->sb.seed, ino, first >> log};
+	struct cluster_ctx *cx = cx_get();
+	char why[160] = "";
+	int ret = cx ? 0 : -ENOMEM;
+
+	for (uint32_t j = 0; !ret && key && j < k; j++)
+		ret = zcrypt_xts_decrypt(key, first + 1 + j, stored + (size_t)j * BS,
+					 stored + (size_t)j * BS, BS);
+	if (!ret && cluster_decompress(cx, &at, stored, k, log, dst, why, sizeof(why))) {
+		zlog_err("inode %u: compressed cluster %llu (file bytes %llu..%llu) does not "
+			 "decompress: %s", ino, (unsigned long long)at.index,
+			 (unsigned long long)(first * BS),
+			 (unsigned long long)((first + (1u << log)) * BS - 1), why);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
+		uint8_t *dst)
+{
+	int k = dclu_stored(ino, first, log, addr), ret = k < 0 ? k : 0;
+	uint8_t *tmp = ret ? NULL : zdev_buf_alloc((size_t)k * BS);
+	uint32_t j, n;
+
+	if (!ret && !tmp)
+		ret = -ENOMEM;
+	for (j = 0; !ret && j < (uint32_t)k; j += n) { /* runs of consecutive addresses */
+		for (n = 1; j + n < (uint32_t)k && addr[1 + j + n] == addr[1 + j] + n; n++)
 			;
 		ret = seg_read_run(fs, addr[1 + j], n, tmp + (size_t)j * BS);
 	}
-	for (j = 0; !ret && key && j < k; j++)
-		ret = zcrypt_xts_decrypt(key, first + 1 + j, tmp + (size_t)j * BS,
-					 tmp + (size_t)j * BS, BS);
-	if (!ret && cluster_decompress(cx, &at, tmp, k, log, dst, why, sizeof(why))) {
-		zlog_err("inode %u: compressed cluster %llu (file bytes %llu..%llu) does not "
-			 "decompress: %s", ino, (unsigned long long)at.index,
-			 (unsigned long long)(first * BS), (unsigned long long)((first + c) * BS - 1),
-			 why);
-		ret = -EIO;
-	}
+	if (!ret)
+		ret = dclu_decode(fs, ino, log, key, first, (uint32_t)k, tmp, dst);
 	zdev_buf_free(tmp);
 	return ret;
 }
