@@ -446,6 +446,35 @@ START_TEST(t_option_parse)
 }
 END_TEST
 
+/* compress_extension= lists: a suffix after a dot, case ignored, "*" for all; the rules of a
+ * list (length, count, no slash, no empty suffix) and of two lists (no suffix in both). */
+START_TEST(t_ext_lists)
+{
+	ck_assert_int_eq(cluster_ext_match("txt:log", "a.txt"), 1);
+	ck_assert_int_eq(cluster_ext_match("txt:log", "A.LOG"), 1);
+	ck_assert_int_eq(cluster_ext_match("txt:log", "a.txt.jpg"), 0);
+	ck_assert_int_eq(cluster_ext_match("txt:log", "txt"), 0);
+	ck_assert_int_eq(cluster_ext_match("txt:log", ".txt"), 0);
+	ck_assert_int_eq(cluster_ext_match("txt:log", "atxt"), 0);
+	ck_assert_int_eq(cluster_ext_match("tar.gz", "x.tar.gz"), 1);
+	ck_assert_int_eq(cluster_ext_match("gz", "x.tar.gz"), 1);
+	ck_assert_int_eq(cluster_ext_match("*", "anything"), 1);
+	ck_assert_int_eq(cluster_ext_match("", "a.txt"), 0);
+	ck_assert_int_eq(cluster_ext_match(NULL, "a.txt"), 0);
+	ck_assert_int_eq(cluster_ext_check("txt:log", NULL), 0);
+	ck_assert_int_eq(cluster_ext_check("txt:", NULL), 0);
+	ck_assert_int_eq(cluster_ext_check("", NULL), -EINVAL);
+	ck_assert_int_eq(cluster_ext_check(":txt", NULL), -EINVAL);
+	ck_assert_int_eq(cluster_ext_check("a/b", NULL), -EINVAL);
+	ck_assert_int_eq(cluster_ext_check("0123456789abcde", NULL), 0);
+	ck_assert_int_eq(cluster_ext_check("0123456789abcdef", NULL), -EINVAL);
+	ck_assert_int_eq(cluster_ext_check("a:b:c:d:e:f:g:h:i:j:k:l:m:n:o:p", NULL), 0);
+	ck_assert_int_eq(cluster_ext_check("a:b:c:d:e:f:g:h:i:j:k:l:m:n:o:p:q", NULL), -EINVAL);
+	ck_assert_int_eq(cluster_ext_check("so:TXT", "zip:txt"), -EEXIST);
+	ck_assert_int_eq(cluster_ext_check("so:txt", "zip:tx"), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("compress");
@@ -453,6 +482,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, t_round_trip);
+	tcase_add_test(tc, t_ext_lists);
 	tcase_add_test(tc, t_zstd_levels);
 	tcase_add_test(tc, t_random_raw_zeros_one_block);
 	tcase_add_test(tc, t_probe);

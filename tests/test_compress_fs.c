@@ -14,7 +14,9 @@
  * reading that cluster's range says EIO, the rest of the file reads, the daemon lives on,
  * and fsck reports the cluster. t_gc has GC move an encrypted compressed file's blocks;
  * t_chattr turns compression on and off with FS_IOC_SETFLAGS; t_parallel reads one file from
- * four threads while another is rewritten.
+ * four threads while another is rewritten; t_accounting checks zlfs-ctl stats' compression
+ * figures and zlfs-ctl compress-info against st_blocks; t_readahead reads compressed files
+ * sequentially in small requests, which the daemon reads ahead of, before and after changes.
  */
 #include "testutil.h"
 
@@ -34,7 +36,7 @@
 #include <unistd.h>
 
 #define CB (16u * 1024) /* mkfs's default cluster: 4 blocks */
-#define NF 6
+#define NF 16
 
 static char img[512], mnt[512], bin[512], key[512], opts[700], fsck_args[600];
 static pid_t daemon_pid = -1;
@@ -403,8 +405,8 @@ static int setflags(const char *name, int flags)
 }
 
 /* chattr +c / -c: FS_COMPR_FL turns a file's compression on or off while it is empty (an
- * inline one that held bytes before too), and is refused on a file with data (EINVAL), on a
- * directory and with any other flag (EOPNOTSUPP); lsattr shows it. */
+ * inline one that held bytes before too), and is refused on a file with data (EINVAL) and
+ * with any other flag (EOPNOTSUPP); lsattr shows it; a directory takes it (t_policy). */
 START_TEST(t_chattr)
 {
 	fresh("--compress", 0);
@@ -426,8 +428,10 @@ START_TEST(t_chattr)
 	put("i", 0, 3 * CB + 10, 0, 3 * CB + 10, 0);
 	ck_assert_int_eq(setflags("c", FS_COMPR_FL | FS_NOATIME_FL), EOPNOTSUPP);
 	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
-	ck_assert_int_eq(setflags("d", FS_COMPR_FL), EOPNOTSUPP);
 	ck_assert_int_eq(getflags("d"), 0);
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL | FS_NOATIME_FL), EOPNOTSUPP);
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL), 0);
+	ck_assert_int_eq(getflags("d"), FS_COMPR_FL);
 	check_all();
 	down();
 	up("lz4");
@@ -442,6 +446,63 @@ START_TEST(t_chattr)
 	check_all();
 	ck_assert_int_eq(getflags("c"), FS_COMPR_FL);
 	ck_assert_int_eq(getflags("n"), 0);
+	down();
+	model_free();
+}
+END_TEST
+
+/* Is NAME stored compressed: its flag, and for LEN bytes of text written, fewer bytes stored. */
+static int compressed(const char *name, size_t len)
+{
+	int flag = getflags(name) == FS_COMPR_FL;
+
+	ck_assert_int_eq(flag, stored(name) < (long)len);
+	return flag;
+}
+
+/* Which new files are compressed: compress_extension= and nocompress_extension= (F2FS's
+ * semantics, case ignored, the name's suffix after a dot), chattr +c on a directory passed on
+ * to the files and directories made in it (not to those already there), nocompress_extension
+ * over both; chattr -c on the directory stops it. The flags survive a remount, fsck accepts
+ * a flagged directory. */
+START_TEST(t_policy)
+{
+	static const char *const names[] = {"a.txt", "b.LOG", "c.dat", "txt", "d/x.dat", "d/y.jpg",
+					     "d/sub/z.dat", "e/w.txt.jpg", "d/after.dat", "e/v.c"};
+	static const int want[] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0};
+	const size_t n = 64 << 10;
+
+	fresh("--compress", 0); /* the feature; new files plain by default */
+	snprintf(opts, sizeof(opts), "compress_extension=txt:log,nocompress_extension=jpg:JPEG");
+	daemon_pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("e"), 0755), 0);
+	put("d/before.dat", 0, n, 0, n, 0); /* there before +c: stays plain */
+	ck_assert_int_eq(setflags("d", FS_COMPR_FL), 0);
+	ck_assert_int_eq(getflags("d"), FS_COMPR_FL);
+	ck_assert_int_eq(mkdir(at("d/sub"), 0755), 0);
+	ck_assert_int_eq(getflags("d/sub"), FS_COMPR_FL);
+	ck_assert_int_eq(getflags("e"), 0);
+	for (size_t i = 0; i + 2 < sizeof(names) / sizeof(names[0]); i++)
+		put(names[i], 0, n, 0, n, 0);
+	ck_assert_int_eq(setflags("d", 0), 0);
+	ck_assert_int_eq(getflags("d"), 0);
+	put("d/after.dat", 0, n, 0, n, 0);
+	put("e/v.c", 0, n, 0, n, 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(compressed(names[i], n) == want[i], "%s: compressed %d, expected %d",
+			      names[i], !want[i], want[i]);
+	ck_assert_int_eq(compressed("d/before.dat", n), 0);
+	down();
+	daemon_pid = tu_daemon_start(img, mnt, NULL); /* no lists: only the flags count now */
+	ck_assert_int_gt(daemon_pid, 0);
+	check_all();
+	ck_assert_int_eq(getflags("d/sub"), FS_COMPR_FL);
+	put("d/sub/q.jpg", 0, n, 0, n, 0);
+	put("q.txt", 0, n, 0, n, 0);
+	ck_assert_int_eq(compressed("d/sub/q.jpg", n), 1);
+	ck_assert_int_eq(compressed("q.txt", n), 0);
 	down();
 	model_free();
 }
@@ -620,6 +681,161 @@ START_TEST(t_corrupt)
 }
 END_TEST
 
+/* Read NAME front to back in requests of STEP bytes (with -o direct_io each reaches the
+ * daemon, which reads ahead of them) and compare with the model. */
+static void read_seq(const char *name, size_t step)
+{
+	struct mfile *f = mf(name);
+	uint8_t *b = malloc(step);
+	int fd = open(at(name), O_RDONLY);
+	size_t off = 0;
+	ssize_t got;
+
+	ck_assert_int_ge(fd, 0);
+	while ((got = pread(fd, b, step, (off_t)off)) > 0) {
+		ck_assert_msg(off + (size_t)got <= f->size && !memcmp(b, f->d + off, (size_t)got),
+			      "%s: bytes %zu..%zu differ", name, off, off + (size_t)got);
+		off += (size_t)got;
+	}
+	ck_assert_int_eq(got, 0);
+	ck_assert_uint_eq(off, f->size);
+	close(fd);
+	free(b);
+}
+
+/* Read-ahead of compressed files by whole clusters: sequential reads in small requests
+ * (served from the window past the first ones) over compressed, raw and partial clusters
+ * read back byte for byte, also after the file changed inside what was read ahead and after
+ * it was truncated inside a cluster; plain and encrypted, with LZ4 and zstd's 8-block
+ * clusters. */
+static void readahead_case(const char *mkfs_args, int encrypt)
+{
+	fresh(mkfs_args, encrypt);
+	snprintf(opts, sizeof(opts), "direct_io%s%s", encrypt ? ",keyfile=" : "", encrypt ? key : "");
+	daemon_pid = tu_daemon_start(img, mnt, opts);
+	ck_assert_int_gt(daemon_pid, 0);
+	put("f", 0, 2 << 20, 0, 1 << 20, 0);
+	put("f", 2 << 20, 1 << 20, 1, 1 << 20, 0);             /* raw clusters */
+	put("f", 3 << 20, (1 << 20) + 1234, 0, 1 << 20, 0);    /* a partial last cluster */
+	for (size_t step = 4096; step <= 64 << 10; step *= 4)
+		read_seq("f", step);
+	put("f", (1 << 20) + 5000, 30000, 0, 30000, 0); /* inside windows read ahead */
+	put("f", (2 << 20) + 100, 4096, 0, 4096, 0);
+	read_seq("f", 16 << 10);
+	trunc_to("f", (3 << 20) + 70001);
+	read_seq("f", 4096);
+	put("f", mf("f")->size, 50000, 0, 50000, 0);
+	read_seq("f", 8192);
+	down();
+	model_free();
+}
+
+START_TEST(t_readahead)
+{
+	readahead_case("--compress=lz4", 0);
+	readahead_case("--compress=zstd --cluster-blocks 8", 1);
+}
+END_TEST
+
+/* zlfs-ctl compress-info FILE's line, parsed; 0, or the command's exit status. */
+struct cinfo {
+	unsigned long long size, blocks;
+	unsigned cluster;
+	char compressed[8], alg[8];
+};
+
+static int compress_info(const char *name, struct cinfo *ci)
+{
+	char out[600], line[1200];
+	const char *kv;
+	FILE *f;
+	int ret;
+
+	tu_path(out, sizeof(out), "cinfo.txt");
+	ret = tu_sh("%s compress-info %s >%s 2>&1", tu_bin(bin, sizeof(bin), "zlfs-ctl"), at(name),
+		    out);
+	if (ret)
+		return ret;
+	f = fopen(out, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	kv = strstr(line, ": size=");
+	ck_assert_ptr_nonnull(kv);
+	ck_assert_int_eq(sscanf(kv, ": size=%llu stored_blocks=%llu stored_bytes=%*u ratio=%*f "
+				    "compressed=%7s cluster_blocks=%u alg=%7s",
+				&ci->size, &ci->blocks, ci->compressed, &ci->cluster, ci->alg), 5);
+	return 0;
+}
+
+/* The mount's compression figures against what st_blocks and compress-info say: a write of
+ * whole text clusters counts them before and after compression, random ones as raw; a plain
+ * file counts nothing; the figures are this mount's (a remount starts them at 0). */
+START_TEST(t_accounting)
+{
+	long before, after, comp, raw, alone;
+	struct cinfo ci;
+	int fd, flags = 0;
+
+	fresh("--compress=zstd", 0);
+	daemon_pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_after"), 0);
+	put("text", 0, 8 * CB, 0, 8 * CB, 0);
+	before = tu_ctl_stat(mnt, "bytes_before");
+	after = tu_ctl_stat(mnt, "bytes_after");
+	comp = tu_ctl_stat(mnt, "clusters_compressed");
+	ck_assert_int_eq(before, 8 * CB);
+	ck_assert_int_eq(after, stored("text"));
+	ck_assert_int_lt(after, before / 2);
+	ck_assert_int_eq(comp, 8);
+	ck_assert_int_eq(compress_info("text", &ci), 0);
+	ck_assert_uint_eq(ci.size, 8 * CB);
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)stored("text"));
+	ck_assert_str_eq(ci.compressed, "yes");
+	ck_assert_uint_eq(ci.cluster, 4);
+	ck_assert_str_eq(ci.alg, "zstd");
+
+	put("rand", 0, 4 * CB, 1, 4 * CB, 0); /* random: stored raw, before = after */
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), before + 4 * CB);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_after"), after + 4 * CB);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "clusters_raw"), 4);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "clusters_compressed"), comp);
+	ck_assert_int_eq(compress_info("rand", &ci), 0);
+	ck_assert_uint_eq(ci.blocks, 4 * CB / 4096);
+
+	put("small", 0, 100, 0, 100, 0); /* part of a cluster: a block alone, not compressed */
+	alone = tu_ctl_stat(mnt, "blocks_written_alone");
+	ck_assert_int_eq(alone, 1);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), before + 4 * CB + 4096);
+
+	fd = open(at("plain"), O_WRONLY | O_CREAT, 0644); /* chattr -c while empty: plain */
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	close(fd);
+	raw = tu_ctl_stat(mnt, "bytes_before");
+	put("plain", 0, 64 << 10, 0, 64 << 10, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), raw);
+	ck_assert_int_eq(compress_info("plain", &ci), 0);
+	ck_assert_str_eq(ci.compressed, "no");
+	ck_assert_uint_eq(ci.cluster, 0);
+	ck_assert_str_eq(ci.alg, "none");
+	ck_assert_uint_eq(ci.size, 64 << 10);
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)stored("plain"));
+	ck_assert_int_ne(compress_info("missing", &ci), 0); /* a clear error, not a line */
+	down();
+	daemon_pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(daemon_pid, 0);
+	ck_assert_int_eq(tu_ctl_stat(mnt, "bytes_before"), 0); /* this mount's */
+	ck_assert_int_eq(compress_info("text", &ci), 0);      /* the file's, kept */
+	ck_assert_uint_eq(ci.blocks * 4096, (unsigned long long)after);
+	check_all();
+	down();
+	model_free();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("compress_fs");
@@ -637,6 +853,9 @@ int main(void)
 	tcase_add_test(tc, t_fsck_slots);
 	tcase_add_test(tc, t_chattr);
 	tcase_add_test(tc, t_parallel);
+	tcase_add_test(tc, t_accounting);
+	tcase_add_test(tc, t_policy);
+	tcase_add_test(tc, t_readahead);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -838,11 +839,38 @@ void workload_xattr(void)
 	stage_file_now("X0");
 }
 
+/* chattr +c on a directory (its inode's flag, which new files and directories in it take),
+ * a directory made in it and a file in that, fsync'ed: every flush boundary finds the tree
+ * old or new, and fsck accepts the flagged directories. */
+static void compressed_dir(void)
+{
+	struct stage *s;
+	char p[600];
+	int fd, flags = FS_COMPR_FL;
+
+	mkdir_path("D");
+	fd = open(at_mnt(p, sizeof(p), "D"), O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	close(fd);
+	mkdir_path("D/S");
+	write_file("D/S/f", 806, 3 * 16384 + 100, 0, 1);
+	fsync_path("D/S");
+	fsync_path("D");
+	fsync_path(".");
+	s = stage_next();
+	stage_take_dir(s, "D/S");
+	stage_take_dir(s, "D");
+	stage_take_dir(s, ".");
+	stage_seal(s);
+}
+
 /* Compressed files (mkfs --compress, compress=lz4; the patterns compress about 4:1): whole
  * clusters written, then every way a cluster is rewritten whole - a partial overwrite across
  * two (read, changed, stored again), a truncate and a punch inside one, small appends that
- * finish one - and whole ones dropped; each step fsync'ed or fdatasync'ed. Every flush
- * boundary is tried: a cluster is one node update, so it is found old or new, never torn. */
+ * finish one - and whole ones dropped; each step fsync'ed or fdatasync'ed; then a directory
+ * flagged with chattr +c (compressed_dir). Every flush boundary is tried: a cluster is one
+ * node update, so it is found old or new, never torn. */
 void workload_compressed(void)
 {
 	size_t size = 256 * 1024;
@@ -877,4 +905,5 @@ void workload_compressed(void)
 	unlink_path("R");
 	fsync_path(".");
 	stage_root_now();
+	compressed_dir();
 }

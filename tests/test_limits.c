@@ -474,8 +474,20 @@ static void compress_inode_limits(const struct zlfs_sb_info *base, uint32_t b0)
 	CFILE(in->cluster_log = 7, "cluster_log");
 	CFILE(in->compress_pad = le16_put(1), "compress_pad");
 	CFILE(in->flags |= le32_put(ZLFS_IFLAG_INLINE), "with INLINE");
-	INODE(S_IFDIR, (in->flags = le32_put(ZLFS_IFLAG_COMPRESS), in->compress_alg = 1,
-			in->cluster_log = 2), "mode 040000");
+	INODE(S_IFLNK, (in->flags = le32_put(ZLFS_IFLAG_COMPRESS), in->compress_alg = 1,
+			in->cluster_log = 2), "mode 0120000");
+#define CDIR(stmt, field)                                                                      \
+	INODE(S_IFDIR, (in->flags = le32_put(ZLFS_IFLAG_COMPRESS), in->compress_alg = 1,         \
+			in->cluster_log = 2, stmt), field)
+	in = fresh_inode(7, S_IFDIR); /* a directory's flag: what its new files inherit */
+	in->flags = le32_put(ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = ZLFS_CLUSTER_LZ4;
+	in->cluster_log = 2;
+	in->addr[5] = le32_put(b0); /* its blocks mapped as any directory's, slot by slot */
+	ck_assert_msg(zlfs_node_check(&s, 7, nb, why, sizeof(why)) == 0, "%s", why);
+	CDIR(in->compress_alg = 0, "compress_alg");
+	CDIR(in->cluster_log = 7, "cluster_log");
+	CDIR(in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), "marker");
 	CFILE(in->addr[976] = le32_put(b0), "addr[976]"); /* 977 slots: 976 in whole clusters */
 	CFILE(in->addr[5] = le32_put(ZLFS_ADDR_COMPRESSED), "slot 1 of its cluster");
 	CFILE(in->addr[4] = le32_put(ZLFS_ADDR_COMPRESSED), "no stored block");

@@ -577,6 +577,16 @@ START_TEST(t_compress_option)
 	expect_refused_opts(0, "compress=zstd:19", "compress=zstd was asked for");
 	expect_refused_opts(0, "compress=zstd:23", "compress takes lz4, zstd");
 	expect_refused_opts(0, "compress=gzip", "or none, not .gzip."); /* grep's . for the quotes */
+	expect_refused_opts(0, "compress_extension=txt", "compress_extension= was given, but the "
+			    "filesystem has no COMPRESS feature");
+	expect_refused_opts(0, "compress_extension=a/b", "compress_extension takes suffixes");
+	expect_refused_opts(0, "compress_extension=txt::log", "compress_extension takes suffixes");
+	expect_refused_opts(0, "compress_extension=0123456789abcdef", "compress_extension takes");
+	expect_refused_opts(0, "compress_extension=a:b:c:d:e:f:g:h:i:j:k:l:m:n:o:p:q",
+			    "at most 16");
+	expect_refused_opts(0, "nocompress_extension=", "nocompress_extension takes suffixes");
+	expect_refused_opts(0, "compress_extension=so:TXT,nocompress_extension=zip:txt",
+			    "a suffix is in both");
 	pid = tu_daemon_start(img, mnt, "compress=none");
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);

@@ -7,6 +7,7 @@
  *   zlfs-ctl genkey FILE          64 random bytes for -o keyfile=FILE, mode 0600
  *   zlfs-ctl encrypt DIR          make an empty directory encrypted
  *   zlfs-ctl encryption PATH      say whether PATH is encrypted and the key loaded
+ *   zlfs-ctl compress-info FILE   FILE's size, stored blocks, cluster size and algorithm
  *   zlfs-ctl collapse FILE OFF LEN, zlfs-ctl insert FILE OFF LEN
  *                                 fallocate's COLLAPSE_RANGE and INSERT_RANGE, which the
  *                                 kernel's FUSE module does not pass on
@@ -37,6 +38,8 @@ static int usage(FILE *f, int code)
 		   "       zlfs-ctl encrypt DIR         make an empty directory encrypted: everything\n"
 		   "                                    created below it is encrypted\n"
 		   "       zlfs-ctl encryption PATH     is PATH encrypted, is the key loaded\n"
+		   "       zlfs-ctl compress-info FILE  FILE's size, the blocks its data takes on the\n"
+		   "                                    device, its cluster size and algorithm\n"
 		   "       zlfs-ctl collapse FILE OFF LEN  remove [OFF, OFF+LEN) from FILE, moving\n"
 		   "                                    what follows down (multiples of 4096)\n"
 		   "       zlfs-ctl insert FILE OFF LEN    insert a hole of LEN bytes at OFF, moving\n"
@@ -130,6 +133,32 @@ static int cmd_encryption(const char *path)
 	return 0;
 }
 
+/* One line: the path, then key=value pairs (a script can split it). */
+static int cmd_compress_info(const char *path)
+{
+	static const char *const algs[] = {"none", "lz4", "zstd"};
+	struct zlfs_ioc_compress_info ci = {0};
+	int fd = open(path, O_RDONLY | O_NONBLOCK), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	ret = ioctl(fd, ZLFS_IOC_COMPRESS_INFO, &ci);
+	close(fd);
+	if (ret < 0) {
+		fprintf(stderr, "zlfs-ctl: %s: %s\n", path,
+			errno == ENOTTY ? "not on a mounted zlfs" : strerror(errno));
+		return 1;
+	}
+	printf("%s: size=%llu stored_blocks=%llu stored_bytes=%llu ratio=%.4f compressed=%s "
+	       "cluster_blocks=%u alg=%s\n", path, ci.size, ci.stored_blocks, ci.stored_blocks * 4096,
+	       ci.size ? (double)(ci.stored_blocks * 4096) / (double)ci.size : 0.0,
+	       ci.flags & ZLFS_CINFO_COMPRESSED ? "yes" : "no", ci.cluster_blocks,
+	       ci.alg < sizeof(algs) / sizeof(algs[0]) ? algs[ci.alg] : "unknown");
+	return 0;
+}
+
 /* FILE is synced first: the kernel's dirty pages would land at their old offsets. */
 static int cmd_shift(const char *path, const char *off, const char *len, unsigned long cmd)
 {
@@ -208,5 +237,7 @@ int main(int argc, char **argv)
 		return cmd_encrypt(argv[2]);
 	if (!strcmp(argv[1], "encryption"))
 		return cmd_encryption(argv[2]);
+	if (!strcmp(argv[1], "compress-info"))
+		return cmd_compress_info(argv[2]);
 	return usage(stderr, 2);
 }

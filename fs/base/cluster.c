@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zstd.h>
 
 struct cluster_ctx {
@@ -76,6 +77,63 @@ int cluster_opt_parse(const char *s, unsigned *alg, int *level)
 		return -EINVAL;
 	*alg = ZLFS_CLUSTER_ZSTD;
 	*level = (int)v;
+	return 0;
+}
+
+/* ---- extension lists --------------------------------------------------------------------- */
+
+/* The suffix of LIST at *AT into its length *N; the next one's place after it. 0 at the end. */
+static int ext_next(const char **at, size_t *n)
+{
+	const char *s = *at;
+
+	if (!s || !*s)
+		return 0;
+	*n = strcspn(s, ":");
+	*at = s[*n] ? s + *n + 1 : s + *n;
+	return 1;
+}
+
+/* Whether LIST holds the suffix EXT of N bytes. */
+static int ext_in(const char *list, const char *ext, size_t n)
+{
+	const char *at = list, *s;
+	size_t m;
+
+	for (s = at; ext_next(&at, &m); s = at)
+		if (m == n && !strncasecmp(s, ext, n))
+			return 1;
+	return 0;
+}
+
+int cluster_ext_check(const char *list, const char *other)
+{
+	const char *at = list, *s;
+	size_t n;
+	int count = 0;
+
+	if (!list || strlen(list) >= CLUSTER_EXT_LIST)
+		return -EINVAL;
+	for (s = at; ext_next(&at, &n); s = at) {
+		if (!n || n > CLUSTER_EXT_LEN || memchr(s, '/', n) || ++count > CLUSTER_EXT_MAX)
+			return -EINVAL;
+		if (other && ext_in(other, s, n))
+			return -EEXIST;
+	}
+	return count ? 0 : -EINVAL;
+}
+
+int cluster_ext_match(const char *list, const char *name)
+{
+	const char *at = list, *s;
+	size_t n, len = name ? strlen(name) : 0;
+
+	for (s = at; ext_next(&at, &n); s = at) {
+		if (n == 1 && *s == '*')
+			return 1;
+		if (len > n + 1 && name[len - n - 1] == '.' && !strncasecmp(name + len - n, s, n))
+			return 1;
+	}
 	return 0;
 }
 

@@ -41,6 +41,19 @@ int cluster_level_ok(unsigned alg, int level);
  * LEVEL, or -EINVAL. */
 int cluster_opt_parse(const char *s, unsigned *alg, int *level);
 
+/* compress_extension= and nocompress_extension=: suffixes separated by colons, each 1 to
+ * CLUSTER_EXT_LEN bytes without '/' (a dot inside, "tar.gz", is fine), at most CLUSTER_EXT_MAX
+ * of them; "*" in a list stands for every name. */
+#define CLUSTER_EXT_MAX 16
+#define CLUSTER_EXT_LEN 15
+#define CLUSTER_EXT_LIST (CLUSTER_EXT_MAX * (CLUSTER_EXT_LEN + 1))
+/* 0, or -EINVAL when LIST breaks those rules, or -EEXIST when one of its suffixes is in OTHER
+ * too (may be NULL): a name cannot be both compressed and not. */
+int cluster_ext_check(const char *list, const char *other);
+/* Whether NAME ends in "." and one of LIST's suffixes (ASCII case ignored), with something
+ * before the dot, or LIST holds "*". LIST may be NULL or empty: no. */
+int cluster_ext_match(const char *list, const char *name);
+
 /* Compress the 2^LOG blocks at IN with ALG (enum zlfs_cluster_alg) at LEVEL into OUT, which
  * holds 2^LOG - 1 blocks. Returns k, 1 <= k < 2^LOG: OUT's first k blocks are the cluster's
  * stored form (header, data, zeros to the end of block k); or CLUSTER_RAW when that would

@@ -576,8 +576,9 @@ static int inode_check_inline(const struct zlfs_sb_info *s, const struct zlfs_in
 	return 0;
 }
 
-/* The COMPRESS flag and its fields: a regular file, not inline, on a filesystem with the
- * feature, with a known algorithm and cluster size; without the flag the fields are zero. */
+/* The COMPRESS flag and its fields: a regular file, not inline (compressed), or a directory
+ * (what its new files inherit), on a filesystem with the feature, with a known algorithm and
+ * cluster size; without the flag the fields are zero. */
 static int inode_check_compress(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
 				char *why, size_t len)
 {
@@ -593,9 +594,10 @@ static int inode_check_compress(const struct zlfs_sb_info *s, const struct zlfs_
 	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return bad(why, len, "inode flags: compressed on a filesystem without the COMPRESS "
 			   "feature");
-	if (!S_ISREG(le32_get(in->mode)) || (flags & ZLFS_IFLAG_INLINE))
+	if ((!S_ISREG(le32_get(in->mode)) && !S_ISDIR(le32_get(in->mode))) ||
+	    (flags & ZLFS_IFLAG_INLINE))
 		return bad(why, len, "inode flags: COMPRESS on a file of mode 0%o%s (only regular "
-			   "files with blocks are compressed)", le32_get(in->mode),
+			   "files with blocks and directories have it)", le32_get(in->mode),
 			   (flags & ZLFS_IFLAG_INLINE) ? " with INLINE" : "");
 	if (!in->compress_alg || in->compress_alg >= ZLFS_CLUSTER_ALG_MAX)
 		return RANGE(why, len, "inode compress_alg", in->compress_alg, 1,
@@ -614,7 +616,7 @@ static int inode_check_clusters(const struct zlfs_sb_info *s, const struct zlfs_
 				char *why, size_t len)
 {
 	uint32_t i, used = ZLFS_INODE_ADDRS;
-	int compressed = !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS);
+	int compressed = (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS) && S_ISREG(le32_get(in->mode));
 
 	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return 0; /* data_ptrs_check refused the marker: no second pass over the slots */

@@ -60,4 +60,20 @@ struct zlfs_ioc_gc {
 #define ZLFS_IOC_REMOUNT_READONLY _IO('Z', 8)
 #define ZLFS_IOC_REMOUNT_READWRITE _IO('Z', 9)
 
+/* On any file: how its data is stored (zlfs-ctl compress-info). SIZE is the file's length in
+ * bytes, STORED_BLOCKS the 4 KiB blocks its data takes on the device (st_blocks / 8: k per
+ * compressed cluster, one per raw block, none for a hole or inline data). A compressed file
+ * (ZLFS_CINFO_COMPRESSED) has CLUSTER_BLOCKS blocks to a cluster and ALG, 1 for LZ4 and 2 for
+ * zstd (enum zlfs_cluster_alg); other files have 0 in both. */
+#define ZLFS_CINFO_COMPRESSED (1u << 0)
+struct zlfs_ioc_compress_info {
+	unsigned long long size;
+	unsigned long long stored_blocks;
+	unsigned int cluster_blocks;
+	unsigned int alg;
+	unsigned int flags; /* ZLFS_CINFO_* */
+	unsigned int pad;   /* 0 */
+};
+#define ZLFS_IOC_COMPRESS_INFO _IOR('Z', 10, struct zlfs_ioc_compress_info)
+
 #endif

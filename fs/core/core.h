@@ -55,6 +55,7 @@
 #ifndef ZLFS_CORE_H
 #define ZLFS_CORE_H
 
+#include "cluster.h"
 #include "format.h"
 #include "lock.h"
 #include "super.h"
@@ -264,6 +265,9 @@ struct zlfs_fs {
 	uint32_t nr_lanes;          /* warm data logs user data is spread over: 1, or 4 */
 	unsigned compress_alg;      /* new regular files are compressed with it (0: none) */
 	int compress_level;         /* zstd's level, 0 its default */
+	/* compress_extension=, nocompress_extension= (cluster.h's lists; "" for none): a new
+	 * regular file whose name matches is compressed / is not (dcluster.c, dclu_start) */
+	char compress_ext[CLUSTER_EXT_LIST], nocompress_ext[CLUSTER_EXT_LIST];
 	struct {                    /* atomic: who writes to each lane (data.c) */
 		uint32_t owner;     /* an inode's nid, 0: free */
 		uint64_t last_ns;   /* its last write request (CLOCK_MONOTONIC_COARSE) */
@@ -290,6 +294,11 @@ struct zlfs_fs {
 	uint64_t hot_user_bytes;     /* atomic: this mount's user data sent to the hot log */
 	uint64_t dev_bytes_main, dev_bytes_node, dev_bytes_meta; /* this mount: main-area logs,
 							  * node logs among them, meta log + packs */
+	/* this mount's compressed files (dcluster.c, atomic): plaintext blocks the write path
+	 * stored and the bytes their stored form took; clusters stored compressed and raw,
+	 * blocks of raw clusters written alone */
+	uint64_t clu_bytes_in, clu_bytes_out;
+	uint64_t clu_compressed, clu_raw, clu_blocks_alone;
 	uint64_t gc_bytes;          /* bytes migrated by garbage collection (lifetime) */
 	uint64_t gc_bytes_at_mount; /* gc_bytes when this mount began */
 	uint64_t gc_zones;          /* zones emptied by garbage collection (this mount) */
@@ -342,6 +351,8 @@ struct zlfs_mount_opts {
 	unsigned compress_alg;      /* compress=: 0 none, else enum zlfs_cluster_alg; refused
 				     * without the COMPRESS feature (docs/compression.md) */
 	int compress_level;         /* zstd's level, 0 its default */
+	const char *compress_ext;   /* compress_extension=, checked (cluster_ext_check), or NULL */
+	const char *nocompress_ext; /* nocompress_extension=, or NULL */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */

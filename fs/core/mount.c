@@ -14,6 +14,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,15 @@ static int mount_check_compress(struct zlfs_fs *fs, const char *path,
 {
 	fs->compress_alg = o->compress_given ? o->compress_alg : fs->sb.compress_alg;
 	fs->compress_level = o->compress_given ? o->compress_level : 0;
+	snprintf(fs->compress_ext, sizeof(fs->compress_ext), "%s",
+		 o->compress_ext ? o->compress_ext : "");
+	snprintf(fs->nocompress_ext, sizeof(fs->nocompress_ext), "%s",
+		 o->nocompress_ext ? o->nocompress_ext : "");
+	if (fs->compress_ext[0] && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS)) {
+		zlog_err("%s: compress_extension= was given, but the filesystem has no COMPRESS "
+			 "feature (mkfs.zlfs --compress makes one)", path);
+		return -EINVAL;
+	}
 	if (!fs->compress_alg || (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return 0;
 	zlog_err("%s: compress=%s was asked for, but the filesystem has no COMPRESS feature "

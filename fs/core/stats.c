@@ -176,6 +176,23 @@ static void stats_gc(struct zlfs_fs *fs, struct jbuf *j)
 		g->o.pe_cycles, cap * g->o.pe_cycles / (waf > 0 ? waf : 1.0));
 }
 
+/* This mount's compressed files: the plaintext their write path stored and what its stored
+ * form took (a compressed cluster's k blocks, a raw cluster's blocks less its holes, a block
+ * written alone as itself); "ratio" is after / before. A partial write into a compressed
+ * cluster stores it whole again, so before can exceed what users wrote. */
+static void stats_compression(struct zlfs_fs *fs, struct jbuf *j)
+{
+	uint64_t in = ATOMIC_GET(&fs->clu_bytes_in), out = ATOMIC_GET(&fs->clu_bytes_out);
+
+	jprintf(j, "  \"compression\": {\"bytes_before\": %llu, \"bytes_after\": %llu, "
+		   "\"ratio\": %.4f, \"clusters_compressed\": %llu, \"clusters_raw\": %llu, "
+		   "\"blocks_written_alone\": %llu},\n",
+		(unsigned long long)in, (unsigned long long)out, in ? (double)out / (double)in : 0.0,
+		(unsigned long long)ATOMIC_GET(&fs->clu_compressed),
+		(unsigned long long)ATOMIC_GET(&fs->clu_raw),
+		(unsigned long long)ATOMIC_GET(&fs->clu_blocks_alone));
+}
+
 static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 {
 	struct wbuf_stats w = {0};
@@ -195,6 +212,7 @@ static void stats_io(struct zlfs_fs *fs, struct jbuf *j)
 		   "\"metadata\": %llu},\n",
 		(unsigned long long)(ATOMIC_GET(&fs->dev_bytes_main) - node),
 		(unsigned long long)node, (unsigned long long)ATOMIC_GET(&fs->dev_bytes_meta));
+	stats_compression(fs, j);
 	stats_gc(fs, j);
 	zrw_rdlock(&fs->cp_lock); /* the version changes only under it, exclusive */
 	jprintf(j, "  \"checkpoint_version\": %llu,\n", (unsigned long long)fs->cp.version);

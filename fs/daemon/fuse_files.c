@@ -526,7 +526,7 @@ static int getflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, vo
 {
 	(void)z;
 	(void)req;
-	*(int *)arg = data_cluster_log(np) ? FS_COMPR_FL : 0;
+	*(int *)arg = dclu_flagged(np) ? FS_COMPR_FL : 0;
 	return 0;
 }
 
@@ -566,6 +566,34 @@ void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *i
 		reply_err(req, ret);
 	else
 		fuse_reply_ioctl(req, 0, get ? &flags : NULL, get ? sizeof(flags) : 0);
+}
+
+/* zlfs-ctl compress-info: the inode's size, stored blocks and cluster shape, as they are. */
+static int cinfo_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
+{
+	const struct zlfs_inode *in = inode_of(np);
+	struct zlfs_ioc_compress_info *ci = arg;
+	uint32_t log = data_cluster_log(np);
+
+	(void)z;
+	(void)req;
+	ci->size = le64_get(in->size);
+	ci->stored_blocks = le64_get(in->blocks);
+	ci->cluster_blocks = log ? 1u << log : 0;
+	ci->alg = log ? in->compress_alg : 0;
+	ci->flags = log ? ZLFS_CINFO_COMPRESSED : 0;
+	return 0;
+}
+
+void ioctl_compress_info(fuse_req_t req, fuse_ino_t ino, size_t out_size)
+{
+	struct zlfs_ioc_compress_info ci = {0};
+	int ret = out_size < sizeof(ci) ? -EINVAL : with_inode(zf(req), req, ino, 0, cinfo_fn, &ci);
+
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_ioctl(req, 0, &ci, sizeof(ci));
 }
 
 /* ---- directories ------------------------------------------------------------------------ */

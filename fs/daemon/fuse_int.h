@@ -116,6 +116,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* COLLAPSE_RANGE and INSERT_RANGE, which the kernel's FUSE module does not pass on: ioctls
  * on the file (zlfs_ioctl.h). */
 /* lsattr, chattr: FS_IOC_GETFLAGS and SETFLAGS (FS_COMPR_FL only), FS_IOC_FSGETXATTR. */
+void ioctl_compress_info(fuse_req_t req, fuse_ino_t ino, size_t out_size);
 void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
 		 size_t in_size, size_t out_size);
 void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,

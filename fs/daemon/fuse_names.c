@@ -169,7 +169,7 @@ static int make_in(struct zfuse *z, struct node_page *dir, struct mk *m)
 	if (!ret && z->posix_acl) /* the directory's default ACL, or the umask */
 		ret = acl_inherit(z->fs, dir, np, fuse_req_ctx(m->req)->umask);
 	if (!ret)
-		dclu_start(z->fs, np);
+		dclu_start(z->fs, dir, np, m->name);
 	if (!ret && !z->opts.noinline_data)
 		inline_start(z->fs, np);
 	if (!ret && m->target)

@@ -131,6 +131,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_encrypt(req, ino, cmd, out_size);
 		return;
 	}
+	if (!(flags & FUSE_IOCTL_COMPAT) && cmd == ZLFS_IOC_COMPRESS_INFO) {
+		ioctl_compress_info(req, ino, out_size); /* fuse_files.c */
+		return;
+	}
 	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSGETXATTR) {
 		ioctl_flags(req, ino, cmd, in_buf, in_size, out_size); /* fuse_files.c */
 		return;

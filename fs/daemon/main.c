@@ -33,7 +33,7 @@ struct zlfs_cli {
 	int noinline_data;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
-	char *compress;
+	char *compress, *compress_ext, *nocompress_ext;
 	int passphrase, passphrase_fd, encrypt_all;
 	int show_help, show_version;
 	int remount;
@@ -73,6 +73,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("passphrase_fd=%d", passphrase_fd, 0),
 	OPT("encrypt_all", encrypt_all, 1),
 	OPT("compress=%s", compress, 0),
+	OPT("compress_extension=%s", compress_ext, 0),
+	OPT("nocompress_extension=%s", nocompress_ext, 0),
 	OPT("-h", show_help, 1),
 	OPT("--help", show_help, 1),
 	OPT("-V", show_version, 1),
@@ -145,7 +147,13 @@ static void usage(const char *prog)
 	       "                         without a key, encrypted files stay locked (ENOKEY)\n"
 	       "    compress=lz4|zstd[:LEVEL]|none  compress new files' clusters (LEVEL 1-22;\n"
 	       "                         default: mkfs's choice); needs a filesystem made\n"
-	       "                         with mkfs.zlfs --compress\n\n"
+	       "                         with mkfs.zlfs --compress\n"
+	       "    compress_extension=EXT[:EXT...]  new regular files named *.EXT are compressed\n"
+	       "                         whatever compress= says (\"*\": every file; up to 16,\n"
+	       "                         15 bytes each, colons between; needs --compress)\n"
+	       "    nocompress_extension=EXT[:EXT...]  new files named *.EXT are not compressed,\n"
+	       "                         whatever compress=, compress_extension= or their\n"
+	       "                         directory's chattr +c says\n\n"
 	       "FUSE options:\n",
 	       prog, ZFUSE_TAIL_BLOCKS, ZFUSE_TAIL_SECS, ZFUSE_READ_CACHE_BLOCKS, ZDEV_WAIT_DEFAULT, d.valid_thresh_pct);
 	fuse_cmdline_help();
@@ -209,6 +217,28 @@ static int gc_options(const struct zlfs_cli *c, struct gc_opts *g)
 }
 
 /* The passphrase is never taken from the command line, where ps(1) would show it. */
+/* compress_extension= and nocompress_extension=: each a valid list, no suffix in both. */
+static int ext_options(const struct zlfs_cli *c, struct zlfs_mount_opts *mo)
+{
+	const char *bad = NULL;
+	int ret = 0;
+
+	if (c->compress_ext && (ret = cluster_ext_check(c->compress_ext, c->nocompress_ext)))
+		bad = "compress_extension";
+	else if (c->nocompress_ext && (ret = cluster_ext_check(c->nocompress_ext, NULL)))
+		bad = "nocompress_extension";
+	if (ret == -EEXIST)
+		fprintf(stderr, "zlfs: a suffix is in both compress_extension= and "
+				"nocompress_extension=\n");
+	else if (ret)
+		fprintf(stderr, "zlfs: %s takes suffixes separated by colons: at most %d, each 1 to "
+				"%d bytes without '/' (\"*\": every name)\n", bad, CLUSTER_EXT_MAX,
+			CLUSTER_EXT_LEN);
+	mo->compress_ext = c->compress_ext;
+	mo->nocompress_ext = c->nocompress_ext;
+	return ret;
+}
+
 static int key_options(const struct zlfs_cli *c, struct zlfs_key_source *ks, char *pass,
 		       size_t len)
 {
@@ -270,6 +300,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 		return 2;
 	}
 	mo.compress_given = c->compress != NULL;
+	if (ext_options(c, &mo))
+		return 2;
 	mo.gc = &gco;
 	ret = key_options(c, &ks, pass, sizeof(pass));
 	mo.key = &ks;
@@ -374,6 +406,8 @@ int main(int argc, char **argv)
 	free(c.wb_superpage);
 	free(c.keyfile);
 	free(c.compress);
+	free(c.compress_ext);
+	free(c.nocompress_ext);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -60,6 +60,14 @@ int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
 int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
 		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
 		uint8_t *dst);
+/* The k stored blocks of that cluster (ADDR its slots, the marker first), or -EIO, logged,
+ * when its slots are not a marker, k blocks and nulls. */
+int dclu_stored(uint32_t ino, uint64_t first, uint32_t log, const uint32_t *addr);
+/* Its K stored blocks already read into STORED (decrypted there in place with KEY if set),
+ * decompressed into DST; -EIO, logged, when it does not verify. */
+int dclu_decode(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, uint32_t k, uint8_t *stored,
+		uint8_t *dst);
 /* Whether cluster CIDX is stored compressed. */
 int dclu_is_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx, int *yes);
 /* Write bytes [OFF, END) of a compressed file from SRC, cluster by cluster; *POS says how far

@@ -4,8 +4,8 @@
  * zone, and the blocks read ahead past a sequential read (readahead.c keeps them).
  * Part of the file layer's data (data.c owns the tree and writing).
  * A compressed file's plan covers whole clusters, and a cluster stored compressed is read,
- * decrypted and decompressed once (dcluster.c) into the plan's buffer; such files are not
- * read ahead.
+ * decrypted and decompressed once (dcluster.c) into the plan's buffer; such files are read
+ * ahead by whole clusters too (the window's plaintext kept, as any file's).
  * May call: dmap.c, dcluster.c (data_int.h), inline.c, readahead.c, tailbuf.c, node/log (core.h), crypto/zcrypt.h.
  */
 #include "data_int.h"
@@ -87,8 +87,7 @@ int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uin
 	p->buf = zdev_buf_alloc((size_t)p->nblocks * ZLFS_BLOCK_SIZE);
 	if (!p->addr || !p->buf)
 		ret = -ENOMEM;
-	if (!ret && !p->clog &&
-	    ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
+	if (!ret && ra_lookup(fs, p->ino, inode->data_gen, first, p->nblocks, p->buf, &p->ahead)) {
 		p->from_ra = 1;
 		return 0;
 	}
@@ -129,6 +128,51 @@ struct rdest {
 	const struct zcrypt_file_key *key;
 };
 
+/* Whether cluster slots ADDR (marker first) hold K stored blocks at FROM, FROM+1, ... in the
+ * zone of FROM, ZB blocks to a zone. */
+static int stored_at(const uint32_t *addr, uint32_t k, uint32_t from, uint32_t zb)
+{
+	for (uint32_t j = 0; j < k; j++)
+		if (addr[1 + j] != from + j || (from + j) / zb != from / zb)
+			return 0;
+	return 1;
+}
+
+/* The compressed clusters at the start of the N slots ADDR (file block FIRST on) whose stored
+ * blocks follow each other in one zone - clusters written one after another - read in one
+ * device read (up to 256 blocks, as run_length) and decoded one by one into DST; a cluster
+ * alone reads as dclu_unpack does. *USED: the slots they took. */
+static int read_clusters(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n, uint64_t first,
+			 const struct rdest *to, uint8_t *dst, uint32_t *used)
+{
+	uint32_t c = 1u << to->log, zb = zlfs_zone_blocks(&fs->sb), m = 0, tot = 0, off = 0;
+	uint32_t ks[256];
+	uint8_t *tmp;
+	int k, ret = 0;
+
+	while (m < 256 && (m + 1) * c <= n && addr[m * c] == ZLFS_ADDR_COMPRESSED) {
+		const uint32_t *a = addr + m * c;
+
+		k = dclu_stored(to->ino, first + m * c, to->log, a);
+		if (k < 0 || tot + (uint32_t)k > 256 || !stored_at(a, (uint32_t)k, m ? addr[1] + tot
+								    : a[1], zb))
+			break; /* a bad one is refused below, when it comes first */
+		ks[m++] = (uint32_t)k;
+		tot += (uint32_t)k;
+	}
+	*used = m > 1 ? m * c : c;
+	if (m <= 1)
+		return dclu_unpack(fs, to->ino, to->log, to->key, first, addr, dst);
+	tmp = zdev_buf_alloc((size_t)tot * ZLFS_BLOCK_SIZE);
+	ret = tmp ? seg_read_run(fs, addr[1], tot, tmp) : -ENOMEM;
+	for (uint32_t q = 0; !ret && q < m; off += ks[q++])
+		ret = dclu_decode(fs, to->ino, to->log, to->key, first + q * c, ks[q],
+				  tmp + (size_t)off * ZLFS_BLOCK_SIZE,
+				  dst + (size_t)q * c * ZLFS_BLOCK_SIZE);
+	zdev_buf_free(tmp);
+	return ret;
+}
+
 /* Read the N blocks at ADDR into DST, as TO says. */
 static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n,
 		       const struct rdest *to, uint8_t *dst)
@@ -148,8 +192,8 @@ static int read_blocks(struct zlfs_fs *fs, const uint32_t *addr, uint32_t n,
 					 (unsigned long long)(first + i));
 				return -EIO;
 			}
-			ret = dclu_unpack(fs, to->ino, to->log, key, first + i, &addr[i], d);
-			i += 1u << to->log;
+			ret = read_clusters(fs, &addr[i], n - i, first + i, to, d, &k);
+			i += k;
 			continue;
 		}
 
@@ -178,15 +222,25 @@ int data_read_do(struct zlfs_fs *fs, struct data_rplan *p)
 	return read_blocks(fs, p->addr, p->nblocks, &to, p->buf);
 }
 
+/* A compressed file's extension must be whole clusters (plans and windows start on one): the
+ * end of file rounded up to a cluster; 0 when the window is not whole clusters (a cluster
+ * larger than the first extension), so nothing is read ahead. */
+static uint32_t ahead_blocks(const struct ra_ahead *a, uint64_t fblocks, uint32_t log)
+{
+	uint64_t c = 1ull << log, end = (fblocks + c - 1) / c * c;
+
+	if (a->first >= fblocks || (a->first | a->n) & (c - 1))
+		return 0;
+	return end - a->first < a->n ? (uint32_t)(end - a->first) : a->n;
+}
+
 void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahead *a)
 {
 	uint64_t fblocks = (le64_get(inode_of(inode)->size) + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	uint32_t n = 0, *addr = NULL;
+	uint32_t log = data_cluster_log(inode), n = ahead_blocks(a, fblocks, log), *addr = NULL;
 	struct dkey dk = {0};
 	int ret = -ENODATA; /* at or past the end of file: nothing to read ahead */
 
-	if (a->first < fblocks)
-		n = fblocks - a->first < a->n ? (uint32_t)(fblocks - a->first) : a->n;
 	if (n)
 		addr = malloc(n * sizeof(*addr));
 	if (n)
@@ -194,7 +248,7 @@ void data_read_ahead(struct zlfs_fs *fs, struct node_page *inode, struct ra_ahea
 	if (!ret)
 		ret = data_addrs(fs, inode, a->first, n, addr);
 	if (!ret) {
-		struct rdest to = {inode->nid, 0, a->first, dk.on ? &dk.k : NULL};
+		struct rdest to = {inode->nid, log, a->first, dk.on ? &dk.k : NULL};
 
 		plan_held(fs, inode->nid, a->first, n, addr, a->buf);
 		ret = read_blocks(fs, addr, n, &to, a->buf);

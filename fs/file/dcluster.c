@@ -13,7 +13,7 @@
  * (data_put_cluster), the codec cluster.c's. Each thread keeps one codec context (the
  * libraries' state is not shared).
  * May call: dmap.c (data_int.h), tailbuf.c, inode.c (files.h), node/log (core.h), cluster.h,
- * crypto/zcrypt.h, log.h.
+ * crypto/zcrypt.h, log.h; counts what it stores in the mount's compression figures (core.h).
  */
 #include "cluster.h"
 #include "data_int.h"
@@ -47,15 +47,9 @@ static struct cluster_ctx *cx_get(void)
 	return cx;
 }
 
-int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
-		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
-		uint8_t *dst)
+int dclu_stored(uint32_t ino, uint64_t first, uint32_t log, const uint32_t *addr)
 {
-	struct cluster_place at = {fs->sb.seed, ino, first >> log};
-	uint32_t c = 1u << log, k = 0, j, n;
-	struct cluster_ctx *cx = cx_get();
-	char why[160] = "";
-	uint8_t *tmp;
+	uint32_t c = 1u << log, k = 0, j;
 	int ret = 0;
 
 	while (k + 1 < c && addr[k + 1] && addr[k + 1] != ZLFS_ADDR_PREALLOC &&
@@ -63,31 +57,53 @@ int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
 		k++;
 	for (j = k + 1; j < c && !ret; j++)
 		ret = addr[j] ? -EIO : 0; /* format_check.c refuses such a node: memory went bad */
-	if (!cx)
-		return -ENOMEM;
 	if (!k || ret) {
 		zlog_err("inode %u: compressed cluster %llu has %u stored blocks and a slot after "
 			 "them: run fsck.zlfs", ino, (unsigned long long)(first >> log), k);
 		return -EIO;
 	}
-	tmp = zdev_buf_alloc((size_t)k * BS);
-	if (!tmp)
-		return -ENOMEM;
-	for (j = 0; !ret && j < k; j += n) { /* runs of consecutive addresses: one read each */
-		for (n = 1; j + n < k && addr[1 + j + n] == addr[1 + j] + n; n++)
+	return (int)k;
+}
+
+int dclu_decode(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, uint32_t k, uint8_t *stored,
+		uint8_t *dst)
+{
+	struct cluster_place at = {fs->sb.seed, ino, first >> log};
+	struct cluster_ctx *cx = cx_get();
+	char why[160] = "";
+	int ret = cx ? 0 : -ENOMEM;
+
+	for (uint32_t j = 0; !ret && key && j < k; j++)
+		ret = zcrypt_xts_decrypt(key, first + 1 + j, stored + (size_t)j * BS,
+					 stored + (size_t)j * BS, BS);
+	if (!ret && cluster_decompress(cx, &at, stored, k, log, dst, why, sizeof(why))) {
+		zlog_err("inode %u: compressed cluster %llu (file bytes %llu..%llu) does not "
+			 "decompress: %s", ino, (unsigned long long)at.index,
+			 (unsigned long long)(first * BS),
+			 (unsigned long long)((first + (1u << log)) * BS - 1), why);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+int dclu_unpack(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
+		const struct zcrypt_file_key *key, uint64_t first, const uint32_t *addr,
+		uint8_t *dst)
+{
+	int k = dclu_stored(ino, first, log, addr), ret = k < 0 ? k : 0;
+	uint8_t *tmp = ret ? NULL : zdev_buf_alloc((size_t)k * BS);
+	uint32_t j, n;
+
+	if (!ret && !tmp)
+		ret = -ENOMEM;
+	for (j = 0; !ret && j < (uint32_t)k; j += n) { /* runs of consecutive addresses */
+		for (n = 1; j + n < (uint32_t)k && addr[1 + j + n] == addr[1 + j] + n; n++)
 			;
 		ret = seg_read_run(fs, addr[1 + j], n, tmp + (size_t)j * BS);
 	}
-	for (j = 0; !ret && key && j < k; j++)
-		ret = zcrypt_xts_decrypt(key, first + 1 + j, tmp + (size_t)j * BS,
-					 tmp + (size_t)j * BS, BS);
-	if (!ret && cluster_decompress(cx, &at, tmp, k, log, dst, why, sizeof(why))) {
-		zlog_err("inode %u: compressed cluster %llu (file bytes %llu..%llu) does not "
-			 "decompress: %s", ino, (unsigned long long)at.index,
-			 (unsigned long long)(first * BS), (unsigned long long)((first + c) * BS - 1),
-			 why);
-		ret = -EIO;
-	}
+	if (!ret)
+		ret = dclu_decode(fs, ino, log, key, first, (uint32_t)k, tmp, dst);
 	zdev_buf_free(tmp);
 	return ret;
 }
@@ -137,6 +153,15 @@ static int cluster_read(struct zlfs_fs *fs, struct node_page *inode, const struc
 	return ret;
 }
 
+/* The write path's figures for zlfs-ctl stats: a store of IN plaintext blocks that took OUT
+ * blocks, counted in WHAT (a cluster compressed or raw, or a block written alone). */
+static void clu_count(struct zlfs_fs *fs, uint64_t *what, uint32_t in, uint32_t out)
+{
+	ATOMIC_ADD(what, 1);
+	ATOMIC_ADD(&fs->clu_bytes_in, (uint64_t)in * BS);
+	ATOMIC_ADD(&fs->clu_bytes_out, (uint64_t)out * BS);
+}
+
 static int block_is_zero(const uint8_t *b)
 {
 	return !b[0] && !memcmp(b, b + 1, BS - 1);
@@ -164,6 +189,8 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 					 out + (size_t)i * BS, BS);
 	if (!ret && k > 0)
 		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0);
+	if (!ret && k > 0)
+		clu_count(fs, &fs->clu_compressed, c, (uint32_t)k);
 	if (ret || k > 0 || keep_raw) {
 		zdev_buf_free(out);
 		return ret;
@@ -175,6 +202,8 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 					 out + (size_t)i * BS, BS);
 	if (!ret)
 		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes);
+	if (!ret)
+		clu_count(fs, &fs->clu_raw, c, c - (uint32_t)__builtin_popcountll(holes));
 	zdev_buf_free(out);
 	return ret;
 }
@@ -200,6 +229,8 @@ static int raw_patch(struct zlfs_fs *fs, struct node_page *inode, const struct d
 			memset(buf + o, 0, len);
 		if (!ret)
 			ret = data_write_block(fs, inode, dk, first + b, buf);
+		if (!ret)
+			clu_count(fs, &fs->clu_blocks_alone, 1, 1);
 		pos += len;
 	}
 	if (!ret && src && end > (c - 1) * BS) { /* an append finishing its cluster */
@@ -329,42 +360,87 @@ static int file_empty(struct zlfs_fs *fs, struct node_page *np)
 	return !le64_get(in->size) && !le64_get(in->blocks) && !tail_block(fs, np->nid, &hidx);
 }
 
+/* The algorithm a file or directory made compressed without one of its own gets: the mount's,
+ * else mkfs's default, else LZ4. */
+static unsigned default_alg(const struct zlfs_fs *fs)
+{
+	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+
+	return alg ? alg : ZLFS_CLUSTER_LZ4;
+}
+
+/* INODE gets the flag with ALG and clusters of 2^LOG blocks (ALG 0: loses it). */
+static void flag_set(struct zlfs_inode *in, unsigned alg, unsigned log)
+{
+	in->flags = le32_put(alg ? le32_get(in->flags) | ZLFS_IFLAG_COMPRESS
+				 : le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
+	in->compress_alg = (uint8_t)alg;
+	in->cluster_log = alg ? (uint8_t)log : 0;
+}
+
+int dclu_flagged(const struct node_page *np)
+{
+	const struct zlfs_inode *in = np->buf;
+
+	return !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS);
+}
+
 int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
 {
 	struct zlfs_inode *in = inode_of(np);
-	unsigned alg = fs->compress_alg ? fs->compress_alg : fs->sb.compress_alg;
+	uint32_t mode = le32_get(in->mode);
 
-	if (!S_ISREG(le32_get(in->mode)))
-		return on ? -EOPNOTSUPP : 0; /* directories pass on nothing yet */
-	if (!data_cluster_log(np) == !on)
+	if (!S_ISREG(mode) && !S_ISDIR(mode))
+		return on ? -EOPNOTSUPP : 0;
+	if (dclu_flagged(np) == !!on)
 		return 0;
 	if (on && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return -EOPNOTSUPP;
+	if (S_ISDIR(mode)) { /* a directory's flag is what its new files and directories get */
+		flag_set(in, on ? default_alg(fs) : 0, fs->sb.cluster_log);
+		inode_touch(fs, np, INODE_CTIME);
+		return 0;
+	}
 	if (!file_empty(fs, np))
 		return -EINVAL; /* its tree has the other shape: as F2FS, only while empty */
 	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE) { /* empty: its area may hold old bytes */
 		memset(in->addr, 0, sizeof(in->addr));
 		in->inline_size = 0;
 	}
-	in->flags = le32_put(on ? (le32_get(in->flags) & ~ZLFS_IFLAG_INLINE) | ZLFS_IFLAG_COMPRESS
-				: le32_get(in->flags) & ~ZLFS_IFLAG_COMPRESS);
-	in->compress_alg = on ? (uint8_t)(alg ? alg : ZLFS_CLUSTER_LZ4) : 0;
-	in->cluster_log = on ? (uint8_t)fs->sb.cluster_log : 0;
+	in->flags = le32_put(le32_get(in->flags) & ~ZLFS_IFLAG_INLINE);
+	flag_set(in, on ? default_alg(fs) : 0, fs->sb.cluster_log);
 	inode_touch(fs, np, INODE_CTIME);
 	return 0;
 }
 
-void dclu_start(struct zlfs_fs *fs, struct node_page *np)
+/* F2FS's order: a name in nocompress_extension= is never compressed; otherwise a regular file
+ * is compressed when the mount compresses, its directory has the flag or its name is in
+ * compress_extension=; a directory takes its parent's flag. The mount's algorithm first, then
+ * the directory's (with its cluster size), then default_alg's. */
+void dclu_start(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np, const char *name)
 {
+	const struct zlfs_inode *din = inode_of(dir);
 	struct zlfs_inode *in = inode_of(np);
+	uint32_t mode = le32_get(in->mode);
+	int inherit = dclu_flagged(dir), want;
+	unsigned alg = fs->compress_alg, log = fs->sb.cluster_log;
 
-	if (!fs->compress_alg || !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
-	    !S_ISREG(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE) ||
-	    le64_get(in->size) || le64_get(in->blocks))
+	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
+	    (S_ISREG(mode) && ((le32_get(in->flags) & ZLFS_IFLAG_INLINE) || le64_get(in->size) ||
+			       le64_get(in->blocks))))
 		return;
-	in->flags = le32_put(le32_get(in->flags) | ZLFS_IFLAG_COMPRESS);
-	in->compress_alg = (uint8_t)fs->compress_alg;
-	in->cluster_log = (uint8_t)fs->sb.cluster_log;
+	if (S_ISREG(mode))
+		want = (alg || inherit || cluster_ext_match(fs->compress_ext, name)) &&
+		       !cluster_ext_match(fs->nocompress_ext, name);
+	else
+		want = S_ISDIR(mode) && inherit;
+	if (!want)
+		return;
+	if (!alg && inherit) {
+		alg = din->compress_alg;
+		log = din->cluster_log;
+	}
+	flag_set(in, alg ? alg : default_alg(fs), log);
 	node_dirty(fs, np);
 }
 

@@ -48,7 +48,9 @@ uint32_t data_cluster_log(const struct node_page *inode)
 {
 	const struct zlfs_inode *in = inode->buf;
 
-	return (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS) ? in->cluster_log : 0;
+	/* a directory's flag is only what it passes on: its blocks are mapped as any */
+	return (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS) && S_ISREG(le32_get(in->mode))
+		       ? in->cluster_log : 0;
 }
 
 static struct dshape shape_of_log(uint32_t log)

@@ -104,13 +104,17 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	       uint64_t off);
 /* Inode INO was closed: the warm data lane it wrote to is free for other files. */
 void data_lane_release(struct zlfs_fs *fs, uint32_t ino);
-/* A new regular file, empty, on a mount that compresses: flagged ZLFS_IFLAG_COMPRESS with the
- * mount's algorithm and the filesystem's cluster size (dcluster.c). */
-void dclu_start(struct zlfs_fs *fs, struct node_page *np);
-/* chattr +c / -c: a regular file compressed (ON) or not, from its next byte; only while it is
- * empty (-EINVAL otherwise, as F2FS), and compressed only with the COMPRESS feature
- * (-EOPNOTSUPP, as for a directory: they pass nothing on yet). */
+/* A new inode NP named NAME in DIR, empty: a regular file flagged ZLFS_IFLAG_COMPRESS when the
+ * mount compresses, DIR has the flag or NAME is in compress_extension=, unless NAME is in
+ * nocompress_extension=; a directory flagged when DIR is (dcluster.c). */
+void dclu_start(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np,
+		const char *name);
+/* chattr +c / -c: a regular file compressed (ON) or not, from its next byte, only while it is
+ * empty (-EINVAL otherwise, as F2FS); a directory's flag, which its new files and directories
+ * inherit, at any time. -EOPNOTSUPP for +c without the COMPRESS feature or on another type. */
 int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on);
+/* Whether NP has the COMPRESS flag (a file: compressed; a directory: passes it on). */
+int dclu_flagged(const struct node_page *np);
 /* fsck: the compressed cluster of file blocks FIRST... of INODE, at slots ADDR (the marker and
  * its k blocks), decrypts (with the key) and decompresses to what its header's hash says. */
 int data_cluster_check(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,

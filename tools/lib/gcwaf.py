@@ -7,6 +7,7 @@ library only (and fio for the reader, gnuplot for the plot).
   gcwaf.py run --mnt MNT --ctl ZLFS_CTL --workload W --fill PCT --json OUT.json
                --timeline OUT.csv [--file-size B] [--big-file-size B] [--overwrite-bytes B]
                [--reader-iops N] [--sample-s S] [--seed N] [--reader-json FILE]
+               [--data FILE]
   gcwaf.py fifo U                        the FIFO reference at utilisation U (0..1)
   gcwaf.py summary RUN.json... --csv OUT.csv
   gcwaf.py plot TIMELINE.csv PNG --title T [--fifo WAF]
@@ -18,6 +19,9 @@ large files). The fill writes files one after the other with O_DIRECT until PCT%
 statfs reports is used; the overwrites then write overwrite-bytes. A fio reader does 4 KiB
 random reads at QD1 (rate-limited, so it measures latency without taking the writers' CPU)
 over the same files during the overwrites; zlfs-ctl stats is sampled every S seconds.
+The files hold random bytes, or --data FILE's (tools/bench-compress: compressible files);
+the fill is planned from statfs before it starts, so it is the same logical fill whether
+or not the filesystem compresses.
 """
 import argparse
 import bisect
@@ -105,9 +109,18 @@ class Sampler(threading.Thread):
         self.f.close()
 
 
-def aligned(size, seed):
-    buf = mmap.mmap(-1, size)  # page aligned, for O_DIRECT
-    buf.write(random.Random(seed).randbytes(min(size, 1 << 20)) * max(1, size >> 20))
+def aligned(size, seed, data=None):
+    """SIZE bytes, page aligned for O_DIRECT: random (a MiB repeated), or DATA's first bytes
+    (repeated if it is shorter) when a file is given: what every file of the run holds."""
+    buf = mmap.mmap(-1, size)
+    if data:
+        with open(data, "rb") as f:
+            src = f.read(size)
+        if not src:
+            sys.exit("--data %s is empty" % data)
+        buf.write((src * (size // len(src) + 1))[:size])
+    else:
+        buf.write(random.Random(seed).randbytes(min(size, 1 << 20)) * max(1, size >> 20))
     return buf
 
 
@@ -213,8 +226,8 @@ def run(a):
     files = plan_files(a.mnt, a.fill, size)
     if len(files) < 2:
         sys.exit("fill %d%% leaves room for fewer than 2 files" % a.fill)
-    wbuf = aligned(max(size, 4 << 20) if a.workload != "rand4k" else 4 << 20, a.seed)
-    small = aligned(4096, a.seed + 1)
+    wbuf = aligned(max(size, 4 << 20) if a.workload != "rand4k" else 4 << 20, a.seed, a.data)
+    small = aligned(4096, a.seed + 1, a.data)
     s0 = ctl_stats(a.ctl, a.mnt)
     sam = Sampler(a.ctl, a.mnt, a.timeline, a.sample_s)
     sam.start()
@@ -441,6 +454,7 @@ def main():
     r.add_argument("--reader-iops", type=int, default=200)
     r.add_argument("--sample-s", type=float, default=1.0)
     r.add_argument("--seed", type=int, default=12)
+    r.add_argument("--data", help="the files' contents from this file (default: random bytes)")
     f = sub.add_parser("fifo")
     f.add_argument("u", type=float)
     s = sub.add_parser("summary")
