@@ -858,6 +858,35 @@ int zlfs_dentry_check(const struct zlfs_sb_info *s, const void *blk, char *why, 
 	return 0;
 }
 
+int zlfs_dmark_check(const struct zlfs_sb_info *s, const void *blk, char *why, size_t len)
+{
+	const struct zlfs_dentry_mark *m = blk;
+	uint32_t ino = le32_get(m->hdr.ino), parent = le32_get(m->parent_ino);
+	uint32_t nl = le16_get(m->name_len), i;
+
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK))
+		return bad(why, len, "dentry mark on a filesystem without the DENTRY_MARK feature");
+	if (!nid_ok(s, ino) || !ino || le32_get(m->hdr.index) != ino)
+		return bad(why, len, "dentry mark: index %u, ino %u (one inode in [1, %u])",
+			   le32_get(m->hdr.index), ino, s->max_nid - 1);
+	if (!parent || !nid_ok(s, parent) || parent == ino)
+		return RANGE(why, len, "dentry mark parent_ino", parent, 1, s->max_nid - 1);
+	if (!nl || nl > ZLFS_NAME_MAX)
+		return RANGE(why, len, "dentry mark name_len", nl, 1, ZLFS_NAME_MAX);
+	if (m->type != 8 || m->reserved)
+		return bad(why, len, "dentry mark: type %u, reserved %u (DT_REG and 0)", m->type,
+			   m->reserved);
+	if ((nl == 1 && m->name[0] == '.') || (nl == 2 && !memcmp(m->name, "..", 2)))
+		return bad(why, len, "dentry mark: the name is a dot entry");
+	for (i = 0; i < sizeof(m->name); i++)
+		if (i < nl ? !m->name[i] || m->name[i] == '/' : !!m->name[i])
+			return bad(why, len, "dentry mark: name byte %u is 0x%02x", i, m->name[i]);
+	for (i = 0; i < sizeof(m->pad); i++)
+		if (m->pad[i])
+			return bad(why, len, "dentry mark: padding byte %u is not zero", i);
+	return 0;
+}
+
 /* ---- the vocabulary the checks share with the codecs (format.c calls down to them) ------ */
 
 const char *zlfs_kind_name(unsigned kind)
@@ -871,6 +900,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
 		[ZLFS_KIND_CP_REMAP] = "remap list",	[ZLFS_KIND_XVALUE] = "xattr value node",
+		[ZLFS_KIND_DMARK] = "dentry mark",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])

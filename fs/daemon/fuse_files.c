@@ -42,6 +42,8 @@ static int with_inode_once(struct zfuse *z, fuse_req_t req, uint32_t ino, int ch
 	if (!ret)
 		ret = inode_get(z->fs, ino, &np);
 	if (!ret) {
+		if (change && S_ISDIR(le32_get(inode_of(np)->mode))) /* no dentry mark says it */
+			dmark_taint(z->fs, ino);
 		ret = fn(z, req, np, arg);
 		node_put(z->fs, np);
 	}
