@@ -214,7 +214,9 @@ static int link_recovered(struct zlfs_fs *fs)
 	uint32_t i, linked = 0;
 	int ret = 0;
 
-	for (i = 0; i < fs->nr_rec_dmarks && !ret && !fs->readonly; i++) {
+	/* Read-only too (fsck -n): in memory, as the roll-forward itself, so that the tree seen
+	 * is the one the next read-write mount makes. */
+	for (i = 0; i < fs->nr_rec_dmarks && !ret; i++) {
 		const struct rec_dmark *m = &fs->rec_dmarks[i];
 
 		ret = dm_link(fs, m);
@@ -233,9 +235,6 @@ static int link_recovered(struct zlfs_fs *fs)
 	if (linked)
 		zlog_info("linked %u names made durable by fsync after checkpoint %llu", linked,
 			  (unsigned long long)fs->cp.version);
-	if (fs->readonly && fs->nr_rec_dmarks)
-		zlog_warn("%u files fsync'ed after the last checkpoint get their names at the next "
-			  "read-write mount", fs->nr_rec_dmarks);
 	free(fs->rec_dmarks);
 	fs->rec_dmarks = NULL;
 	fs->nr_rec_dmarks = 0;
