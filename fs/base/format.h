@@ -524,9 +524,10 @@ struct zlfs_xattr_node {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_xattr_node) == ZLFS_BLOCK_SIZE, "xattr chain node size");
-/* With ZLFS_FEAT_INCOMPAT_DENTRY_MARK: written by fsync into the warm node log just before
- * the marker (flags FSYNC | FSYNC_GROUP | DENTRY) of a regular file created since the last
- * checkpoint, counted in its fsync_nodes. It says that the file's one name is NAME in
+/* With ZLFS_FEAT_INCOMPAT_DENTRY_MARK: written by the first fsync of a regular file made
+ * since the last checkpoint into the warm node log, just before its marker (flags FSYNC |
+ * FSYNC_GROUP | DENTRY), counted in its fsync_nodes; its later fsyncs write none (recovery
+ * keeps every copy up to the last whole marker). It says that the file's one name is NAME in
  * directory PARENT_INO, which the last checkpoint had. No NAT entry points to it and it is
  * never valid in the SIT (summary owner: the inode, which never points to it), so GC and
  * fsck pass it as a dead block; it is read only by recovery, before the next checkpoint

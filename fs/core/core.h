@@ -579,10 +579,12 @@ struct node_dmark {
 	uint32_t generation;
 	const char *name;
 	uint16_t len;
+	uint8_t on_device; /* an earlier fsync's mark says it: recovery keeps that one */
 };
 /* fsync without a checkpoint: write INO's dirty nodes marked for roll-forward and make them
  * and all staged data durable; for an inode made since the last checkpoint DM (else NULL)
- * is written as a dentry mark in the group. -EAGAIN when INO needs a checkpoint instead. */
+ * is written as a dentry mark in the group, unless one is on the device already. -EAGAIN
+ * when INO needs a checkpoint instead. */
 int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm);
 /* Whether INO was made since the last checkpoint (or needs one to fsync): a directory a
  * dentry mark may name must be neither. */

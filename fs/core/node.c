@@ -773,7 +773,9 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 	if (nidset_has(&fs->nofast, ino) || (fresh && (!dm || !group)))
 		ret = -EAGAIN; /* roll-forward cannot redo it, or would leave the file nameless */
 	zlock_unlock(&fs->nat_lock);
-	if (!fresh)
+	/* A mark of an earlier fsync in this checkpoint's groups stays with them: recovery keeps
+	 * every copy up to the last whole marker, so one mark per name suffices. */
+	if (!fresh || (dm && dm->on_device))
 		dm = NULL;
 	if (!ret)
 		ret = node_dirty_of(fs, ino, &v, &n);

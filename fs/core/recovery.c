@@ -529,8 +529,24 @@ static int keep_dmarks(struct rec *r)
 	if (!kept)
 		return -ENOMEM;
 	for (i = 0, out = 0; i < r->nnodes; i++) {
+		struct nat_ent e;
+		int ret;
+
 		if (!r->nodes[i].dmark)
 			continue;
+		/* Before the nodes are applied the NAT is the checkpoint's: a mark names only an
+		 * inode made since, whose name no dentry block holds. Else the device lies. */
+		ret = nat_get(fs, r->nodes[i].ino, &e);
+		if (ret) {
+			free(kept);
+			return ret;
+		}
+		if (e.blkaddr != ZLFS_ADDR_NULL) {
+			zlog_warn("recovery: the dentry mark at block %u names inode %u, which the "
+				  "checkpoint already has: not linked (run fsck.zlfs)",
+				  r->nodes[i].addr, r->nodes[i].ino);
+			continue;
+		}
 		kept[out++] = r->dmarks[r->nodes[i].count];
 		seg_mark(fs, r->nodes[i].addr, 1);
 	}

@@ -253,6 +253,7 @@ int dmark_for_fsync(struct zlfs_fs *fs, struct node_page *np, struct node_dmark 
 	if (f && f->live && (!d || !d->dir_gone)) {
 		dm->parent = f->dir;
 		dm->len = f->len;
+		dm->on_device = f->durable;
 		memcpy(buf, f->name, f->len);
 		ok = 1;
 	}
