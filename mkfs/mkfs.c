@@ -390,7 +390,7 @@ static int apply_stamp(struct zdev *dev, struct zlfs_sb_info *s, const struct mk
 	s->revision = (uint16_t)st->rev;
 	s->min_revision = (uint16_t)st->min_rev;
 	/* Added to what mkfs set that the filesystem needs (ENCRYPT); the features a mkfs of
-	 * this code adds by default (ONE_FLUSH, INLINE_DATA, XATTR_NODES) are another writer's
+	 * this code adds by default (ONE_FLUSH, INLINE_DATA, XATTR_NODES, DENTRY_MARK) are another writer's
 	 * choice: the stamp's. */
 	s->feat_incompat &= ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_COMPRESS;
 	s->feat_compat |= st->feat[0];

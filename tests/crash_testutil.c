@@ -423,6 +423,17 @@ void stage_take(struct stage *s, const char *path)
 	d = stage_file(s, path);
 	*d = *f;
 	d->hist_from = nhist;
+	for (int i = 0; i < s->ngone; i++) /* made again and made durable */
+		if (!strcmp(s->gone[i].path, path))
+			s->gone[i--] = s->gone[--s->ngone];
+}
+
+/* PATH, which stage S had, is gone by a directory fsync. */
+static void stage_gone(struct stage *s, const char *path)
+{
+	ck_assert_int_lt(s->ngone, MAX_GONE);
+	snprintf(s->gone[s->ngone].path, sizeof(s->gone[0].path), "%s", path);
+	s->gone[s->ngone++].hist_from = nhist;
 }
 
 static int parent_is(const char *path, const char *dir)
@@ -442,8 +453,11 @@ void stage_take_dir(struct stage *s, const char *dir)
 	int i;
 
 	for (i = 0; i < s->nfiles; i++)
-		if (parent_is(s->f[i].path, dir) && !find_in(&cur, s->f[i].path))
+		if (parent_is(s->f[i].path, dir) && !find_in(&cur, s->f[i].path)) {
+			if (!s->f[i].is_dir && s->ngone < MAX_GONE)
+				stage_gone(s, s->f[i].path);
 			s->f[i--] = s->f[--s->nfiles];
+		}
 	for (i = 0; i < cur.nfiles; i++)
 		if (parent_is(cur.f[i].path, dir))
 			stage_take(s, cur.f[i].path);
@@ -454,6 +468,7 @@ void stage_take_all(struct stage *s)
 {
 	memcpy(s->f, cur.f, sizeof(cur.f[0]) * (size_t)cur.nfiles);
 	s->nfiles = cur.nfiles;
+	s->ngone = 0; /* the whole tree as it is: what it lacks is not checked */
 	for (int i = 0; i < s->nfiles; i++)
 		s->f[i].hist_from = nhist;
 }

@@ -41,10 +41,21 @@ struct file_exp {
 	uint32_t xops;  /* its xattrs: the first XOPS of the script's operations on its path */
 };
 
+#define MAX_GONE 16
+
+/* A name a directory fsync made durably absent: after a crash it is not there, or is in a
+ * state recorded since (hist from HIST_FROM on: made again, and a checkpoint caught it). */
+struct gone {
+	char path[64];
+	int hist_from;
+};
+
 struct stage {
 	long ops; /* logged operations when the fsync returned */
 	int nhist; /* states recorded (hist) by then */
 	int nfiles;
+	int ngone;
+	struct gone gone[MAX_GONE];
 	struct file_exp f[MAX_FILES];
 };
 
@@ -129,6 +140,7 @@ void workload_tail(void);
 void workload_inline(void);
 void workload_xattr(void);
 void workload_compressed(void);
+void workload_dentry(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With
  * LOSE_ZONE set (not UINT32_MAX), the writes to it from operation LOSE_FROM on are lost. */

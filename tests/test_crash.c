@@ -64,6 +64,8 @@ static const struct workload_def workloads[] = {
 	{"xattr", 64ULL << 20, workload_xattr, 10, 1},
 	/* compressed clusters rewritten whole, truncated and punched: every flush boundary */
 	{"compressed", 64ULL << 20, workload_compressed, 10, 1, 0, "compress=lz4", "--compress"},
+	/* new names made durable by dentry marks, SQLite's journal: every flush boundary */
+	{"dentry", 64ULL << 20, workload_dentry, 12, 1},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

@@ -204,6 +204,28 @@ static const char *walk_tree(const char *rel, long *inodes, char *why, size_t wl
 	return bad;
 }
 
+/* A name a directory fsync removed is not back: absent, or in a state it was given since. */
+static const char *verify_gone(const struct gone *g, char *why, size_t wl)
+{
+	char p[600], tmp[256];
+	struct stat st;
+	uint8_t *b = NULL;
+	ssize_t n;
+	int k, ok = 0;
+
+	if (stat(at_mnt(p, sizeof(p), g->path), &st))
+		return NULL;
+	n = S_ISDIR(st.st_mode) ? -1 : read_whole(g->path, &b);
+	for (k = g->hist_from; k < nhist && !ok && n >= 0; k++)
+		ok = !strcmp(hist[k].path, g->path) && !hist[k].is_dir &&
+		     !match(g->path, b, n, &hist[k], 1, tmp, sizeof(tmp));
+	free(b);
+	if (ok)
+		return NULL;
+	snprintf(why, wl, "%.60s is back after the directory fsync that removed it", g->path);
+	return why;
+}
+
 /* The tree holds only states the workload passed through, and the filesystem counts exactly
  * the inodes the tree has: an orphan left behind by the crash would be one more. */
 static const char *verify_tree(char *why, size_t wl)
@@ -279,6 +301,9 @@ static const char *check_mounted(int si, char *why, size_t wl, int *was_full)
 
 	for (i = 0; s && i < s->nfiles; i++)
 		if (verify_any(si, i, why, wl))
+			return why;
+	for (i = 0; s && i < s->ngone; i++)
+		if (verify_gone(&s->gone[i], why, wl))
 			return why;
 	if (verify_tree(why, wl))
 		return why;

@@ -505,6 +505,67 @@ static void compress_inode_limits(const struct zlfs_sb_info *base, uint32_t b0)
 #undef CFILE
 }
 
+/* DENTRY_MARK: a dentry mark recovery reads names one inode, a directory, a regular file's
+ * type and a name a directory could hold, with nothing after it. */
+START_TEST(t_dmark_limits)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_dentry_mark *m = (void *)nb;
+
+	good_sb(&s);
+	memset(nb, 0, sizeof(nb));
+	zlfs_blk_init(nb, ZLFS_KIND_DMARK, 9, 9, 1);
+	m->parent_ino = le32_put(1);
+	m->name_len = le16_put(3);
+	m->type = 8;
+	memcpy(m->name, "abc", 3);
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "DENTRY_MARK feature");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_DENTRY_MARK;
+	ck_assert_int_eq(zlfs_dmark_check(&s, nb, why, sizeof(why)), 0);
+	m->name_len = le16_put(ZLFS_NAME_MAX);
+	memset(m->name, 'x', ZLFS_NAME_MAX);
+	ck_assert_int_eq(zlfs_dmark_check(&s, nb, why, sizeof(why)), 0);
+	m->name_len = le16_put(ZLFS_NAME_MAX + 1);
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "name_len");
+	m->name_len = 0;
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "name_len");
+	m->name_len = le16_put(2);
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "name byte 2"); /* bytes after it */
+	memset(m->name + 2, 0, sizeof(m->name) - 2);
+	ck_assert_int_eq(zlfs_dmark_check(&s, nb, why, sizeof(why)), 0);
+	m->name[1] = '/';
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "name byte 1");
+	m->name[1] = 0;
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "name byte 1");
+	m->name[0] = m->name[1] = '.';
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "dot entry");
+	m->name[1] = 'y';
+	ck_assert_int_eq(zlfs_dmark_check(&s, nb, why, sizeof(why)), 0);
+	m->parent_ino = le32_put(s.max_nid);
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "parent_ino");
+	m->parent_ino = 0;
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "parent_ino");
+	m->parent_ino = le32_put(9); /* itself */
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "parent_ino");
+	m->parent_ino = le32_put(1);
+	m->type = 4; /* DT_DIR */
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "type");
+	m->type = 8;
+	m->reserved = 1;
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "reserved");
+	m->reserved = 0;
+	m->pad[100] = 1;
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "padding");
+	m->pad[100] = 0;
+	zlfs_blk_init(nb, ZLFS_KIND_DMARK, 9, 10, 1); /* index and ino differ */
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "dentry mark: index");
+	zlfs_blk_init(nb, ZLFS_KIND_DMARK, s.max_nid, s.max_nid, 1);
+	REFUSED(zlfs_dmark_check(&s, nb, why, sizeof(why)), "dentry mark: index");
+	zlfs_blk_init(nb, ZLFS_KIND_DMARK, 9, 9, 1);
+	ck_assert_int_eq(zlfs_dmark_check(&s, nb, why, sizeof(why)), 0);
+}
+END_TEST
+
 START_TEST(t_compress_limits)
 {
 	struct zlfs_sb_info s;
@@ -584,6 +645,7 @@ int main(void)
 	tcase_add_test(tc, t_xattr_node_limits);
 	tcase_add_test(tc, t_dentry_limits);
 	tcase_add_test(tc, t_compress_limits);
+	tcase_add_test(tc, t_dmark_limits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -115,10 +115,16 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * take the marker for an address and the compressed blocks for the file's bytes. Set by
  * mkfs --compress; the superblock's compress_alg and cluster_log are then the defaults. */
 #define ZLFS_FEAT_INCOMPAT_COMPRESS (1u << 6)
+/* fsync of a regular file whose name no checkpoint has written yet puts a dentry mark
+ * (struct zlfs_dentry_mark) in its fsync group, and recovery links that name into its
+ * directory (set by mkfs: an older reader would find the group one copy short and drop an
+ * fsync'ed file, or roll it forward with no name). */
+#define ZLFS_FEAT_INCOMPAT_DENTRY_MARK (1u << 7)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
-	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS)
+	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS |                          \
+	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -186,12 +192,15 @@ enum zlfs_blk_kind {
 	ZLFS_KIND_DENTRY,     /* directory data block */
 	ZLFS_KIND_CP_REMAP,   /* owners of data blocks whose segment summary is stale */
 	ZLFS_KIND_XVALUE,     /* node block (XATTR_NODES): part of one xattr's value */
+	ZLFS_KIND_DMARK,      /* node log (DENTRY_MARK): a new file's name, in its fsync group */
 	ZLFS_KIND_MAX
 };
 
 /* Node block flags (struct zlfs_blkhdr.flags). */
 #define ZLFS_NODE_FSYNC (1u << 0)  /* written by fsync: roll forward after a crash */
-#define ZLFS_NODE_DENTRY (1u << 1) /* the fsync also made the file's directory entry durable */
+/* With FSYNC, on an inode (DENTRY_MARK feature): the block before it in its group is a
+ * struct zlfs_dentry_mark naming the file, which recovery links into its directory. */
+#define ZLFS_NODE_DENTRY (1u << 1)
 /* With FSYNC, on an inode (ONE_FLUSH feature): the fsync wrote its data, its nodes and this
  * inode with one device flush after them all, so the marker alone does not prove the rest is
  * there. fsync_nodes counts the node copies of the inode written before it since its previous
@@ -515,6 +524,27 @@ struct zlfs_xattr_node {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_xattr_node) == ZLFS_BLOCK_SIZE, "xattr chain node size");
+/* With ZLFS_FEAT_INCOMPAT_DENTRY_MARK: written by the first fsync of a regular file made
+ * since the last checkpoint into the warm node log, just before its marker (flags FSYNC |
+ * FSYNC_GROUP | DENTRY), counted in its fsync_nodes; its later fsyncs write none (recovery
+ * keeps every copy up to the last whole marker). It says that the file's one name is NAME in
+ * directory PARENT_INO, which the last checkpoint had. No NAT entry points to it and it is
+ * never valid in the SIT (summary owner: the inode, which never points to it), so GC and
+ * fsck pass it as a dead block; it is read only by recovery, before the next checkpoint
+ * writes the name into the directory's blocks. */
+struct zlfs_dentry_mark {
+	struct zlfs_blkhdr hdr;  /* kind DMARK, index = ino = the file's inode */
+	le32 parent_ino;         /* the directory: 1..max_nid-1 */
+	le32 generation;         /* the inode's generation: the mark names that inode's life */
+	le16 name_len;           /* 1..ZLFS_NAME_MAX */
+	uint8_t type;            /* DT_REG (8) */
+	uint8_t reserved;        /* 0 */
+	uint8_t name[ZLFS_NAME_MAX + 1]; /* the name's bytes (no '/', no NUL), zero after them */
+	uint8_t pad[ZLFS_PAYLOAD - 12 - (ZLFS_NAME_MAX + 1)]; /* 0 */
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_dentry_mark) == ZLFS_BLOCK_SIZE, "dentry mark size");
+
 #define ZLFS_XATTR_NODE_SPACE ((uint32_t)(ZLFS_PAYLOAD - 16)) /* 4040 bytes */
 #define ZLFS_XATTR_EXTERNAL 0x80u /* in an entry's index: the value is in value nodes */
 #define ZLFS_XATTR_EXT_LEN 8u     /* the value bytes of such an entry: le32 nid, le32 size */
@@ -723,6 +753,8 @@ int zlfs_node_check(const struct zlfs_sb_info *sbi, uint32_t nid, const void *bl
 		    size_t len);
 /* The hash a name (its disk form: ciphertext in an encrypted directory) is placed by. */
 uint32_t zlfs_name_hash(const struct zlfs_sb_info *sbi, const void *name, size_t len);
+/* A dentry mark (DENTRY_MARK) read by recovery: header, parent, type and name. */
+int zlfs_dmark_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
 /* A directory block: bitmap, and every entry's name length, slots, inode, type and hash. */
 int zlfs_dentry_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
 

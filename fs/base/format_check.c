@@ -4,14 +4,15 @@
  *
  * Owns: the checks a block or record must pass before any layer uses what it holds - the
  * superblock's layout, a checkpoint head against that layout, NAT and SIT entries, map and
- * summary entries, node blocks by kind and directory blocks - each answering 0 or -EUCLEAN
+ * summary entries and node blocks by kind (names, in directory blocks and dentry marks:
+ * format_names.c) - each answering 0 or -EUCLEAN
  * with one line naming the field, its value and the range it had to be in. A device is input
  * and may be hostile: a value that sizes a loop, indexes an array or shifts is refused here,
  * once, where it is decoded, so the code above may trust it.
  * May call: xxHash, libc. Pure functions of the superblock and the block: the daemon, fsck,
  * mkfs and the tests share them.
  */
-#include "format.h"
+#include "format_int.h"
 
 #include <xxhash.h>
 #include <errno.h>
@@ -32,12 +33,6 @@ int zlfs_why(int err, char *why, size_t len, const char *fmt, ...)
 	}
 	return err;
 }
-
-#define bad(why, len, ...) zlfs_why(-EUCLEAN, why, len, __VA_ARGS__)
-
-#define RANGE(why, len, name, v, lo, hi)                                                       \
-	bad(why, len, "%s = %llu, out of range [%llu, %llu]", name, (unsigned long long)(v),     \
-	    (unsigned long long)(lo), (unsigned long long)(hi))
 
 static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
@@ -800,66 +795,6 @@ int zlfs_node_check(const struct zlfs_sb_info *s, uint32_t nid, const void *blk,
 	return bad(why, len, "block kind %u (%s) is not a node", kind, zlfs_kind_name(kind));
 }
 
-/* ---- directory blocks ----------------------------------------------------------------------- */
-
-uint32_t zlfs_name_hash(const struct zlfs_sb_info *s, const void *name, size_t len)
-{
-	return (uint32_t)XXH3_64bits_withSeed(name, len, s->seed);
-}
-
-static int dt_ok(uint8_t t)
-{
-	return t == 1 || t == 2 || t == 4 || t == 6 || t == 8 || t == 10 || t == 12; /* DT_* */
-}
-
-static int slot_taken(const struct zlfs_dentry_block *b, uint32_t s)
-{
-	return !!(b->bitmap[s / 8] & (1u << (s % 8)));
-}
-
-int zlfs_dentry_check(const struct zlfs_sb_info *s, const void *blk, char *why, size_t len)
-{
-	const struct zlfs_dentry_block *b = blk;
-	uint32_t slot = 0, i;
-
-	for (i = ZLFS_DENTRY_SLOTS; i < sizeof(b->bitmap) * 8; i++)
-		if (slot_taken(b, i))
-			return bad(why, len, "dentry bitmap bit %u is past the %u slots", i,
-				   ZLFS_DENTRY_SLOTS);
-	while (slot < ZLFS_DENTRY_SLOTS) {
-		const struct zlfs_dentry *d = &b->d[slot];
-		uint32_t nl = le16_get(d->name_len), n = (nl + ZLFS_DENTRY_SLOT_LEN - 1) /
-							   ZLFS_DENTRY_SLOT_LEN;
-
-		if (!slot_taken(b, slot) || !nl) {
-			slot++;
-			continue;
-		}
-		if (nl > ZLFS_NAME_MAX)
-			return RANGE(why, len, "dentry name_len", nl, 1, ZLFS_NAME_MAX);
-		if (slot + n > ZLFS_DENTRY_SLOTS)
-			return bad(why, len, "dentry at slot %u: name_len = %u needs %u slots, past the "
-				   "block's %u", slot, nl, n, ZLFS_DENTRY_SLOTS);
-		for (i = 1; i < n; i++)
-			if (!slot_taken(b, slot + i))
-				return bad(why, len, "dentry at slot %u: its name's slot %u is free in "
-					   "the bitmap", slot, slot + i);
-		if (!le32_get(d->ino) || le32_get(d->ino) >= s->max_nid)
-			return bad(why, len, "dentry at slot %u: ino = %u, out of range [1, %u]", slot,
-				   le32_get(d->ino), s->max_nid - 1);
-		if (!dt_ok(d->type))
-			return bad(why, len, "dentry at slot %u: type = %u is no DT_* file type", slot,
-				   d->type);
-		/* a lookup hashes the name it is given: an entry under another hash is found by
-		 * readdir and by no lookup, so it could never be opened or removed */
-		if (le32_get(d->hash) != zlfs_name_hash(s, b->name[slot], nl))
-			return bad(why, len, "dentry at slot %u: hash = 0x%08x is not its name's", slot,
-				   le32_get(d->hash));
-		slot += n;
-	}
-	return 0;
-}
-
 /* ---- the vocabulary the checks share with the codecs (format.c calls down to them) ------ */
 
 const char *zlfs_kind_name(unsigned kind)
@@ -873,6 +808,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
 		[ZLFS_KIND_CP_REMAP] = "remap list",	[ZLFS_KIND_XVALUE] = "xattr value node",
+		[ZLFS_KIND_DMARK] = "dentry mark",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])

@@ -226,11 +226,15 @@ struct zlfs_fs {
 	uint32_t nid_hint;          /* where the next scan for free nids starts */
 	uint32_t *free_nids;        /* nids known free, taken from the end (node.c) */
 	uint32_t nr_free_nids;
-	struct nidset nofast;       /* inodes that need a checkpoint to fsync (new, or lost a
-				     * node) until the next checkpoint */
+	struct nidset nofast;       /* inodes that need a checkpoint to fsync (lost a node, or
+				     * new without DENTRY_MARK) until the next checkpoint */
+	struct nidset fresh;        /* inodes made since the last checkpoint: their name is
+				     * durable only by a checkpoint or a dentry mark */
 	struct nidset nid_freed;    /* freed since the last checkpoint, so not reused:
 				     * roll-forward must never meet two owners of one nid */
 	uint64_t valid_nodes, valid_inodes;
+	struct rec_dmark *rec_dmarks; /* mount only: recovery's dentry marks (recovery.c), */
+	uint32_t nr_rec_dmarks;       /* taken and freed by the file layer's mount */
 
 	/* SIT and zones: seg_lock */
 	struct mcache *sit_cache;   /* SIT pages (metacache.c) */
@@ -581,9 +585,23 @@ void node_free(struct zlfs_fs *fs, uint32_t nid);
 void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 /* Write every dirty node to its log. */
 int node_flush_all(struct zlfs_fs *fs);
+/* What the fsync of a file made since the last checkpoint says of its one name: NAME (LEN
+ * bytes, its disk form) in directory PARENT, which the last checkpoint had (DENTRY_MARK). */
+struct node_dmark {
+	uint32_t parent;
+	uint32_t generation;
+	const char *name;
+	uint16_t len;
+	uint8_t on_device; /* an earlier fsync's mark says it: recovery keeps that one */
+};
 /* fsync without a checkpoint: write INO's dirty nodes marked for roll-forward and make them
- * and all staged data durable. -EAGAIN when INO needs a checkpoint instead. */
-int node_fsync(struct zlfs_fs *fs, uint32_t ino);
+ * and all staged data durable; for an inode made since the last checkpoint DM (else NULL)
+ * is written as a dentry mark in the group, unless one is on the device already. -EAGAIN
+ * when INO needs a checkpoint instead. */
+int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm);
+/* Whether INO was made since the last checkpoint (or needs one to fsync): a directory a
+ * dentry mark may name must be neither. */
+int node_is_fresh(struct zlfs_fs *fs, uint32_t ino);
 /* A checkpoint is durable: new inodes and freed nids need no checkpoint any more. */
 void node_ckpt_done(struct zlfs_fs *fs);
 /* Drop clean pages when the cache is over its bound. */
@@ -595,8 +613,6 @@ void node_destroy(struct zlfs_fs *fs);
 int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
 /* A copy of NID's NAT entry into E (zeros past the table): 0, or -EIO as nat_set. */
 int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e);
-/* Whether inode INO must be made durable by a checkpoint: new, or it lost a node. */
-int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 
 /* ---- metacache.c ----------------------------------------------------------------------- */
 #define MCACHE_DEFAULT_BUDGET (32u << 20) /* NAT and SIT pages together */
@@ -756,8 +772,17 @@ int zlfs_stats_json(struct zlfs_fs *fs, char *buf, size_t len);
 void zlfs_counts(struct zlfs_fs *fs, uint64_t *nodes, uint64_t *retired_zones);
 
 /* ---- recovery.c ------------------------------------------------------------------------- */
-/* Roll fsync'ed nodes written after the checkpoint forward into NAT, SIT and summaries. */
+/* Roll fsync'ed nodes written after the checkpoint forward into NAT, SIT and summaries. The
+ * dentry marks of the groups taken are left in fs->rec_dmarks, in write order, for the file
+ * layer to link (their blocks valid until then, so no zone holding one is reset). */
 int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered);
+/* A recovered dentry mark: inode INO's name NAME in directory PARENT (block ADDR). */
+struct rec_dmark {
+	uint64_t seq;
+	uint32_t ino, parent, generation, addr;
+	uint16_t len;
+	char name[ZLFS_NAME_MAX + 1];
+};
 
 /* ---- ckpt.c ----------------------------------------------------------------------------- */
 /* Load the newest checkpoint; BUDGET bytes for NAT and SIT pages (0: the default). */

@@ -470,6 +470,7 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_ONE_FLUSH; /* one flush per fsync */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_INLINE_DATA; /* small files in their inode */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_XATTR_NODES; /* xattrs past one node */
+	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_DENTRY_MARK; /* a new file's fsync: no checkpoint */
 	if (o->compress) {
 		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_COMPRESS;
 		s->compress_alg = o->compress_alg;

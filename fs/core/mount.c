@@ -279,6 +279,7 @@ static void fs_free(struct zlfs_fs *fs)
 	wbuf_destroy(fs->wb);
 	rcache_destroy(fs);
 	free(fs->orphans);
+	free(fs->rec_dmarks);
 	node_destroy(fs);
 	ilock_destroy(fs);
 	ckpt_free(fs);

@@ -178,8 +178,11 @@ int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 	if (!ret)
 		ret = nat_set_locked(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
 	if (!ret) {
-		if (!ino) /* its name is not durable until a checkpoint */
-			nidset_add(&fs->nofast, cand);
+		/* its name is durable only by a checkpoint, or (DENTRY_MARK) a dentry mark */
+		if (!ino)
+			nidset_add(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK ? &fs->fresh
+										      : &fs->nofast,
+				   cand);
 		fs->valid_nodes++;
 		if (!ino)
 			fs->valid_inodes++;
@@ -189,12 +192,12 @@ int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 	return ret;
 }
 
-int node_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
+int node_is_fresh(struct zlfs_fs *fs, uint32_t ino)
 {
 	int ret;
 
 	zlock_lock(&fs->nat_lock);
-	ret = nidset_has(&fs->nofast, ino);
+	ret = nidset_has(&fs->fresh, ino) || nidset_has(&fs->nofast, ino);
 	zlock_unlock(&fs->nat_lock);
 	return ret;
 }
@@ -732,17 +735,48 @@ static int node_dirty_of(struct zlfs_fs *fs, uint32_t ino, struct node_page ***o
 	return 0;
 }
 
+/* The dentry mark DM of inode INO, into the warm node log just before its marker. Never
+ * valid in the SIT: read only by recovery, and no zone is reset before the checkpoint that
+ * writes the name into its directory's blocks. */
+static int node_write_dmark(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm,
+			    uint8_t *copy)
+{
+	struct zlfs_dentry_mark *m = (struct zlfs_dentry_mark *)copy;
+	uint32_t addr;
+	int ret;
+
+	memset(copy, 0, ZLFS_BLOCK_SIZE);
+	zlfs_blk_init(m, ZLFS_KIND_DMARK, ino, ino, fs->cp_ver);
+	m->parent_ino = le32_put(dm->parent);
+	m->generation = le32_put(dm->generation);
+	m->name_len = le16_put(dm->len);
+	m->type = 8; /* DT_REG */
+	memcpy(m->name, dm->name, dm->len);
+	blk_seal(fs, m);
+	ret = seg_append(fs, ZLFS_LOG_WARM_NODE, m, ino, ZLFS_SUM_NODE, &addr);
+	if (!ret)
+		seg_mark(fs, addr, 0);
+	return ret;
+}
+
 /* Called with INO locked exclusively and cp_lock shared. */
-int node_fsync(struct zlfs_fs *fs, uint32_t ino)
+int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	struct node_page *inode = NULL, **v = NULL;
-	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH);
+	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH), fresh;
 	uint32_t n = 0, i;
 	int ret = copy ? 0 : -ENOMEM;
 
-	if (!ret && node_needs_checkpoint(fs, ino))
-		ret = -EAGAIN;
+	zlock_lock(&fs->nat_lock);
+	fresh = nidset_has(&fs->fresh, ino);
+	if (nidset_has(&fs->nofast, ino) || (fresh && (!dm || !group)))
+		ret = -EAGAIN; /* roll-forward cannot redo it, or would leave the file nameless */
+	zlock_unlock(&fs->nat_lock);
+	/* A mark of an earlier fsync in this checkpoint's groups stays with them: recovery keeps
+	 * every copy up to the last whole marker, so one mark per name suffices. */
+	if (!fresh || (dm && dm->on_device))
+		dm = NULL;
 	if (!ret)
 		ret = node_dirty_of(fs, ino, &v, &n);
 	/* The data first. Without ONE_FLUSH it is made durable before any node is written: a
@@ -761,12 +795,16 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino)
 	for (i = 0; i < n; i++)
 		node_put(fs, v[i]);
 	free(v);
+	if (!ret && dm) /* the group's last copy before the marker, counted in it */
+		ret = node_write_dmark(fs, ino, dm, copy);
 	if (!ret)
 		ret = node_get(fs, ino, &inode);
 	if (!ret) {
 		/* the count is read only with FSYNC_GROUP, on this copy: no need to dirty */
-		((struct zlfs_inode *)inode->buf)->fsync_nodes = le32_put(group ? n : 0);
-		ret = node_write_to(fs, inode, ZLFS_NODE_FSYNC | (group ? ZLFS_NODE_FSYNC_GROUP : 0),
+		((struct zlfs_inode *)inode->buf)->fsync_nodes = le32_put(group ? n + !!dm : 0);
+		ret = node_write_to(fs, inode,
+				    ZLFS_NODE_FSYNC | (group ? ZLFS_NODE_FSYNC_GROUP : 0) |
+					    (dm ? ZLFS_NODE_DENTRY : 0),
 				    ZLFS_LOG_WARM_NODE, copy);
 		node_put(fs, inode);
 	}
@@ -785,6 +823,7 @@ void node_ckpt_done(struct zlfs_fs *fs)
 {
 	zlock_lock(&fs->nat_lock);
 	nidset_clear(&fs->nofast);
+	nidset_clear(&fs->fresh);
 	nidset_clear(&fs->nid_freed);
 	zlock_unlock(&fs->nat_lock);
 }
@@ -842,6 +881,7 @@ void node_destroy(struct zlfs_fs *fs)
 	free(fs->ncache);
 	fs->ncache = NULL;
 	nidset_free(&fs->nofast);
+	nidset_free(&fs->fresh);
 	nidset_free(&fs->nid_freed);
 	free(fs->free_nids);
 	fs->free_nids = NULL;

@@ -35,6 +35,7 @@ struct rnode {
 	uint8_t fsync;   /* the last node an fsync wrote: everything of INO before it is durable */
 	uint8_t group;   /* ... when its group is whole (FSYNC_GROUP): COUNT copies before it */
 	uint8_t data_ok; /* every data block it points to is below its zone's write pointer */
+	uint8_t dmark;   /* a dentry mark (r->dmarks[count]), no node: counts in its group */
 	uint32_t count;
 };
 
@@ -51,6 +52,8 @@ struct rec {
 	size_t nnodes, cap_nodes, nnodes_seen;
 	struct rsum *sums;         /* owners of blocks made valid by recovery */
 	size_t nsums, cap_sums;
+	struct rec_dmark *dmarks;  /* every dentry mark found, in scan order */
+	size_t ndmarks, cap_dmarks;
 	uint8_t *buf;              /* SCAN_BATCH blocks */
 	uint8_t *old;              /* one block */
 	uint8_t *post;             /* per zone: written after the checkpoint, free in it */
@@ -77,7 +80,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 static int is_node_kind(unsigned k)
 {
 	return k == ZLFS_KIND_INODE || k == ZLFS_KIND_DNODE || k == ZLFS_KIND_INDNODE ||
-	       k == ZLFS_KIND_XATTR || k == ZLFS_KIND_XVALUE;
+	       k == ZLFS_KIND_XATTR || k == ZLFS_KIND_XVALUE || k == ZLFS_KIND_DMARK;
 }
 
 /* A node block written under the checkpoint still to come (whatever its flags)? */
@@ -112,6 +115,34 @@ static int data_durable(const struct rec *r, const void *blk)
 	return 1;
 }
 
+/* A dentry mark of the coming checkpoint: kept aside, and counted in its inode's group. */
+static int collect_dmark(struct rec *r, const struct zlfs_dentry_mark *m, uint32_t addr)
+{
+	char why[200];
+	int ret;
+
+	if (zlfs_dmark_check(&r->fs->sb, m, why, sizeof(why))) {
+		zlog_err("recovery: the dentry mark at block %u, written after checkpoint %llu, is "
+			 "damaged (%s): run fsck.zlfs", addr, (unsigned long long)r->fs->cp.version,
+			 why);
+		return -EUCLEAN;
+	}
+	ret = grow((void **)&r->dmarks, &r->cap_dmarks, r->ndmarks + 1, sizeof(*r->dmarks));
+	if (!ret)
+		ret = grow((void **)&r->nodes, &r->cap_nodes, r->nnodes + 1, sizeof(*r->nodes));
+	if (ret)
+		return ret;
+	r->dmarks[r->ndmarks] = (struct rec_dmark){
+		.seq = le64_get(m->hdr.seq), .ino = le32_get(m->hdr.ino), .addr = addr,
+		.parent = le32_get(m->parent_ino), .generation = le32_get(m->generation),
+		.len = le16_get(m->name_len)};
+	memcpy(r->dmarks[r->ndmarks].name, m->name, le16_get(m->name_len));
+	r->nodes[r->nnodes++] = (struct rnode){.ino = le32_get(m->hdr.ino), .addr = addr,
+					       .seq = le64_get(m->hdr.seq), .data_ok = 1,
+					       .dmark = 1, .count = (uint32_t)r->ndmarks++};
+	return 0;
+}
+
 static int collect(struct rec *r, const void *blk, uint32_t addr)
 {
 	const struct zlfs_blkhdr *h = blk;
@@ -120,8 +151,12 @@ static int collect(struct rec *r, const void *blk, uint32_t addr)
 
 	if (le64_get(h->seq) > r->max_seq)
 		r->max_seq = le64_get(h->seq);
-	if (!is_new_node(r, blk) || le32_get(h->index) >= r->fs->sb.max_nid ||
-	    !le32_get(h->index) || le32_get(h->ino) >= r->fs->sb.max_nid)
+	if (!is_new_node(r, blk))
+		return 0;
+	if (le16_get(h->kind) == ZLFS_KIND_DMARK)
+		return collect_dmark(r, blk, addr);
+	if (le32_get(h->index) >= r->fs->sb.max_nid || !le32_get(h->index) ||
+	    le32_get(h->ino) >= r->fs->sb.max_nid)
 		return 0;
 	/* Written by this filesystem for the coming checkpoint (the checksum holds), yet out of
 	 * the format's limits: damage, which no mount may roll forward or silently drop. */
@@ -406,6 +441,13 @@ static int settle_post_cp_zones(struct rec *r)
 	return ret;
 }
 
+static int by_dmark_seq(const void *a, const void *b)
+{
+	const struct rec_dmark *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static int by_ino_seq(const void *a, const void *b)
 {
 	const struct rnode *x = a, *y = b;
@@ -470,6 +512,51 @@ static void keep_fsynced(struct rec *r)
 	r->nnodes = out;
 }
 
+/* The dentry marks of the groups taken, in write order, go to the file layer (which links
+ * their names after the mount); until it has, their blocks count as valid so that no zone
+ * holding one is reset by settle_post_cp_zones. */
+static int keep_dmarks(struct rec *r)
+{
+	struct zlfs_fs *fs = r->fs;
+	struct rec_dmark *kept;
+	size_t i, out = 0;
+
+	for (i = 0; i < r->nnodes; i++)
+		out += r->nodes[i].dmark;
+	if (!out)
+		return 0;
+	kept = malloc(out * sizeof(*kept));
+	if (!kept)
+		return -ENOMEM;
+	for (i = 0, out = 0; i < r->nnodes; i++) {
+		struct nat_ent e;
+		int ret;
+
+		if (!r->nodes[i].dmark)
+			continue;
+		/* Before the nodes are applied the NAT is the checkpoint's: a mark names only an
+		 * inode made since, whose name no dentry block holds. Else the device lies. */
+		ret = nat_get(fs, r->nodes[i].ino, &e);
+		if (ret) {
+			free(kept);
+			return ret;
+		}
+		if (e.blkaddr != ZLFS_ADDR_NULL) {
+			zlog_warn("recovery: the dentry mark at block %u names inode %u, which the "
+				  "checkpoint already has: not linked (run fsck.zlfs)",
+				  r->nodes[i].addr, r->nodes[i].ino);
+			continue;
+		}
+		kept[out++] = r->dmarks[r->nodes[i].count];
+		seg_mark(fs, r->nodes[i].addr, 1);
+	}
+	qsort(kept, out, sizeof(*kept), by_dmark_seq);
+	free(fs->rec_dmarks);
+	fs->rec_dmarks = kept;
+	fs->nr_rec_dmarks = (uint32_t)out;
+	return 0;
+}
+
 static int apply_all(struct rec *r)
 {
 	size_t i;
@@ -479,8 +566,11 @@ static int apply_all(struct rec *r)
 	if (!r->nnodes)
 		return 0;
 	keep_fsynced(r);
+	ret = keep_dmarks(r);
 	qsort(r->nodes, r->nnodes, sizeof(*r->nodes), by_nid_seq);
 	for (i = 0; i < r->nnodes && !ret; i++) {
+		if (r->nodes[i].dmark)
+			continue; /* no node: kept above */
 		if (i + 1 < r->nnodes && r->nodes[i + 1].nid == r->nodes[i].nid)
 			continue; /* a later copy of the same node follows */
 		ret = apply_node(r, &r->nodes[i]);
@@ -525,6 +615,7 @@ int recover_roll_forward(struct zlfs_fs *fs, uint32_t *recovered)
 	free(r.post);
 	free(r.nodes);
 	free(r.sums);
+	free(r.dmarks);
 	zdev_buf_free(r.buf);
 	zdev_buf_free(r.old);
 	return ret;

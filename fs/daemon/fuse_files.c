@@ -42,6 +42,8 @@ static int with_inode_once(struct zfuse *z, fuse_req_t req, uint32_t ino, int ch
 	if (!ret)
 		ret = inode_get(z->fs, ino, &np);
 	if (!ret) {
+		if (change && S_ISDIR(le32_get(inode_of(np)->mode))) /* no dentry mark says it */
+			dmark_taint(z->fs, ino);
 		ret = fn(z, req, np, arg);
 		node_put(z->fs, np);
 	}
@@ -686,12 +688,11 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	readdir_common(req, ino, size, off, 1);
 }
 
+/* A checkpoint, unless every name change in the directory since the last one is said by a
+ * durable dentry mark (files_fsync). */
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)datasync;
-	(void)fi;
-	op_sync(req);
+	op_fsync(req, ino, datasync, fi);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -512,6 +512,7 @@ static void rn_move_dir(struct zfuse *z, struct node_page *d, struct node_page *
 	inode_of(from)->nlink = le32_put(le32_get(inode_of(from)->nlink) - 1);
 	inode_of(to)->nlink = le32_put(le32_get(inode_of(to)->nlink) + 1);
 	node_dirty(z->fs, d);
+	dmark_taint(z->fs, d->nid); /* its ".." moved: no dentry mark says so */
 }
 
 static int rn_exchange(struct zfuse *z, struct rn *r)

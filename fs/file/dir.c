@@ -321,6 +321,7 @@ int dir_add(struct zlfs_fs *fs, struct node_page *dir, const char *uname, size_t
 			in->dir_entries = le32_put(le32_get(in->dir_entries) + 1);
 			node_dirty(fs, dir);
 			dpage_put(fs, p);
+			dmark_note(fs, dir, name, len, 0, 0, ino, type);
 			return 0;
 		}
 	}
@@ -338,6 +339,9 @@ int dir_remove(struct zlfs_fs *fs, struct node_page *dir, const char *name, size
 		return ret;
 	dindex_note(fs, dir, 0, le32_get(loc.page->blk->d[loc.slot].hash),
 		    dix_loc(loc.page->idx, (uint32_t)loc.slot));
+	dmark_note(fs, dir, (const char *)loc.page->blk->name[loc.slot],
+		   le16_get(loc.page->blk->d[loc.slot].name_len),
+		   le32_get(loc.page->blk->d[loc.slot].ino), loc.page->blk->d[loc.slot].type, 0, 0);
 	n = name_slots(le16_get(loc.page->blk->d[loc.slot].name_len));
 	for (i = 0; i < n; i++)
 		bit_clear(loc.page->blk->bitmap, (uint32_t)loc.slot + i);
@@ -358,6 +362,10 @@ int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, si
 
 	if (ret)
 		return ret;
+	dmark_note(fs, dir, (const char *)loc.page->blk->name[loc.slot],
+		   le16_get(loc.page->blk->d[loc.slot].name_len),
+		   le32_get(loc.page->blk->d[loc.slot].ino), loc.page->blk->d[loc.slot].type, ino,
+		   type);
 	loc.page->blk->d[loc.slot].ino = le32_put(ino);
 	loc.page->blk->d[loc.slot].type = type;
 	dpage_dirty(fs, loc.page);

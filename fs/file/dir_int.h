@@ -50,8 +50,14 @@ struct dir_cache {
 	struct dindex_ent *ixb[DINDEX_BUCKETS]; /* name indexes of large directories, by ino */
 	size_t ix_bytes;
 	struct dpend *pend[DPEND_BUCKETS];
+	struct dmtab *dm;         /* dmark.c: name changes since the last checkpoint */
 };
 
+
+/* dmark.c: NAME (disk form) in DIR went from inode OLD of type OTYPE to NEW of type NTYPE
+ * (0: none); dir.c tells every change. */
+void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		uint32_t old, uint8_t otype, uint32_t new, uint8_t ntype);
 
 /* The directory cache of FS, made on first use; NULL when out of memory. */
 struct dir_cache *dcache(struct zlfs_fs *fs);

@@ -4,7 +4,8 @@
  * releasing everything a file owns.
  *
  * Owns: the order in which the file layer's caches reach the log (held partial blocks, then
- * directory blocks, then a checkpoint), the orphans freed at mount, and an inode's release
+ * directory blocks, then a checkpoint), the names of files fsync'ed after the checkpoint
+ * linked (dentry marks) and the orphans freed at mount, and an inode's release
  * (held block, data tree, directory cache, xattr node, the inode itself).
  * May call: every other file of the file layer (it sits on top of them: none calls it), the
  * core (core.h), log.h.
@@ -12,7 +13,9 @@
 #include "files.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -111,8 +114,10 @@ int inode_free(struct zlfs_fs *fs, uint32_t ino)
 	return 0;
 }
 
-/* Free an orphan only if it really has no name left: a list is never trusted blindly. */
-static int inode_orphan_free(struct zlfs_fs *fs, uint32_t ino)
+/* Free INO when it has no link left; with DROP after taking one away (its name given to a
+ * file fsync'ed after the checkpoint, as a rename over it). Neither the orphan list nor a mark
+ * is trusted blindly: an inode that still has links is kept. */
+static int inode_free_unlinked(struct zlfs_fs *fs, uint32_t ino, int drop)
 {
 	struct node_page *np;
 	uint32_t nlink;
@@ -121,12 +126,119 @@ static int inode_orphan_free(struct zlfs_fs *fs, uint32_t ino)
 	if (ret)
 		return ret;
 	nlink = le32_get(inode_of(np)->nlink);
+	if (drop && nlink) {
+		inode_of(np)->nlink = le32_put(--nlink);
+		inode_touch(fs, np, INODE_CTIME);
+	}
 	node_put(fs, np);
 	if (nlink) {
-		zlog_warn("orphan list names inode %u, which still has %u links: kept", ino, nlink);
+		if (!drop)
+			zlog_warn("orphan list names inode %u, which still has %u links: kept", ino,
+				  nlink);
 		return 0;
 	}
+	if (orphan_is(fs, ino)) /* freed here, not again from the list */
+		orphan_del(fs, ino);
 	return inode_free(fs, ino);
+}
+
+/* ---- after a crash: the names recovery found (dentry marks) ------------------------------ */
+
+/* Why mark M cannot be linked, or NULL: its inode must be the regular file of one link it
+ * names, its directory a directory without a key. */
+static const char *dm_refused(struct zlfs_fs *fs, const struct rec_dmark *m,
+			      struct node_page **dir)
+{
+	struct node_page *np;
+	const char *why = NULL;
+
+	if (inode_get(fs, m->ino, &np))
+		return "its inode is not there";
+	if (!S_ISREG(le32_get(inode_of(np)->mode)) || le32_get(inode_of(np)->nlink) != 1 ||
+	    le32_get(inode_of(np)->generation) != m->generation)
+		why = "its inode is not the regular file of one link it names";
+	node_put(fs, np);
+	if (why)
+		return why;
+	if (inode_get(fs, m->parent, dir))
+		return "its directory is not there";
+	if (!S_ISDIR(le32_get(inode_of(*dir)->mode)) || fcrypt_is_encrypted(*dir)) {
+		node_put(fs, *dir);
+		return "its directory is no plain directory";
+	}
+	return NULL;
+}
+
+/* Link the name of mark M, as a rename of the file over the name would. */
+static int dm_link(struct zlfs_fs *fs, const struct rec_dmark *m)
+{
+	struct node_page *dir;
+	const char *why = dm_refused(fs, m, &dir);
+	uint32_t x;
+	uint8_t type;
+	int ret;
+
+	if (why) {
+		zlog_warn("recovery: the name of inode %u, fsync'ed after the checkpoint, cannot be "
+			  "linked into directory %u (%s)", m->ino, m->parent, why);
+		return -EUCLEAN;
+	}
+	ret = dir_lookup(fs, dir, m->name, m->len, &x, &type);
+	if (ret == -ENOENT) {
+		x = 0;
+		ret = dir_add(fs, dir, m->name, m->len, m->ino, DT_REG);
+	} else if (!ret && x == m->ino) {
+		node_put(fs, dir); /* linked by an earlier mark of the same file */
+		return 0;
+	} else if (!ret && type == DT_DIR) {
+		ret = -EISDIR;
+	} else if (!ret) {
+		ret = dir_retarget(fs, dir, m->name, m->len, m->ino, DT_REG);
+	}
+	if (!ret)
+		inode_touch(fs, dir, INODE_MTIME | INODE_CTIME);
+	node_put(fs, dir);
+	return !ret && x ? inode_free_unlinked(fs, x, 1) : ret;
+}
+
+static int dm_later_mark(const struct zlfs_fs *fs, uint32_t i)
+{
+	for (uint32_t j = i + 1; j < fs->nr_rec_dmarks; j++)
+		if (fs->rec_dmarks[j].ino == fs->rec_dmarks[i].ino)
+			return 1;
+	return 0;
+}
+
+static int link_recovered(struct zlfs_fs *fs)
+{
+	uint32_t i, linked = 0;
+	int ret = 0;
+
+	/* Read-only too (fsck -n): in memory, as the roll-forward itself, so that the tree seen
+	 * is the one the next read-write mount makes. */
+	for (i = 0; i < fs->nr_rec_dmarks && !ret; i++) {
+		const struct rec_dmark *m = &fs->rec_dmarks[i];
+
+		ret = dm_link(fs, m);
+		if (ret == -EISDIR && !dm_later_mark(fs, i)) {
+			zlog_warn("recovery: directory %u names a directory where inode %u, "
+				  "fsync'ed after the checkpoint, was made: that file is freed",
+				  m->parent, m->ino);
+			ret = inode_free(fs, m->ino);
+		} else if (ret == -EUCLEAN || ret == -EISDIR) {
+			ret = 0; /* said; fsck.zlfs tells the rest */
+		} else if (!ret) {
+			linked++;
+		}
+		seg_mark(fs, m->addr, 0); /* the name is in its directory's blocks now */
+	}
+	if (linked)
+		zlog_info("linked %u names made durable by fsync after checkpoint %llu", linked,
+			  (unsigned long long)fs->cp.version);
+	free(fs->rec_dmarks);
+	fs->rec_dmarks = NULL;
+	fs->nr_rec_dmarks = 0;
+	return ret;
 }
 
 int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out)
@@ -146,9 +258,15 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 		return ret;
 	}
 	fcrypt_mount_notice(fs, path);
+	/* before the orphans: a name given to a fsync'ed file may take a file's last link */
+	ret = link_recovered(fs);
+	if (ret) {
+		files_unmount(fs);
+		return ret;
+	}
 	for (uint32_t ino = orphan_next(fs, 0); ino && !fs->readonly; ino = orphan_next(fs, ino)) {
 		orphan_del(fs, ino);
-		ret = inode_orphan_free(fs, ino);
+		ret = inode_free_unlinked(fs, ino, 0);
 		if (ret && ret != -ESTALE)
 			zlog_warn("cannot free orphan inode %u: %s", ino, strerror(-ret));
 		freed++;
@@ -171,9 +289,11 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 /* The fsync that needs no checkpoint: -EAGAIN when only a checkpoint will do. */
 static int files_fsync_fast(struct zlfs_fs *fs, uint32_t ino)
 {
+	char name[ZLFS_NAME_MAX + 1];
+	struct node_dmark dm;
 	struct node_page *np;
 	struct ilock *il;
-	int isdir, ret;
+	int isdir, mark = 0, ret;
 
 	zrw_rdlock(&fs->cp_lock);
 	il = ilock_take(fs, ino, 1, LR_ICHILD, ino);
@@ -183,11 +303,18 @@ static int files_fsync_fast(struct zlfs_fs *fs, uint32_t ino)
 		/* The held partial block joins the data the fsync's one flush makes durable,
 		 * and stays as a clean copy for the next write into it. */
 		ret = isdir ? 0 : tail_sync(fs, np);
+		if (!ret && !isdir) /* a file made since the checkpoint: its name in a mark */
+			mark = dmark_for_fsync(fs, np, &dm, name);
 		node_put(fs, np);
-		/* Directories and files whose name or node set changed need a checkpoint;
-		 * everything else is rolled forward from its fsync'ed nodes after a crash. */
-		if (!ret)
-			ret = isdir ? -EAGAIN : node_fsync(fs, ino);
+		/* Files whose node set changed, or whose name no mark can say, and directories
+		 * with a change no durable mark covers need a checkpoint; everything else is
+		 * rolled forward from its fsync'ed nodes (and marks) after a crash. */
+		if (!ret && isdir)
+			ret = dmark_dir_covered(fs, ino) ? 0 : -EAGAIN;
+		else if (!ret)
+			ret = node_fsync(fs, ino, mark ? &dm : NULL);
+		if (!ret && mark)
+			dmark_durable(fs, ino);
 	}
 	ilock_drop(fs, il);
 	zrw_unlock(&fs->cp_lock);
@@ -252,6 +379,7 @@ int files_unmount(struct zlfs_fs *fs)
 		ret = ret ? ret : r;
 	}
 	tail_destroy(fs);
+	dmark_destroy(fs);
 	dir_cache_destroy(fs);
 	ra_destroy(fs);
 	if (ret)

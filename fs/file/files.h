@@ -353,6 +353,22 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
  * them, with one otherwise (directories, new inodes, freed nodes). Takes its own locks: the
  * caller holds none. */
 int files_fsync(struct zlfs_fs *fs, uint32_t ino);
+
+/* ---- dmark.c: names made durable by fsync without a checkpoint (DENTRY_MARK) ------------ */
+/* Whether regular file NP (locked) may fsync with a dentry mark: made since the last
+ * checkpoint, its one name unchanged, in a directory the checkpoint had. Fills DM (the name
+ * copied to BUF, ZLFS_NAME_MAX + 1 bytes). */
+int dmark_for_fsync(struct zlfs_fs *fs, struct node_page *np, struct node_dmark *dm, char *buf);
+/* INO's fsync wrote its dentry mark and flushed. */
+void dmark_durable(struct zlfs_fs *fs, uint32_t ino);
+/* Whether every name change in directory DIR since the last checkpoint is one recovery makes
+ * from durable dentry marks: then its fsync has nothing to write. */
+int dmark_dir_covered(struct zlfs_fs *fs, uint32_t dir);
+/* Directory DIR changed in a way no dentry mark says (its attributes): its next fsync takes a
+ * checkpoint. */
+void dmark_taint(struct zlfs_fs *fs, uint32_t dir);
+/* The records, at unmount. */
+void dmark_destroy(struct zlfs_fs *fs);
 /* Make everything durable: changed directory blocks, then a checkpoint, under cp_lock
  * exclusive (the caller holds no lock). */
 int files_sync(struct zlfs_fs *fs);

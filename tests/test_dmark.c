@@ -1,0 +1,177 @@
+/*
+ * test_dmark.c - what fsync costs for names made since the last checkpoint (dentry marks,
+ * fs/file/dmark.c), through the real daemon, counted in device flushes (zlfs-ctl stats'
+ * host_flushes) and checkpoints (checkpoint_version).
+ *
+ * A new file's fsync is one flush and no checkpoint; its directory's fsync then none; SQLite's
+ * rollback commit (journal made, fsync'ed twice, directory fsync'ed, database fsync'ed,
+ * journal unlinked) three flushes; each case a mark cannot say takes a checkpoint: a directory
+ * fsync after an unlink, a renamed or linked file, a file in a new directory, a directory whose
+ * attributes changed. A filesystem stamped without the feature (as an older mkfs) takes a
+ * checkpoint for a new file. The power cuts are test_crash's 'dentry' workload.
+ */
+#include "testutil.h"
+
+#include "zdev_emu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char img[512], mnt[512], bin[512];
+
+static void mount_fresh(const char *mkfs_opts)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+
+	tu_fresh_fs("dmark.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	if (mkfs_opts)
+		ck_assert_int_eq(tu_sh("%s -q -f %s %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+				       mkfs_opts, img), 0);
+}
+
+/* REL under the mount; two at a time (rename, link). */
+static const char *at(const char *rel)
+{
+	static char p[2][700];
+	static int k;
+
+	k ^= 1;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", mnt, rel);
+	return p[k];
+}
+
+static void put(const char *rel, size_t n, int sync)
+{
+	char b[6000];
+	int fd = open(at(rel), O_CREAT | O_WRONLY, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(b, 'a' + (int)(n % 26), sizeof(b));
+	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
+	if (sync)
+		ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+static void fsync_rel(const char *rel)
+{
+	int fd = open(at(rel), O_RDONLY);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", rel, strerror(errno));
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+/* Flushes and checkpoints since the last call. */
+static void cost(long *flushes, long *cps)
+{
+	static long f0, c0;
+	long f = tu_ctl_stat(mnt, "host_flushes"), c = tu_ctl_stat(mnt, "checkpoint_version");
+
+	ck_assert_int_ge(f, 0);
+	ck_assert_int_ge(c, 0);
+	*flushes = f - f0;
+	*cps = c - c0;
+	f0 = f;
+	c0 = c;
+}
+
+#define EXPECT(what, nf, nc)                                                                   \
+	do {                                                                                   \
+		long f_, c_;                                                                   \
+		cost(&f_, &c_);                                                                \
+		ck_assert_msg(f_ == (nf) && c_ == (nc), "%s: %ld flushes and %ld checkpoints, " \
+			      "expected %d and %d", what, f_, c_, nf, nc);                       \
+	} while (0)
+
+START_TEST(t_marks_save_checkpoints)
+{
+	pid_t pid;
+	long f, c;
+
+	mount_fresh(NULL);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
+	put("db", 5000, 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	cost(&f, &c);
+
+	put("new", 5000, 1);
+	EXPECT("a new file's fsync", 1, 0);
+	fsync_rel(".");
+	EXPECT("its directory's fsync", 0, 0);
+	put("d/x", 100, 1);
+	fsync_rel("d");
+	EXPECT("a new file in a subdirectory and the subdirectory's fsync", 1, 0);
+	for (int i = 0; i < 3; i++) { /* SQLite's rollback commit */
+		put("db-journal", 3000, 1);
+		put("db-journal", 512, 1);
+		fsync_rel(".");
+		put("db", 4096, 1);
+		ck_assert_int_eq(unlink(at("db-journal")), 0);
+		EXPECT("a rollback commit", 3, 0);
+	}
+	fsync_rel(".");
+	EXPECT("a directory fsync after an unlink", 2, 1);
+
+	put("r", 100, 1);
+	ck_assert_int_eq(rename(at("r"), at("r2")), 0);
+	EXPECT("a new file's fsync", 1, 0);
+	fsync_rel("r2");
+	EXPECT("a renamed new file's fsync", 2, 1);
+	put("l", 100, 0);
+	ck_assert_int_eq(link(at("l"), at("l2")), 0);
+	fsync_rel("l");
+	EXPECT("a linked new file's fsync", 2, 1);
+	ck_assert_int_eq(mkdir(at("nd"), 0755), 0);
+	put("nd/f", 100, 1);
+	EXPECT("a file in a new directory", 2, 1);
+	put("d/y", 100, 1);
+	ck_assert_int_eq(chmod(at("d"), 0700), 0);
+	EXPECT("a new file's fsync", 1, 0);
+	fsync_rel("d");
+	EXPECT("the fsync of a directory chmod'ed", 2, 1);
+	tu_daemon_stop(mnt, pid);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img),
+			 0);
+}
+END_TEST
+
+/* As an older mkfs made it (ONE_FLUSH only): no mark, the new file's fsync is a checkpoint. */
+START_TEST(t_without_the_feature)
+{
+	pid_t pid;
+	long f, c;
+
+	mount_fresh("--features 0:0:4");
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	cost(&f, &c);
+	put("new", 5000, 1);
+	EXPECT("a new file's fsync without DENTRY_MARK", 2, 1);
+	fsync_rel(".");
+	EXPECT("its directory's fsync", 0, 0);
+	tu_daemon_stop(mnt, pid);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s;
+	TCase *tc;
+
+	if (tu_fuse_missing())
+		return 77;
+	s = suite_create("dmark");
+	tc = tcase_create("dmark");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, t_marks_save_checkpoints);
+	tcase_add_test(tc, t_without_the_feature);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
