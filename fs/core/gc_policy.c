@@ -537,7 +537,7 @@ static uint32_t gc_zones_for(const struct zlfs_fs *fs, const uint64_t to[3], int
 int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 {
 	uint32_t mz = zone - fs->sb.main_zone_first, hot = UINT32_MAX, folded = UINT32_MAX;
-	uint32_t have = seg_free_zones(fs);
+	uint32_t have = seg_free_zones(fs), need;
 	uint64_t to[3] = {0}, room;
 	int fit;
 
@@ -555,14 +555,13 @@ int gc_can_finish(struct zlfs_fs *fs, uint32_t zone)
 	 * zones down to the reserve in between: hot data stays hot only if that fits in the
 	 * reserve too, which a pass without it always does. */
 	fs->gc.fold_hot = have < hot || hot > seg_reserve(fs);
-	if (have < (fs->gc.fold_hot ? folded : hot))
+	need = fs->gc.fold_hot ? folded : hot;
+	if (have < need)
 		zlog_debug("GC cannot finish zone %u yet: %u free zones, it needs %u (%llu valid "
 			   "blocks to the cold log, whose zone has room for %llu; node logs %s)",
-			   zone, have, fs->gc.fold_hot ? folded : hot,
-			   (unsigned long long)(to[0] + to[1]),
-			   (unsigned long long)room,
-			   fit ? "have room" : "need a zone");
-	return have >= (fs->gc.fold_hot ? folded : hot);
+			   zone, have, need, (unsigned long long)(to[0] + to[1]),
+			   (unsigned long long)room, fit ? "have room" : "need a zone");
+	return have >= need;
 }
 
 /* Which of the moved-data counters (gc.moved_blocks) a block moved to DEST counts in. */
