@@ -373,6 +373,7 @@ int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
 void orphan_del(struct zlfs_fs *fs, uint32_t ino);
 int orphan_is(struct zlfs_fs *fs, uint32_t ino);
+uint32_t orphan_count(struct zlfs_fs *fs);
 /* The first orphan after AFTER (0 to start), or 0 when there is none. */
 uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after);
 

@@ -59,6 +59,16 @@ int orphan_is(struct zlfs_fs *fs, uint32_t ino)
 	return ret;
 }
 
+uint32_t orphan_count(struct zlfs_fs *fs)
+{
+	uint32_t n;
+
+	zlock_lock(&fs->nat_lock);
+	n = fs->nr_orphans;
+	zlock_unlock(&fs->nat_lock);
+	return n;
+}
+
 uint32_t orphan_next(struct zlfs_fs *fs, uint32_t after)
 {
 	uint32_t i, found = 0;

@@ -267,13 +267,20 @@ void op_leave(struct zfuse *z, int change)
 }
 
 /* Why a write was told ENOSPC (-o verbose): room that GC could not reach is a bug to find. */
-static void enospc_report(struct zlfs_fs *fs, int gc_ret)
+static void enospc_report(struct zfuse *z, int gc_ret)
 {
+	struct zlfs_fs *fs = z->fs;
+
+	/* Orphans hold the blocks of files deleted while the kernel still knew them: many of
+	 * them here means the room is waiting on forgets, not on GC. */
 	zlog_debug("ENOSPC: %u free zones (GC's count %u, reserve %u, prefree %u), %llu free "
-		   "blocks, %llu reclaimable by GC, last GC pass: %s", ATOMIC_GET(&fs->free_zones),
+		   "blocks, %llu reclaimable by GC, %llu reserved by fallocate, %u orphans, "
+		   "%d forgets running, last GC pass: %s", ATOMIC_GET(&fs->free_zones),
 		   gc_free_zones(fs), seg_reserve(fs), seg_prefree_zones(fs),
 		   (unsigned long long)gc_free_blocks(fs),
-		   (unsigned long long)gc_reclaimable_blocks(fs), strerror(gc_ret < 0 ? -gc_ret : 0));
+		   (unsigned long long)gc_reclaimable_blocks(fs),
+		   (unsigned long long)seg_prealloc(fs), orphan_count(fs),
+		   ATOMIC_GET(&z->forgets_running), strerror(gc_ret < 0 ? -gc_ret : 0));
 }
 
 int op_retry(struct zfuse *z, int ret)
@@ -297,7 +304,7 @@ int op_retry(struct zfuse *z, int ret)
 			return 1;
 	}
 	if (ret == -ENOSPC) {
-		enospc_report(z->fs, gc_ret);
+		enospc_report(z, gc_ret);
 		return 0;
 	}
 	if (ret == -EAGAIN) /* nids freed since the last checkpoint come back with the next */
