@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# stress_ng.sh BUILD_DIR - stress-ng's filesystem stressors, a suite nobody here wrote, on zlfs.
+# A 1 GiB image of 8 MiB zones (so GC runs) mounted by the build's daemon; then:
+#   1. about thirty stressors at once (file I/O with --verify, names, links, renames, xattrs,
+#      fallocate and punch, locks, AIO, directories), STRESS_NG_SECS seconds (default 20):
+#      stress-ng must exit 0;
+#   2. the same mix again, cut off by power loss mid-run (the daemon killed, every unflushed
+#      write dropped by zlfs-emu powercut): the image must mount again;
+# after each, the daemon must exit 0 at unmount with no sanitizer report in its log, and
+# fsck.zlfs -n must find the image clean. Exit 77 (skipped) without /dev/fuse or stress-ng.
+set -uo pipefail
+BUILD=${1:?usage: stress_ng.sh BUILD_DIR}
+TMP=${ZLFS_TEST_TMP:-$(mktemp -d)}
+T=$TMP/stress-ng
+BIN=$BUILD/bin
+SECS=${STRESS_NG_SECS:-20}
+[[ -c /dev/fuse ]] || { echo "SKIP: no /dev/fuse"; exit 77; }
+command -v stress-ng >/dev/null || { echo "SKIP: stress-ng is not installed"; exit 77; }
+
+# One or two of each; the byte sizes keep the files within the image with room for GC.
+MIX=(--hdd 2 --hdd-bytes 24M --iomix 1 --iomix-bytes 16M --dir 1 --rename 1 --link 1
+     --symlink 1 --xattr 1 --fallocate 1 --fallocate-bytes 16M --fpunch 1 --dentry 1
+     --dentries 512 --sync-file 1 --sync-file-bytes 16M --filename 1 --aio 1 --readahead 1
+     --readahead-bytes 16M --seek 1 --seek-size 16M --lockf 1 --flock 1 --fcntl 1 --chmod 1
+     --utime 1 --getdent 1 --fsize 1 --open 1 --touch 1
+     --access 1 --dirdeep 1 --dirdeep-dirs 2 --dirdeep-inodes 2000 --fstat 1 --lease 1)
+
+fail=0
+daemon=
+
+mount_fs() {
+	"$BIN/zlfs" -f "$T/s.img" "$T/mnt" 2>>"$T/daemon.log" &
+	daemon=$!
+	for _ in $(seq 100); do mountpoint -q "$T/mnt" && return 0; sleep 0.1; done
+	echo "FAIL: no mount"; tail -5 "$T/daemon.log"; exit 1
+}
+
+# The daemon's end: its exit status, and no sanitizer report whatever the status.
+daemon_done() { # WHAT EXPECTED_STATUS
+	local st
+	wait "$daemon"
+	st=$?
+	if [[ $2 == 0 && $st != 0 ]]; then
+		echo "FAIL: $1: the daemon exited with $st"; fail=1
+	fi
+	if grep -qE "Sanitizer|runtime error:" "$T/daemon.log"; then
+		echo "FAIL: $1: sanitizer report in the daemon's log"; grep -A20 -m1 -E "Sanitizer|runtime error:" "$T/daemon.log"; fail=1
+	fi
+}
+
+fsck_clean() {
+	if "$BIN/fsck.zlfs" -n "$T/s.img" >"$T/fsck.log" 2>&1; then
+		echo "$1: fsck clean ($(tail -2 "$T/fsck.log" | head -1))"
+	else
+		echo "FAIL: $1: fsck"; tail -10 "$T/fsck.log"; fail=1
+	fi
+}
+
+rm -rf "$T"
+mkdir -p "$T/mnt"
+"$BIN/zlfs-emu" create "$T/s.img" --size 1G --zone-size 8M >/dev/null &&
+	"$BIN/mkfs.zlfs" -q "$T/s.img" || { echo "FAIL: mkfs"; exit 1; }
+
+# 1. the mix to its end
+mount_fs
+mkdir -p "$T/mnt/t"
+stress-ng --temp-path "$T/mnt/t" -t "$SECS" --verify --metrics-brief "${MIX[@]}" >"$T/run1.log" 2>&1
+st=$?
+grep -E "successful run|unsuccessful|fail:|error:" "$T/run1.log" | head -20
+[[ $st == 0 ]] || { echo "FAIL: stress-ng exited with $st"; fail=1; }
+rm -rf "$T/mnt/t"
+fusermount3 -u "$T/mnt"
+daemon_done "the full run" 0
+fsck_clean "the full run"
+
+# 2. the mix cut off by power loss
+mount_fs
+mkdir -p "$T/mnt/t"
+setsid stress-ng --temp-path "$T/mnt/t" -t $((SECS * 3)) "${MIX[@]}" >"$T/run2.log" 2>&1 &
+sng=$! # its own process group: the stressors it forked go with it
+sleep $((SECS / 2))
+kill -9 "$daemon"
+daemon_done "the cut run" 9
+kill -9 -- -"$sng" 2>/dev/null
+wait "$sng" 2>/dev/null
+fusermount3 -uz "$T/mnt" 2>/dev/null
+"$BIN/zlfs-emu" powercut "$T/s.img" >/dev/null || { echo "FAIL: powercut"; exit 1; }
+mount_fs
+n=$(find "$T/mnt" | wc -l)
+echo "after the cut: mounted, $n names"
+fusermount3 -u "$T/mnt"
+daemon_done "the mount after the cut" 0
+fsck_clean "after the cut"
+exit $fail
