@@ -2,7 +2,7 @@
 # stress_ng.sh BUILD_DIR - stress-ng's filesystem stressors, a suite nobody here wrote, on zlfs.
 # A 1 GiB image of 8 MiB zones (so GC runs) mounted by the build's daemon; then:
 #   1. about thirty stressors at once (file I/O with --verify, names, links, renames, xattrs,
-#      fallocate and punch, locks, AIO, directories), STRESS_NG_SECS seconds (default 20):
+#      fallocate and punch, locks, AIO, directories, chattr), STRESS_NG_SECS seconds (default 20):
 #      stress-ng must exit 0;
 #   2. the same mix again, cut off by power loss mid-run (the daemon killed, every unflushed
 #      write dropped by zlfs-emu powercut): the image must mount again;
@@ -23,7 +23,8 @@ MIX=(--hdd 2 --hdd-bytes 24M --iomix 1 --iomix-bytes 16M --dir 1 --rename 1 --li
      --dentries 512 --sync-file 1 --sync-file-bytes 16M --filename 1 --aio 1 --readahead 1
      --readahead-bytes 16M --seek 1 --seek-size 16M --lockf 1 --flock 1 --fcntl 1 --chmod 1
      --utime 1 --getdent 1 --fsize 1 --open 1 --touch 1
-     --access 1 --dirdeep 1 --dirdeep-dirs 2 --dirdeep-inodes 2000 --fstat 1 --lease 1)
+     --access 1 --dirdeep 1 --dirdeep-dirs 2 --dirdeep-inodes 2000 --fstat 1 --lease 1
+     --chattr 1)
 
 fail=0
 daemon=

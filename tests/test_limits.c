@@ -254,6 +254,12 @@ START_TEST(t_node_limits)
 	INODE(0, (void)0, "mode");
 	INODE(S_IFREG, in->flags = le32_put(1u << 9), "flags");
 	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_ENCRYPT), "encrypted");
+	INODE(S_IFREG, in->flags = le32_put(ZLFS_IFLAG_APPEND), "chattr flags");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_ATTR_FLAGS;
+	in = fresh_inode(7, S_IFDIR | 0755);
+	in->flags = le32_put(ZLFS_IFLAG_ATTR);
+	ck_assert_int_eq(zlfs_node_check(&s, 7, nb, why, sizeof(why)), 0);
+	s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_ATTR_FLAGS;
 	INODE(S_IFREG, in->size = le64_put(ZLFS_FILE_MAX_BYTES + 1), "inode size");
 	INODE(S_IFREG, in->xattr_nid = le32_put(s.max_nid), "xattr_nid");
 	INODE(S_IFREG, in->hdr.ino = le32_put(8), "header ino");

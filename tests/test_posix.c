@@ -34,7 +34,7 @@ static const char *const posix_order[] = {
 	"t_fallocate_reserve", "t_fallocate_shift", "t_fallocate_shift_readahead", "t_statfs", "t_xattr", "t_acl", "t_names",
 	"t_access", "t_setgid", "t_sticky", "t_suid", "t_falloc_privs", "t_times",
 	"t_fsync", "t_direct_aio", "t_boundaries", "t_remount", "t_readonly", "t_remount_ro", "t_second_mount", "t_many", "t_manydirs", "t_sparse",
-	"t_threads", "t_listing_after_rename", "t_seekdir", "t_handles", "t_unsupported", "t_tools", "t_final", "t_fsync_kill", "t_unmount", NULL,
+	"t_threads", "t_listing_after_rename", "t_seekdir", "t_handles", "t_unsupported", "t_chattr", "t_tools", "t_final", "t_fsync_kill", "t_unmount", NULL,
 };
 static const char *const threads_order[] = {"t_threads", "t_listing_after_rename", "t_fsync_kill", NULL};
 static const char *const full_order[] = {"t_enospc", NULL};

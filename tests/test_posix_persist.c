@@ -503,10 +503,126 @@ START_TEST(t_handles)
 }
 END_TEST
 
+static int get_flags(const char *path)
+{
+	int fd = xopen(path, O_RDONLY, 0), flags = -1;
+
+	OK(ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	close(fd);
+	return flags;
+}
+
+static int set_flags(const char *path, int flags)
+{
+	int fd = xopen(path, O_RDONLY, 0), ret = ioctl(fd, FS_IOC_SETFLAGS, &flags), e = errno;
+
+	close(fd);
+	errno = e;
+	return ret;
+}
+
+/* chattr +i on a file: nothing about it changes, through a descriptor opened before either;
+ * and the flags outlive a remount. */
+static void chattr_immutable_file(void)
+{
+	struct timespec now2[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+	int wfd = xopen(P("ci"), O_RDWR, 0);
+
+	OK(set_flags(P("ci"), FS_IMMUTABLE_FL | FS_NODUMP_FL));
+	ck_assert_int_eq(get_flags(P("ci")), FS_IMMUTABLE_FL | FS_NODUMP_FL);
+	FAILS(pwrite(wfd, "X", 1, 0), EPERM); /* opened before +i: refused as on ext4 */
+	close(wfd);
+	FAILS(open(P("ci"), O_WRONLY), EPERM);
+	FAILS(open(P("ci"), O_WRONLY | O_APPEND), EPERM);
+	FAILS(truncate(P("ci"), 0), EPERM);
+	FAILS(unlink(P("ci")), EPERM);
+	FAILS(rename(P("ci"), P("ci2")), EPERM);
+	FAILS(link(P("ci"), P("ci3")), EPERM);
+	FAILS(chmod(P("ci"), 0600), EPERM);
+	FAILS(utimensat(AT_FDCWD, P("ci"), now2, 0), EPERM);
+	FAILS(setxattr(P("ci"), "user.x", "1", 1, 0), EPERM);
+	FAILS(set_flags(P("ci"), FS_IMMUTABLE_FL), EPERM); /* +d cannot go while +i stays */
+	remount();
+	ck_assert_int_eq(get_flags(P("ci")), FS_IMMUTABLE_FL | FS_NODUMP_FL);
+	FAILS(unlink(P("ci")), EPERM);
+	expect_content(P("ci"), "data", 4);
+	OK(set_flags(P("ci"), 0));
+}
+
+/* chattr +a on a file: appends only; the times may move to now, nothing else changes. */
+static void chattr_append_file(void)
+{
+	struct timespec now2[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}}, old[2] = {{1, 0}, {1, 0}};
+	int fd;
+
+	OK(set_flags(P("ci"), FS_APPEND_FL | FS_NOATIME_FL));
+	FAILS(open(P("ci"), O_WRONLY), EPERM);
+	FAILS(open(P("ci"), O_WRONLY | O_APPEND | O_TRUNC), EPERM);
+	fd = xopen(P("ci"), O_WRONLY | O_APPEND, 0);
+	ck_assert_int_eq(write(fd, "more", 4), 4);
+	FAILS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4), EPERM);
+	OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8192)); /* reserving room adds nothing */
+	close(fd);
+	expect_content(P("ci"), "datamore", 8);
+	FAILS(truncate(P("ci"), 4), EPERM);
+	FAILS(unlink(P("ci")), EPERM);
+	FAILS(rename(P("ci"), P("ci2")), EPERM);
+	FAILS(utimensat(AT_FDCWD, P("ci"), old, 0), EPERM);
+	OK(utimensat(AT_FDCWD, P("ci"), now2, 0)); /* touch */
+	FAILS(removexattr(P("ci"), "user.none"), EPERM);
+	OK(set_flags(P("ci"), 0));
+}
+
+/* On a directory, +i: no name added or removed; +a: names added, none removed. */
+static void chattr_dirs(void)
+{
+	OK(set_flags(P("cid"), FS_IMMUTABLE_FL));
+	FAILS(open(P("cid/new"), O_CREAT | O_WRONLY, 0644), EPERM);
+	FAILS(mkdir(P("cid/sub"), 0755), EPERM);
+	FAILS(unlink(P("cid/g")), EPERM);
+	FAILS(rename(P("ci"), P("cid/moved")), EPERM);
+	expect_content(P("cid/g"), "g", 1); /* its files' contents are not the directory's */
+	OK(set_flags(P("cid"), FS_APPEND_FL));
+	put_file(P("cid/new"), "n", 1, 0644);
+	FAILS(unlink(P("cid/new")), EPERM);
+	FAILS(rename(P("cid/g"), P("g_out")), EPERM);
+	OK(rename(P("ci"), P("cid/moved")));
+	OK(set_flags(P("cid"), 0));
+	OK(unlink(P("cid/new")));
+	OK(unlink(P("cid/moved")));
+	OK(unlink(P("cid/g")));
+	OK(rmdir(P("cid")));
+}
+
+/* chattr +i and +a through the daemon, which enforces them as the VFS does for a kernel
+ * filesystem (FUSE's inodes carry no S_IMMUTABLE); +d and +A are kept; only root (the holder
+ * of CAP_LINUX_IMMUTABLE) may set or clear +i and +a. */
+START_TEST(t_chattr)
+{
+	pid_t pid;
+	int st;
+
+	put_file(P("ci"), "data", 4, 0644);
+	OK(mkdir(P("cid"), 0755));
+	put_file(P("cid/g"), "g", 1, 0644);
+	chattr_immutable_file();
+	chattr_append_file();
+	OK(chown(P("ci"), 65534, 65534));
+	pid = fork();
+	if (pid == 0) /* the owner, without the capability */
+		_exit(setresuid(65534, 65534, 65534) ? 2 :
+		      set_flags(P("ci"), FS_IMMUTABLE_FL) == -1 && errno == EPERM ? 0 : 1);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a user set +i: status %d", st);
+	ck_assert_int_eq(get_flags(P("ci")), 0);
+	chattr_dirs();
+}
+END_TEST
+
 /* What zlfs refuses is refused as a kernel filesystem without the feature refuses it, and
- * leaves the file as it was (docs/design.md, "Kernel features through FUSE"): the inode flags
- * (lsattr shows none, chattr of any but FS_COMPR_FL: EOPNOTSUPP, test_compress_fs t_chattr
- * has that one), O_TMPFILE
+ * leaves the file as it was (docs/design.md, "Kernel features through FUSE"): inode flags
+ * zlfs does not keep (chattr +S, +j: EOPNOTSUPP; t_chattr has the kept ones, test_compress_fs
+ * t_chattr +c), O_TMPFILE
  * (libfuse 3.14 has no tmpfile operation) and system.* xattrs other than the POSIX ACLs. */
 START_TEST(t_unsupported)
 {
@@ -519,7 +635,7 @@ START_TEST(t_unsupported)
 	flags = -1;
 	ck_assert_msg(ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && flags == 0,
 		      "FS_IOC_GETFLAGS: %s, flags 0x%x", ename(errno), flags);
-	flags = FS_IMMUTABLE_FL;
+	flags = FS_SYNC_FL | FS_JOURNAL_DATA_FL;
 	errno = 0;
 	ck_assert_msg(ioctl(fd, FS_IOC_SETFLAGS, &flags) == -1 && errno == EOPNOTSUPP,
 		      "FS_IOC_SETFLAGS: %s", ename(errno));
@@ -531,7 +647,7 @@ START_TEST(t_unsupported)
 	ck_assert_msg(setxattr(P("unsup"), "system.zlfs_test", "x", 1, 0) == -1 &&
 			      errno == EOPNOTSUPP,
 		      "setxattr system.*: %s", ename(errno));
-	fd = xopen(P("unsup"), O_RDWR, 0); /* not immutable: the refused SETFLAGS changed nothing */
+	fd = xopen(P("unsup"), O_RDWR, 0); /* not sync: the refused SETFLAGS changed nothing */
 	ck_assert_int_eq(pwrite(fd, "KEPT", 4, 0), 4);
 	ck_assert_int_eq(pread(fd, buf, sizeof(buf), 0), 4);
 	ck_assert(!memcmp(buf, "KEPT", 4));
@@ -555,5 +671,6 @@ int posix_persist_tests(const TTest **t)
 	t[n++] = t_enospc;
 	t[n++] = t_handles;
 	t[n++] = t_unsupported;
+	t[n++] = t_chattr;
 	return n;
 }

@@ -120,11 +120,15 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * directory (set by mkfs: an older reader would find the group one copy short and drop an
  * fsync'ed file, or roll it forward with no name). */
 #define ZLFS_FEAT_INCOMPAT_DENTRY_MARK (1u << 7)
+/* Inodes may carry chattr's flags (ZLFS_IFLAG_ATTR: immutable, append-only, nodump, noatime).
+ * Set by the first chattr that sets one: an older reader would call such an inode damaged,
+ * and one that skipped the bits would let an immutable file be changed. */
+#define ZLFS_FEAT_INCOMPAT_ATTR_FLAGS (1u << 8)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
 	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS |                          \
-	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK)
+	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK | ZLFS_FEAT_INCOMPAT_ATTR_FLAGS)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -451,6 +455,14 @@ static_assert(sizeof(struct zlfs_map_block) == ZLFS_BLOCK_SIZE, "map block size"
  * raw or compressed (ZLFS_ADDR_COMPRESSED); compress_alg is the algorithm its new clusters
  * get (each cluster's header names its own). Set only while the file has no block. */
 #define ZLFS_IFLAG_COMPRESS (1u << 3)
+/* ATTR_FLAGS feature: chattr's +i, +a, +d and +A. The daemon enforces the first two (the
+ * kernel does so only for its own filesystems); the others are kept for the tools that ask. */
+#define ZLFS_IFLAG_IMMUTABLE (1u << 4) /* no change to the file, its names or attributes */
+#define ZLFS_IFLAG_APPEND (1u << 5)    /* data only appended; no name removed or added */
+#define ZLFS_IFLAG_NODUMP (1u << 6)    /* dump(8) skips it */
+#define ZLFS_IFLAG_NOATIME (1u << 7)   /* no access time kept */
+#define ZLFS_IFLAG_ATTR                                                                  \
+	(ZLFS_IFLAG_IMMUTABLE | ZLFS_IFLAG_APPEND | ZLFS_IFLAG_NODUMP | ZLFS_IFLAG_NOATIME)
 
 struct zlfs_inode {
 	struct zlfs_blkhdr hdr;

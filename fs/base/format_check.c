@@ -641,8 +641,11 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 	if (!mode_ok(mode))
 		return bad(why, len, "inode mode = 0%o is no file type", mode);
 	if (flags & ~(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT | ZLFS_IFLAG_ORPHAN |
-		      ZLFS_IFLAG_COMPRESS))
+		      ZLFS_IFLAG_COMPRESS | ZLFS_IFLAG_ATTR))
 		return bad(why, len, "inode flags = 0x%x has unknown bits", flags);
+	if ((flags & ZLFS_IFLAG_ATTR) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ATTR_FLAGS))
+		return bad(why, len, "inode flags = 0x%x: chattr flags on a filesystem without "
+			   "them", flags);
 	if (inode_check_compress(s, in, why, len))
 		return -EUCLEAN;
 	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))

@@ -112,9 +112,20 @@ static int setattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, voi
 	const struct stat *a = sa->a;
 	struct zlfs_inode *in = inode_of(np);
 	uint64_t now = inode_now_ns();
-	int to_set = sa->to_set, ret = 0;
+	int to_set = sa->to_set, ret = inode_frozen(np), set = to_set;
 
 	(void)req;
+	/* +a lets the times move to now (touch), as the VFS does, and nothing else; the kernel
+	 * sends a time to set with each "now" */
+	if (set & FUSE_SET_ATTR_ATIME_NOW)
+		set &= ~FUSE_SET_ATTR_ATIME;
+	if (set & FUSE_SET_ATTR_MTIME_NOW)
+		set &= ~FUSE_SET_ATTR_MTIME;
+	if (!ret && (set & ~(FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
+			     FUSE_SET_ATTR_CTIME)))
+		ret = inode_pinned(np);
+	if (ret)
+		return ret;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (S_ISDIR(le32_get(in->mode)))
 			return -EISDIR;
@@ -207,8 +218,13 @@ static int open_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *
 {
 	const struct fuse_file_info *fi = arg;
 	int ret = fcrypt_need_key(z->fs, np); /* an encrypted file's contents need the key */
+	int wr = (fi->flags & O_ACCMODE) != O_RDONLY;
 
-	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
+	/* +i: no writer; +a: writers that append only, and no truncation */
+	if (!ret && (wr || (fi->flags & O_TRUNC)))
+		ret = (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC) ? inode_frozen(np)
+									 : inode_pinned(np);
+	if (!ret && (fi->flags & O_TRUNC) && wr) {
 		ret = kill_setid(z->fs, req, np);
 		if (!ret)
 			ret = data_set_size(z->fs, np, 0);
@@ -322,9 +338,11 @@ struct wrq {
 static int write_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	struct wrq *q = arg;
-	int ret = 0;
+	int ret = inode_frozen(np); /* made immutable since the file was opened: as ext4 */
 
 	(void)req;
+	if (ret)
+		return ret;
 	if (q->append) { /* the end as of the first try: a retry continues the same write */
 		q->off = le64_get(inode_of(np)->size);
 		q->append = 0;
@@ -421,7 +439,12 @@ struct fa {
 static int fallocate_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	struct fa *a = arg;
-	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret = kill_setid(z->fs, req, np);
+	int keep = !!(a->mode & FALLOC_FL_KEEP_SIZE), ret;
+
+	/* +a allows reserving room and nothing that frees or moves data (vfs_fallocate) */
+	ret = a->mode & ~FALLOC_FL_KEEP_SIZE ? inode_pinned(np) : inode_frozen(np);
+	if (!ret)
+		ret = kill_setid(z->fs, req, np);
 
 	/* Every mode maps, frees or moves blocks, or moves the end of file: the partial block
 	 * held in memory (tailbuf.c) goes to the device first, and the mode sees a plain file. */
@@ -521,24 +544,52 @@ void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *i
 
 /* ---- inode flags (lsattr, chattr) -------------------------------------------------------
  * The kernel turns FS_IOC_GETFLAGS and SETFLAGS into these ioctls (fileattr), checking the
- * owner itself for SETFLAGS, which reads the old attributes with FS_IOC_FSGETXATTR first. Only FS_COMPR_FL means something here: a regular file's
- * compression, changed while the file is empty (dclu_set); any other flag is refused with
+ * owner itself for SETFLAGS, which reads the old attributes with FS_IOC_FSGETXATTR first.
+ * Kept: compression (a regular file's, changed while it is empty: dclu_set; a directory's,
+ * inherited), immutable, append-only, nodump and noatime; any other flag is refused with
  * EOPNOTSUPP, as a kernel filesystem refuses a flag it does not have. */
+static const struct { uint32_t fs, iflag; } attr_flag_map[] = {
+	{FS_IMMUTABLE_FL, ZLFS_IFLAG_IMMUTABLE},
+	{FS_APPEND_FL, ZLFS_IFLAG_APPEND},
+	{FS_NODUMP_FL, ZLFS_IFLAG_NODUMP},
+	{FS_NOATIME_FL, ZLFS_IFLAG_NOATIME},
+};
+#define FLAGS_KEPT (FS_COMPR_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL)
+
 static int getflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
+	uint32_t iflags = le32_get(inode_of(np)->flags);
+	int flags = dclu_flagged(np) ? FS_COMPR_FL : 0;
+
 	(void)z;
 	(void)req;
-	*(int *)arg = dclu_flagged(np) ? FS_COMPR_FL : 0;
+	for (size_t i = 0; i < sizeof(attr_flag_map) / sizeof(attr_flag_map[0]); i++)
+		if (iflags & attr_flag_map[i].iflag)
+			flags |= (int)attr_flag_map[i].fs;
+	*(int *)arg = flags;
 	return 0;
 }
 
+/* Who may change +i and +a is CAP_LINUX_IMMUTABLE's holder, whom FUSE does not name: root. */
 static int setflags_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
+	uint32_t iflags = 0, old = le32_get(inode_of(np)->flags);
+	int flags = *(int *)arg, ret;
 
 	if (c->uid && c->uid != le32_get(inode_of(np)->uid))
 		return -EPERM;
-	return dclu_set(z->fs, np, *(int *)arg & FS_COMPR_FL);
+	for (size_t i = 0; i < sizeof(attr_flag_map) / sizeof(attr_flag_map[0]); i++)
+		if ((uint32_t)flags & attr_flag_map[i].fs)
+			iflags |= attr_flag_map[i].iflag;
+	if (c->uid && ((iflags ^ old) & (ZLFS_IFLAG_IMMUTABLE | ZLFS_IFLAG_APPEND)))
+		return -EPERM;
+	/* a file that stays immutable changes no other flag (+i goes first, as on ext4) */
+	if ((old & iflags & ZLFS_IFLAG_IMMUTABLE) &&
+	    (((old ^ iflags) & ZLFS_IFLAG_ATTR) || !(flags & FS_COMPR_FL) != !dclu_flagged(np)))
+		return -EPERM;
+	ret = dclu_set(z->fs, np, flags & FS_COMPR_FL);
+	return ret ? ret : inode_set_attr_flags(z->fs, np, iflags);
 }
 
 void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
@@ -560,8 +611,10 @@ void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *i
 
 	if (!ret && !get) /* the caller's bytes, copied: FUSE promises no alignment */
 		memcpy(&flags, in_buf, sizeof(flags));
-	if (!ret && (flags & ~FS_COMPR_FL))
+	if (!ret && !get && (flags & ~FLAGS_KEPT))
 		ret = -EOPNOTSUPP;
+	if (!ret && !get)
+		ret = writable(z);
 	if (!ret)
 		ret = with_inode(z, req, ino, !get, get ? getflags_fn : setflags_fn, &flags);
 	if (ret)
@@ -747,6 +800,8 @@ static int setxattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np, vo
 
 	if (xattr_refused(z, x->name))
 		return -EOPNOTSUPP;
+	if (inode_pinned(np))
+		return -EPERM;
 	if (!which)
 		return xattr_set(z->fs, np, x->name, x->value, x->size, x->flags);
 	/* as posix_acl_update_mode: a caller outside the group and not root drops setgid */
@@ -827,6 +882,8 @@ static int removexattr_fn(struct zfuse *z, fuse_req_t req, struct node_page *np,
 	(void)req;
 	if (xattr_refused(z, ((struct xa *)arg)->name))
 		return -EOPNOTSUPP;
+	if (inode_pinned(np))
+		return -EPERM;
 	return xattr_remove(z->fs, np, ((struct xa *)arg)->name);
 }
 

@@ -136,6 +136,8 @@ static int make_check(struct zfuse *z, struct node_page *dir, struct mk *m, uint
 	int ret = fcrypt_need_key(z->fs, dir); /* a locked directory takes no new names */
 
 	if (!ret)
+		ret = inode_frozen(dir);
+	if (!ret)
 		ret = dir_lookup(z->fs, dir, m->name, strlen(m->name), &ino, NULL);
 	if (ret != -ENOENT)
 		return ret ? ret : -EEXIST;
@@ -296,7 +298,7 @@ static int link_in(struct zfuse *z, struct node_page *dir, struct node_page *np,
 	uint32_t other;
 	int ret;
 
-	if (S_ISDIR(le32_get(in->mode)))
+	if (S_ISDIR(le32_get(in->mode)) || inode_pinned(np) || inode_frozen(dir))
 		return -EPERM;
 	if (le32_get(in->nlink) >= LINK_MAX_ZLFS)
 		return -EMLINK;
@@ -407,6 +409,10 @@ static int remove_in(struct zfuse *z, struct node_page *dir, const char *name,
 		ret = -EISDIR;
 	else if (want_dir && le32_get(inode_of(*np)->dir_entries))
 		ret = -ENOTEMPTY;
+	if (!ret)
+		ret = inode_pinned(dir);
+	if (!ret)
+		ret = inode_pinned(*np);
 	if (!ret)
 		ret = dir_remove(z->fs, dir, name, strlen(name));
 	if (ret)
@@ -644,6 +650,20 @@ static void rn_whiteout_put(struct zfuse *z, struct rn *r, int failed)
 		inode_free(z->fs, ino);
 }
 
+/* chattr +i and +a: a name leaves ODIR and SRC moves; DST loses its name, or NDIR gains one. */
+static int rn_allowed(struct rn *r)
+{
+	int ret = inode_pinned(r->odir);
+
+	if (!ret)
+		ret = inode_pinned(r->src);
+	if (!ret)
+		ret = r->dst ? inode_pinned(r->ndir) : inode_frozen(r->ndir);
+	if (!ret && r->dst)
+		ret = inode_pinned(r->dst);
+	return ret;
+}
+
 static int rename_once(struct zfuse *z, struct rn *r)
 {
 	int ret, cross = r->parent != r->newparent;
@@ -657,6 +677,9 @@ static int rename_once(struct zfuse *z, struct rn *r)
 	if (!ret)
 		ret = rn_load(z, r);
 	if (ret || r->dst == r->src) /* same inode: POSIX says do nothing */
+		goto out;
+	ret = rn_allowed(r);
+	if (ret)
 		goto out;
 	if (r->flags & RENAME_EXCHANGE)
 		ret = r->dst ? rn_exchange(z, r) : -ENOENT;

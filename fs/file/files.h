@@ -18,6 +18,7 @@
 
 #include "core.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -38,6 +39,24 @@ void inode_fill_stat(const struct zlfs_fs *fs, struct node_page *np, struct stat
  * its lock, shared: the caller must not hold it). */
 int inode_stat(struct zlfs_fs *fs, uint32_t ino, struct stat *st, uint32_t *generation);
 void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which);
+/* chattr +i and +a (ZLFS_IFLAG_IMMUTABLE, _APPEND): -EPERM where they forbid a change, 0
+ * elsewhere. The kernel enforces them only for its own filesystems, so every request that
+ * changes a file, its attributes or a directory's names asks first, as the VFS would:
+ * inode_frozen for what +i alone forbids (writing data, adding a name to a directory),
+ * inode_pinned for what +a forbids too (removing or moving a name, a link to the file,
+ * attributes, xattrs, truncation). */
+static inline int inode_frozen(struct node_page *np)
+{
+	return le32_get(inode_of(np)->flags) & ZLFS_IFLAG_IMMUTABLE ? -EPERM : 0;
+}
+static inline int inode_pinned(struct node_page *np)
+{
+	return le32_get(inode_of(np)->flags) & (ZLFS_IFLAG_IMMUTABLE | ZLFS_IFLAG_APPEND) ? -EPERM
+											   : 0;
+}
+/* Set NP's chattr flags to FLAGS (ZLFS_IFLAG_ATTR bits; the others are left), turning the
+ * ATTR_FLAGS feature on the first time one is set. */
+int inode_set_attr_flags(struct zlfs_fs *fs, struct node_page *np, uint32_t flags);
 /* Release everything INO owns: data, nodes, xattrs, the inode itself. */
 int inode_free(struct zlfs_fs *fs, uint32_t ino);
 uint64_t inode_now_ns(void);

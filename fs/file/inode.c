@@ -3,7 +3,7 @@
  *
  * Owns: the fields of struct zlfs_inode as the rest of the file layer sees them. The bottom
  * of the file layer: stat, release and sync, which reach the layer's caches, are files.c's.
- * May call: node.c (through core.h), log.h.
+ * May call: node.c and mount.c's feature switch (through core.h), log.h.
  */
 #include "files.h"
 #include "log.h"
@@ -89,4 +89,22 @@ void inode_touch(struct zlfs_fs *fs, struct node_page *np, int which)
 	if (which & INODE_CTIME)
 		in->ctime_ns = now;
 	node_dirty(fs, np);
+}
+
+int inode_set_attr_flags(struct zlfs_fs *fs, struct node_page *np, uint32_t flags)
+{
+	struct zlfs_inode *in = inode_of(np);
+	uint32_t old = le32_get(in->flags);
+	int ret = 0;
+
+	flags &= ZLFS_IFLAG_ATTR;
+	if ((old & ZLFS_IFLAG_ATTR) == flags)
+		return 0;
+	if (flags) /* before the inode says it: an older reader must refuse the filesystem */
+		ret = zlfs_feature_incompat(fs, ZLFS_FEAT_INCOMPAT_ATTR_FLAGS);
+	if (ret)
+		return ret;
+	in->flags = le32_put((old & ~ZLFS_IFLAG_ATTR) | flags);
+	inode_touch(fs, np, INODE_CTIME);
+	return 0;
 }
