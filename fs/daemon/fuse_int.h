@@ -102,6 +102,15 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags);
 
 /* ---- fuse_files.c ------------------------------------------------------------------------ */
+/* What a request does to one inode, with the inode locked. */
+typedef int (*inode_fn)(struct zfuse *z, fuse_req_t req, struct node_page *np, void *arg);
+/* FN on INO: reading under its lock shared, or (CHANGE) changing under it exclusive, tried
+ * again after a foreground GC or a checkpoint when it ran out of room or fresh nids. */
+int with_inode(struct zfuse *z, fuse_req_t req, fuse_ino_t ino, int change, inode_fn fn,
+	       void *arg);
+/* fallocate's MODE on INO (the FALLOC_FL_* flags), from a request or an ioctl. */
+int fallocate_any(struct zfuse *z, fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		  off_t len);
 void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
@@ -113,14 +122,6 @@ void op_sync(fuse_req_t req);
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* COLLAPSE_RANGE and INSERT_RANGE, which the kernel's FUSE module does not pass on: ioctls
- * on the file (zlfs_ioctl.h). */
-/* lsattr, chattr: FS_IOC_GETFLAGS and SETFLAGS (FS_COMPR_FL only), FS_IOC_FSGETXATTR. */
-void ioctl_compress_info(fuse_req_t req, fuse_ino_t ino, size_t out_size);
-void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
-		 size_t in_size, size_t out_size);
-void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
-		 size_t in_size);
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		  struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -134,5 +135,15 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* ---- fuse_ioctl.c ------------------------------------------------------------------------ */
+/* COLLAPSE_RANGE and INSERT_RANGE, which the kernel's FUSE module does not pass on: ioctls
+ * on the file (zlfs_ioctl.h). */
+void ioctl_shift(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size);
+/* lsattr, chattr: FS_IOC_GETFLAGS and SETFLAGS, FS_IOC_FSGETXATTR. */
+void ioctl_flags(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, const void *in_buf,
+		 size_t in_size, size_t out_size);
+void ioctl_compress_info(fuse_req_t req, fuse_ino_t ino, size_t out_size);
 
 #endif
