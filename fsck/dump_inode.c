@@ -244,6 +244,10 @@ static void inode_fields(struct out *o, const struct zlfs_inode *in)
 	out_b(o, "encrypted", !!(le32_get(in->flags) & ZLFS_IFLAG_ENCRYPT));
 	out_b(o, "orphan", !!(le32_get(in->flags) & ZLFS_IFLAG_ORPHAN));
 	out_b(o, "compressed", !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS));
+	out_b(o, "immutable", !!(le32_get(in->flags) & ZLFS_IFLAG_IMMUTABLE));
+	out_b(o, "append_only", !!(le32_get(in->flags) & ZLFS_IFLAG_APPEND));
+	out_b(o, "nodump", !!(le32_get(in->flags) & ZLFS_IFLAG_NODUMP));
+	out_b(o, "noatime", !!(le32_get(in->flags) & ZLFS_IFLAG_NOATIME));
 	out_u(o, "compress_alg", in->compress_alg);
 	out_u(o, "cluster_log", in->cluster_log);
 	out_u(o, "generation", le32_get(in->generation));
