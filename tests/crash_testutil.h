@@ -70,6 +70,9 @@ extern struct file_exp hist[MAX_HIST];
  * binary's path. */
 extern char img[512], logpath[512], mnt[512], out[512], bin[512];
 
+/* N bytes of SEED's pattern from file byte BASE on: a function of the offset, which compresses
+ * (about 4:1), or for seeds from PAT_RANDOM on does not. */
+#define PAT_RANDOM 0x10000u
 void fill(uint8_t *b, size_t n, uint32_t seed, size_t base);
 struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_be_absent);
 void cur_write(const char *path, uint32_t seed, size_t at, size_t len);

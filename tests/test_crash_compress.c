@@ -39,45 +39,55 @@ static void compressed_dir(void)
 	stage_seal(s);
 }
 
-/* A log appended a record at a time (100 to 2,000 bytes) to a compressed file kept open: its
- * last cluster is held in memory (fs/file/data.c, tailbuf.c) and stored whole when a record
- * fills it, at each fsync (every fifth record, fsync and fdatasync in turn, the cluster then
- * kept as a clean copy that the next record holds again) and at the release of a close
- * half-way (no flush). At every flush boundary the log holds at least what its last fsync
- * covered, and past that only whole records, never other bytes. */
-static void compressed_log(void)
+/* Two logs appended a record at a time (100 to 2,000 bytes) to compressed files kept open, one
+ * of text-like bytes and one of bytes that do not compress (PAT_RANDOM): each one's last
+ * cluster is held in memory (fs/file/data.c, tailbuf.c) and stored when a record fills it, at
+ * each fsync (every fifth record, fsync and fdatasync in turn, the cluster then kept as a
+ * clean copy that the next record holds again) and at the release of a close half-way (no
+ * flush); the random log's clusters stay raw, and only the blocks a record changed are
+ * written. At every flush boundary each log holds at least what its last fsync covered, and
+ * past that only whole records, never other bytes. */
+static void compressed_logs(void)
 {
-	size_t size = 0;
+	static const char *rel[2] = {"A", "B"};
+	static const uint32_t seed[2] = {807, PAT_RANDOM + 808};
+	size_t size[2] = {0, 0};
 	char p[600];
-	int fd, i;
+	int fd[2], i, k;
 
-	write_file("A", 807, 0, 0, 0);
+	for (k = 0; k < 2; k++)
+		write_file(rel[k], seed[k], 0, 0, 0);
 	fsync_path(".");
 	stage_root_now();
-	fd = open(at_mnt(p, sizeof(p), "A"), O_WRONLY | O_APPEND);
-	ck_assert_int_ge(fd, 0);
-	for (i = 0; i < 48; i++) {
-		append_record(fd, "A", 807, &size, 100 + (size_t)(i * 397 % 1901));
+	for (k = 0; k < 2; k++) {
+		fd[k] = open(at_mnt(p, sizeof(p), rel[k]), O_WRONLY | O_APPEND);
+		ck_assert_int_ge(fd[k], 0);
+	}
+	for (i = 0; i < 64; i++) {
+		k = i % 2;
+		append_record(fd[k], rel[k], seed[k], &size[k], 100 + (size_t)(i * 397 % 1901));
 		if (i % 5 == 4) {
-			ck_assert_int_eq(i % 10 == 4 ? fsync(fd) : fdatasync(fd), 0);
-			stage_file_now("A");
+			ck_assert_int_eq(i % 10 == 4 ? fsync(fd[k]) : fdatasync(fd[k]), 0);
+			stage_file_now(rel[k]);
 		}
-		if (i == 23) { /* release: the held cluster is stored, without a flush */
-			close(fd);
-			fd = open(at_mnt(p, sizeof(p), "A"), O_WRONLY | O_APPEND);
-			ck_assert_int_ge(fd, 0);
+		if (i == 31) { /* release: the held cluster is stored, without a flush */
+			close(fd[0]);
+			fd[0] = open(at_mnt(p, sizeof(p), rel[0]), O_WRONLY | O_APPEND);
+			ck_assert_int_ge(fd[0], 0);
 		}
 	}
-	ck_assert_int_eq(fdatasync(fd), 0);
-	stage_file_now("A");
-	close(fd);
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(fdatasync(fd[k]), 0);
+		stage_file_now(rel[k]);
+		close(fd[k]);
+	}
 }
 
 /* Compressed files (mkfs --compress, compress=lz4; the patterns compress about 4:1): whole
  * clusters written, then every way a cluster is rewritten whole - a partial overwrite across
  * two (read, changed, stored again), a truncate and a punch inside one, small appends that
  * finish one - and whole ones dropped; each step fsync'ed or fdatasync'ed; then a log appended
- * a record at a time, its last cluster held in memory (compressed_log), and a directory
+ * a record at a time, its last cluster held in memory (compressed_logs), and a directory
  * flagged with chattr +c (compressed_dir). Every flush boundary is tried: a cluster is one
  * node update, so it is found old or new, never torn. */
 void workload_compressed(void)
@@ -114,6 +124,6 @@ void workload_compressed(void)
 	unlink_path("R");
 	fsync_path(".");
 	stage_root_now();
-	compressed_log();
+	compressed_logs();
 	compressed_dir();
 }

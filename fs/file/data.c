@@ -26,17 +26,26 @@
  * fills it or begins past it, or when tailbuf.c says (fsync, release, checkpoint, age).
  * Truncation drops it or zeroes it in memory; punching and fallocate write it out first. */
 
-/* A span just held was read into H with the result READ (negative: an errno, and it goes):
- * N bytes of SRC at AT go into it. 1, or the errno. */
-static int held_fill(struct zlfs_fs *fs, struct node_page *inode, int read, uint8_t *h,
+/* N bytes of SRC into the held span H (file blocks from FIRST on), at byte AT of it. */
+static void held_put(struct zlfs_fs *fs, struct node_page *inode, uint8_t *h, uint64_t first,
 		     uint64_t at, const uint8_t *src, uint64_t n)
+{
+	memcpy(h + at, src, n);
+	tail_touch(fs, inode->nid, first + at / ZLFS_BLOCK_SIZE,
+		   first + (at + n + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
+	data_changed(fs, inode);
+}
+
+/* A span just held (file blocks from FIRST on) was read into H with the result READ
+ * (negative: an errno, and it goes): N bytes of SRC at AT go into it. 1, or the errno. */
+static int held_fill(struct zlfs_fs *fs, struct node_page *inode, int read, uint8_t *h,
+		     uint64_t first, uint64_t at, const uint8_t *src, uint64_t n)
 {
 	if (read < 0) {
 		tail_drop(fs, inode->nid);
 		return read;
 	}
-	memcpy(h + at, src, n);
-	data_changed(fs, inode);
+	held_put(fs, inode, h, first, at, src, n);
 	return 1;
 }
 
@@ -55,7 +64,7 @@ static int hold_block(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	if (ret || !(h = tail_hold(fs, inode->nid, idx, 1, !raw)))
 		return ret;
 	ret = data_read_addr(fs, dk, idx, raw == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : raw, h);
-	return held_fill(fs, inode, ret, h, at, src, n);
+	return held_fill(fs, inode, ret, h, idx, at, src, n);
 }
 
 /* Write N bytes of SRC at AT into block IDX, through BLK (scratch): into the held block if it
@@ -70,8 +79,7 @@ static int write_piece(struct zlfs_fs *fs, struct node_page *inode, const struct
 	int ret = 0;
 
 	if (h && hidx == idx && !tail_redirty(fs, inode->nid)) {
-		memcpy(h + at, src, n);
-		data_changed(fs, inode);
+		held_put(fs, inode, h, idx, at, src, n);
 		return at + n == ZLFS_BLOCK_SIZE ? tail_write(fs, inode) : 0;
 	}
 	if (may_hold && (ret = hold_block(fs, inode, dk, idx, at, src, n)))
@@ -122,7 +130,7 @@ static int hold_cluster(struct zlfs_fs *fs, struct node_page *inode, const struc
 		ret = dclu_read(fs, inode, dk, cidx, NULL); /* its blocks on the device */
 	if (ret < 0 || !(h = tail_hold(fs, inode->nid, first, c, !ret)))
 		return ret < 0 ? ret : 0;
-	return held_fill(fs, inode, dclu_read(fs, inode, dk, cidx, h), h, at, src, n);
+	return held_fill(fs, inode, dclu_read(fs, inode, dk, cidx, h), h, first, at, src, n);
 }
 
 /* Bytes [OFF, END) of a compressed file from SRC, cluster by cluster: into the held cluster
@@ -142,8 +150,7 @@ static int write_clusters(struct zlfs_fs *fs, struct node_page *inode, const str
 		const uint8_t *s = src + (*pos - off);
 
 		if (h && hidx == cidx << log && !tail_redirty(fs, inode->nid)) {
-			memcpy(h + at, s, cend - *pos);
-			data_changed(fs, inode);
+			held_put(fs, inode, h, hidx, at, s, cend - *pos);
 			ret = cend == cstart + cb ? tail_write(fs, inode) : 0;
 		} else if (cend == end && end % cb && end >= size &&
 			   (ret = hold_cluster(fs, inode, dk, cidx, at, s, cend - *pos))) {
@@ -278,10 +285,11 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 		return ret;
 	ret = size <= old ? data_truncate_blocks(fs, inode, from) : 0;
 	/* past the new end, zeros: in memory, in its block, or (CUT) in its compressed cluster */
-	if (!ret && size < old && h)
+	if (!ret && size < old && h) {
 		memset(h + (size - hidx * ZLFS_BLOCK_SIZE), 0,
 		       hn * ZLFS_BLOCK_SIZE - (size - hidx * ZLFS_BLOCK_SIZE));
-	else if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE)
+		tail_touch(fs, inode->nid, size / ZLFS_BLOCK_SIZE, hidx + hn);
+	} else if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE)
 		ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
 				ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
 	if (ret)

@@ -182,7 +182,8 @@ static int block_is_zero(const uint8_t *b)
 
 /* Store PLAIN (2^n blocks) as cluster CIDX: compressed when that saves a block, else raw
  * (all-zero blocks as holes), unless KEEP_RAW: a cluster that does not compress then stays
- * as it is. OWED: a held cluster's, whose room was set aside (data_put_cluster). */
+ * as it is, and 1 says so. OWED: a held cluster's, whose room was set aside
+ * (data_put_cluster). */
 static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 			 uint64_t cidx, const uint8_t *plain, int keep_raw, int owed)
 {
@@ -206,7 +207,7 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 		clu_count(fs, &fs->clu_compressed, c, (uint32_t)k);
 	if (ret || k > 0 || keep_raw) {
 		zdev_buf_free(out);
-		return ret;
+		return ret ? ret : !k;
 	}
 	for (i = 0; i < c; i++)
 		holes |= (uint64_t)block_is_zero(plain + (size_t)i * BS) << i;
@@ -251,7 +252,7 @@ static int raw_patch(struct zlfs_fs *fs, struct node_page *inode, const struct d
 		if (!ret)
 			ret = cluster_store(fs, inode, dk, cidx, buf, 1, 0);
 	}
-	return ret;
+	return ret < 0 ? ret : 0; /* 1: it stays raw */
 }
 
 /* Bytes [AT, AT+N) of cluster CIDX from SRC, or zeros (SRC NULL). */
@@ -301,14 +302,37 @@ int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *d
 	return ret;
 }
 
-int dclu_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
-		    const uint8_t *plain)
+/* The blocks of held raw cluster FIRST... whose bit is set in DIRTY, from PLAIN, alone. */
+static int write_dirty(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		       const uint8_t *plain, uint64_t dirty)
 {
-	struct dkey dk;
-	int ret = dkey_get(fs, inode, &dk);
+	int ret = 0;
 
+	for (uint32_t i = 0; !ret && i < 64; i++)
+		if (dirty >> i & 1) {
+			ret = data_write_held(fs, inode, first + i, plain + (size_t)i * BS);
+			if (!ret)
+				clu_count(fs, &fs->clu_blocks_alone, 1, 1);
+		}
+	return ret;
+}
+
+int dclu_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		    const uint8_t *plain, uint64_t dirty)
+{
+	uint64_t cidx = first >> data_cluster_log(inode);
+	struct dkey dk;
+	int stored = 0, ret = dkey_get(fs, inode, &dk);
+
+	/* A raw cluster that stays raw (data that does not compress, appended and fsync'ed a
+	 * little at a time) changes only the blocks that changed: stored whole, each fsync would
+	 * write its earlier blocks again. */
 	if (!ret)
-		ret = cluster_store(fs, inode, &dk, first >> data_cluster_log(inode), plain, 0, 1);
+		ret = dclu_is_compressed(fs, inode, cidx, &stored);
+	if (!ret)
+		ret = cluster_store(fs, inode, &dk, cidx, plain, !stored, 1);
+	if (ret == 1)
+		ret = write_dirty(fs, inode, first, plain, dirty);
 	dkey_put(&dk);
 	return ret;
 }

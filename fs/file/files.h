@@ -142,10 +142,11 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
 int data_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
 		    const uint8_t *plain);
 /* Store the cluster of a compressed file whose first block is FIRST from its plaintext PLAIN
- * (2^n blocks, left as it is), compressed or raw as any cluster (dcluster.c): a cluster held
- * in memory (tailbuf.c), whose room was owed while it was held. */
+ * (2^n blocks, left as it is), compressed when that saves a block, else raw (dcluster.c): a
+ * cluster held in memory (tailbuf.c), whose room was owed while it was held. Raw on the device
+ * and still raw, only its blocks whose bit is set in DIRTY (changed in memory) are written. */
 int dclu_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
-		    const uint8_t *plain);
+		    const uint8_t *plain, uint64_t dirty);
 
 /* ---- tailbuf.c ---------------------------------------------------------------------------
  * Partial blocks in memory (docs/design.md): the block a write to a regular file ended inside
@@ -164,6 +165,9 @@ uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx, uint32_t *n
  * file's cluster; FRESH: the file has no block there): its bytes, for the caller to fill, or
  * NULL when the bound or the free space says to write through. */
 uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, uint32_t nblk, int fresh);
+/* File blocks [FROM, TO) of INO's held span were changed (INO locked exclusively): a cluster
+ * that does not compress writes those alone (dclu_write_held). */
+void tail_touch(struct zlfs_fs *fs, uint32_t ino, uint64_t from, uint64_t to);
 /* Forget INO's held block (its bytes are no longer the file's). */
 void tail_drop(struct zlfs_fs *fs, uint32_t ino);
 /* Write INODE's held block out, if it has one, and let it go (INODE locked exclusively,

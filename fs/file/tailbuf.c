@@ -40,6 +40,7 @@ struct tail {
 	int fresh;          /* the file had no block there: writing it adds one (st_blocks) */
 	int clean;          /* what the device holds (an fsync wrote it): nothing owed */
 	uint32_t nblk;      /* 1, or a compressed file's cluster of 2^n blocks */
+	uint64_t dirty;     /* a cluster's blocks changed since it was held or written (bits) */
 	uint64_t idx;       /* file block (a cluster's first) */
 	uint64_t born_ns;   /* when it was first held (CLOCK_MONOTONIC) */
 	uint8_t *buf;       /* NBLK blocks of plaintext */
@@ -138,6 +139,8 @@ static void tail_mark(struct zlfs_fs *fs, struct tail *e, int clean)
 	zlock_lock(&t->lock);
 	e->clean = clean;
 	e->fresh = 0; /* once written, the file has a block there */
+	if (clean)
+		e->dirty = 0;
 	if (!clean)
 		e->born_ns = mono_ns();
 	zlock_unlock(&t->lock);
@@ -173,6 +176,15 @@ int tail_redirty(struct zlfs_fs *fs, uint32_t ino)
 	seg_owe(fs, ZLFS_LOG_WARM_DATA, (int)e->nblk);
 	tail_mark(fs, e, 0);
 	return 0;
+}
+
+void tail_touch(struct zlfs_fs *fs, uint32_t ino, uint64_t from, uint64_t to)
+{
+	struct tail *e = tail_get(fs, ino);
+
+	for (uint64_t i = from; e && i < to; i++)
+		if (i >= e->idx && i - e->idx < e->nblk)
+			e->dirty |= 1ull << (i - e->idx);
 }
 
 uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx, uint32_t *n)
@@ -247,7 +259,7 @@ static int tail_write_keep(struct zlfs_fs *fs, struct node_page *inode, int keep
 	}
 	/* the write below spends the room set aside */
 	seg_owe(fs, ZLFS_LOG_WARM_DATA, -(int)e->nblk);
-	ret = e->nblk > 1 ? dclu_write_held(fs, inode, e->idx, e->buf)
+	ret = e->nblk > 1 ? dclu_write_held(fs, inode, e->idx, e->buf, e->dirty)
 			  : data_write_held(fs, inode, e->idx, e->buf);
 	if (ret) { /* still held, still owed: a later write-out tries again */
 		seg_owe(fs, ZLFS_LOG_WARM_DATA, (int)e->nblk);
