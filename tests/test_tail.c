@@ -690,6 +690,14 @@ END_TEST
 START_TEST(t_fsynced_prefix_survives_power_cut) { crash_after_appends(1); }
 END_TEST
 
+/* N bytes of B appended through FD (O_APPEND), and to the model. */
+static void put_bytes(int fd, const uint8_t *b, size_t n)
+{
+	ck_assert_int_eq(write(fd, b, n), (ssize_t)n);
+	memcpy(model + msize, b, n);
+	msize += n;
+}
+
 /* 400 records of 1,000 random bytes appended to NAME, each fdatasync'ed (PLAIN: the file made
  * plain with chattr -c while empty); the first file's bytes are the model's. Device bytes
  * over user bytes. */
@@ -710,15 +718,45 @@ static double random_fsyncs(const char *name, int plain)
 	for (int i = 0; i < 400; i++) {
 		for (size_t j = 0; j < sizeof(b); j++)
 			b[j] = (uint8_t)rnd();
-		ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		if (plain)
+			ck_assert_int_eq(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		else
+			put_bytes(fd, b, sizeof(b));
 		ck_assert_int_eq(fdatasync(fd), 0);
-		if (!plain) {
-			memcpy(model + msize, b, sizeof(b));
-			msize += sizeof(b);
-		}
 	}
 	close(fd);
 	return ratio(dev0, user0);
+}
+
+/* After random_fsyncs: random bytes up to the third block of a cluster, fdatasync'ed (the
+ * cluster raw on the device: its first block does not compress), a record into that third
+ * block (the clean copy the fdatasync kept, held again), a truncate into the second block, an
+ * fdatasync (the cluster still raw: only its changed blocks are written, and the truncate's
+ * zeroed ones are among them, or the device would keep the old bytes past the new end), and
+ * a truncate up: zeros there. */
+static void random_truncate(void)
+{
+	const uint64_t cb = span * BLK;
+	uint64_t cs;
+	uint8_t b[4 * BLK];
+	size_t n = (size_t)((2 * BLK + cb - msize % cb) % cb);
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_le(cb, sizeof(b));
+	for (size_t j = 0; j < sizeof(b); j++)
+		b[j] = (uint8_t)rnd();
+	put_bytes(fd, b, n);
+	ck_assert_int_eq(fdatasync(fd), 0);
+	cs = msize - 2 * BLK;
+	put_bytes(fd, b + n, 100);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(cs + BLK + 100)), 0);
+	model_size(cs + BLK + 100);
+	ck_assert_int_eq(fdatasync(fd), 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(cs + 3 * BLK)), 0);
+	model_size(cs + 3 * BLK);
+	close(fd);
+	expect_all("a truncate inside a held raw cluster, then up");
 }
 
 START_TEST(t_compressed_random_fsyncs)
@@ -733,6 +771,7 @@ START_TEST(t_compressed_random_fsyncs)
 	plain = random_fsyncs("p", 1);
 	comp_ratio = random_fsyncs("f", 0);
 	expect_all("random records");
+	random_truncate();
 	printf("400 random records fdatasync'ed one by one: device/user %.3f compressed, %.3f "
 	       "plain\n", comp_ratio, plain);
 	ck_assert_msg(comp_ratio <= 1.25 * plain, "device/user %.3f compressed, %.3f plain",

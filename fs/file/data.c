@@ -277,7 +277,7 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 		return ret;
 	h = tail_block(fs, inode->nid, &hidx, &hn);
 	from = (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	if (h) /* the new end is in the held span, whose write replaces its blocks whole */
+	if (h) /* the new end is in the held span: its write replaces the blocks it zeroes below */
 		from = hidx + hn;
 	else if (size <= old && data_cluster_log(inode)) /* a compressed cluster goes whole or not */
 		ret = cut = dclu_cut(fs, inode, size, old, &from);

@@ -302,18 +302,26 @@ int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *d
 	return ret;
 }
 
-/* The blocks of held raw cluster FIRST... whose bit is set in DIRTY, from PLAIN, alone. */
+/* The blocks of held raw cluster FIRST... whose bit is set in DIRTY, from PLAIN, alone; one
+ * all zeros (a truncate's, past the end of file) becomes a hole, as in cluster_store. */
 static int write_dirty(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
 		       const uint8_t *plain, uint64_t dirty)
 {
 	int ret = 0;
 
-	for (uint32_t i = 0; !ret && i < 64; i++)
-		if (dirty >> i & 1) {
-			ret = data_write_held(fs, inode, first + i, plain + (size_t)i * BS);
-			if (!ret)
-				clu_count(fs, &fs->clu_blocks_alone, 1, 1);
+	for (uint32_t i = 0; !ret && i < 64; i++) {
+		const uint8_t *b = plain + (size_t)i * BS;
+
+		if (!(dirty >> i & 1))
+			continue;
+		if (block_is_zero(b)) {
+			ret = data_drop_blocks(fs, inode, first + i, first + i + 1);
+			continue;
 		}
+		ret = data_write_held(fs, inode, first + i, b);
+		if (!ret)
+			clu_count(fs, &fs->clu_blocks_alone, 1, 1);
+	}
 	return ret;
 }
 
