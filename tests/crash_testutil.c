@@ -29,7 +29,15 @@ static long focus[MAX_FOCUS][2];
 int nfocus;
 char img[512], logpath[512], mnt[512], out[512], bin[512];
 
-static uint8_t pat(uint32_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 9)); }
+static uint8_t pat(uint32_t seed, size_t i)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+
+	if (seed < PAT_RANDOM) /* about 4:1 for LZ4 */
+		return (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's mix: no codec shrinks it */
+	return (uint8_t)(x ^ (x >> 31));
+}
 
 void fill(uint8_t *b, size_t n, uint32_t seed, size_t base)
 {

@@ -70,6 +70,9 @@ extern struct file_exp hist[MAX_HIST];
  * binary's path. */
 extern char img[512], logpath[512], mnt[512], out[512], bin[512];
 
+/* N bytes of SEED's pattern from file byte BASE on: a function of the offset, which compresses
+ * (about 4:1), or for seeds from PAT_RANDOM on does not. */
+#define PAT_RANDOM 0x10000u
 void fill(uint8_t *b, size_t n, uint32_t seed, size_t base);
 struct file_exp fe(const char *path, uint32_t seed, size_t size, int may_be_absent);
 void cur_write(const char *path, uint32_t seed, size_t at, size_t len);
@@ -122,6 +125,14 @@ void stage_take_all(struct stage *s);
 
 /* ---- the workloads (test_crash_workloads.c) and one crash point (test_crash_check.c) ---- */
 
+/* Operations the workloads share (test_crash_workloads.c): fallocate MODE of REL, fsync'ed
+ * (the caller tells the model); a stage of what REL, or the root directory, holds now (after its fsync); a record
+ * of N bytes of SEED appended through FD at REL's end *SIZE (which grows by N). */
+void falloc_path(const char *rel, int mode, size_t off, size_t len);
+void stage_file_now(const char *rel);
+void stage_root_now(void);
+void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t n);
+
 void workload(void);
 void workload_gc(void);
 void workload_overwrite(void);
@@ -139,7 +150,7 @@ void workload_fsync(void);
 void workload_tail(void);
 void workload_inline(void);
 void workload_xattr(void);
-void workload_compressed(void);
+void workload_compressed(void); /* test_crash_compress.c */
 void workload_dentry(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With

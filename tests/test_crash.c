@@ -7,10 +7,10 @@
  * every flush boundary and at sampled writes in between (whole and torn), mounted again
  * (recovery), compared with what was made durable, and checked with fsck.zlfs.
  *
- * The workloads are in test_crash_workloads.c, the check of one crash point in
- * test_crash_check.c, the model and the operations they share in crash_testutil.h. This file
- * records a workload and chooses its crash points; each workload is a case of its own
- * (CK_RUN_CASE=<name> runs one).
+ * The workloads are in test_crash_workloads.c (compressed files' in test_crash_compress.c),
+ * the check of one crash point in test_crash_check.c, the model and the operations they share
+ * in crash_testutil.h. This file records a workload and chooses its crash points; each
+ * workload is a case of its own (CK_RUN_CASE=<name> runs one).
  */
 #include "crash_testutil.h"
 

@@ -4,8 +4,8 @@
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
  * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
  * small appends on partial blocks held in memory, small files kept inline and converted,
- * extended attributes grown past one node and shrunk, and compressed files' clusters
- * rewritten.
+ * extended attributes grown past one node and shrunk (compressed files' are in
+ * test_crash_compress.c).
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -518,7 +518,7 @@ void workload_encrypted(void)
 	workload();
 }
 
-static void falloc_path(const char *rel, int mode, size_t off, size_t len)
+void falloc_path(const char *rel, int mode, size_t off, size_t len)
 {
 	char p[600];
 	int fd = open(at_mnt(p, sizeof(p), rel), O_WRONLY);
@@ -542,7 +542,7 @@ static void shift_path(const char *rel, size_t off, size_t len, int insert)
 	close(fd);
 }
 
-static void stage_file_now(const char *rel)
+void stage_file_now(const char *rel)
 {
 	struct stage *s = stage_next();
 
@@ -550,7 +550,7 @@ static void stage_file_now(const char *rel)
 	stage_seal(s);
 }
 
-static void stage_root_now(void)
+void stage_root_now(void)
 {
 	struct stage *s = stage_next();
 
@@ -653,7 +653,7 @@ void workload_punch(void)
 /* Append a record of N bytes of seed SEED through FD, at the end SIZE of REL. The file is one
  * extent of its seed from 0 (a pattern is a function of the offset), so the model takes the
  * append as that extent grown, however many records there are. */
-static void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t n)
+void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t n)
 {
 	uint8_t *b = malloc(n);
 
@@ -837,73 +837,4 @@ void workload_xattr(void)
 	xattr_set_path("X0", 7, 65536, 5000);   /* after the shrink, grown again */
 	fsync_path("X0");
 	stage_file_now("X0");
-}
-
-/* chattr +c on a directory (its inode's flag, which new files and directories in it take),
- * a directory made in it and a file in that, fsync'ed: every flush boundary finds the tree
- * old or new, and fsck accepts the flagged directories. */
-static void compressed_dir(void)
-{
-	struct stage *s;
-	char p[600];
-	int fd, flags = FS_COMPR_FL;
-
-	mkdir_path("D");
-	fd = open(at_mnt(p, sizeof(p), "D"), O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
-	close(fd);
-	mkdir_path("D/S");
-	write_file("D/S/f", 806, 3 * 16384 + 100, 0, 1);
-	fsync_path("D/S");
-	fsync_path("D");
-	fsync_path(".");
-	s = stage_next();
-	stage_take_dir(s, "D/S");
-	stage_take_dir(s, "D");
-	stage_take_dir(s, ".");
-	stage_seal(s);
-}
-
-/* Compressed files (mkfs --compress, compress=lz4; the patterns compress about 4:1): whole
- * clusters written, then every way a cluster is rewritten whole - a partial overwrite across
- * two (read, changed, stored again), a truncate and a punch inside one, small appends that
- * finish one - and whole ones dropped; each step fsync'ed or fdatasync'ed; then a directory
- * flagged with chattr +c (compressed_dir). Every flush boundary is tried: a cluster is one
- * node update, so it is found old or new, never torn. */
-void workload_compressed(void)
-{
-	size_t size = 256 * 1024;
-	int i;
-
-	write_file("C", 800, size, 0, 1);
-	write_file("R", 801, 3 * 16384 + 5000, 0, 0);
-	fsync_path(".");
-	stage_root_now();
-	write_file("C", 802, 10000, 5000, 0); /* into clusters 0 and 1 */
-	fdatasync_path("C");
-	stage_file_now("C");
-	write_file("C", 803, 3 * 16384, 4 * 16384, 1); /* whole clusters replaced */
-	stage_file_now("C");
-	truncate_file("C", 100 * 1024 + 77);
-	fsync_path("C");
-	stage_file_now("C");
-	size = 100 * 1024 + 77;
-	falloc_path("C", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 20000, 40000);
-	cur_zero("C", 20000, 40000, 1);
-	stage_file_now("C");
-	for (i = 0; i < 6; i++) { /* appends: raw blocks, then their cluster compressed */
-		write_file("C", 804, 3000, size, 0);
-		size += 3000;
-	}
-	fdatasync_path("C");
-	stage_file_now("C");
-	truncate_file("R", 16384 + 1);
-	write_file("R", 805, 7000, 16384 - 3000, 0);
-	fsync_path("R");
-	stage_file_now("R");
-	unlink_path("R");
-	fsync_path(".");
-	stage_root_now();
-	compressed_dir();
 }

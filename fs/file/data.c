@@ -3,10 +3,12 @@
  * partial block held in memory, the size, and holes punched in a range.
  *
  * Owns: how a write is cut into whole-block runs and partial pieces, when a write's last,
- * partial block is held (tailbuf.c) rather than appended, and zeroing the bytes a truncate or
- * punch leaves inside a block. An inline file (inline.c) is inline.c's. The tree, block
+ * partial block is held (tailbuf.c) rather than appended - for a compressed file, the last
+ * cluster a write at its end of file ended inside - and zeroing the bytes a truncate or punch
+ * leaves inside a block. An inline file (inline.c) is inline.c's. The tree, block
  * addresses and appends are dmap.c's: this file calls down to it, never the reverse.
- * May call: dmap.c, inline.c, tailbuf.c (through files.h and data_int.h), node.c (core.h).
+ * May call: dmap.c, dcluster.c, inline.c, tailbuf.c (through files.h and data_int.h), node.c
+ * (core.h).
  */
 #include "data_int.h"
 
@@ -24,6 +26,29 @@
  * fills it or begins past it, or when tailbuf.c says (fsync, release, checkpoint, age).
  * Truncation drops it or zeroes it in memory; punching and fallocate write it out first. */
 
+/* N bytes of SRC into the held span H (file blocks from FIRST on), at byte AT of it. */
+static void held_put(struct zlfs_fs *fs, struct node_page *inode, uint8_t *h, uint64_t first,
+		     uint64_t at, const uint8_t *src, uint64_t n)
+{
+	memcpy(h + at, src, n);
+	tail_touch(fs, inode->nid, first + at / ZLFS_BLOCK_SIZE,
+		   first + (at + n + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE);
+	data_changed(fs, inode);
+}
+
+/* A span just held (file blocks from FIRST on) was read into H with the result READ
+ * (negative: an errno, and it goes): N bytes of SRC at AT go into it. 1, or the errno. */
+static int held_fill(struct zlfs_fs *fs, struct node_page *inode, int read, uint8_t *h,
+		     uint64_t first, uint64_t at, const uint8_t *src, uint64_t n)
+{
+	if (read < 0) {
+		tail_drop(fs, inode->nid);
+		return read;
+	}
+	held_put(fs, inode, h, first, at, src, n);
+	return 1;
+}
+
 /* Hold block IDX, N bytes of SRC at AT in it: 1 when held, 0 when the bound or the free
  * space says to write it through, or a negative errno. */
 static int hold_block(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
@@ -36,16 +61,10 @@ static int hold_block(struct zlfs_fs *fs, struct node_page *inode, const struct 
 	if (idx >= data_max_blocks()) /* past what a tree maps: written through, which says EFBIG */
 		return 0;
 	ret = data_slot_raw(fs, inode, idx, &raw);
-	if (ret || !(h = tail_hold(fs, inode->nid, idx, !raw)))
+	if (ret || !(h = tail_hold(fs, inode->nid, idx, 1, !raw)))
 		return ret;
 	ret = data_read_addr(fs, dk, idx, raw == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : raw, h);
-	if (ret) {
-		tail_drop(fs, inode->nid);
-		return ret;
-	}
-	memcpy(h + at, src, n);
-	data_changed(fs, inode);
-	return 1;
+	return held_fill(fs, inode, ret, h, idx, at, src, n);
 }
 
 /* Write N bytes of SRC at AT into block IDX, through BLK (scratch): into the held block if it
@@ -56,12 +75,11 @@ static int write_piece(struct zlfs_fs *fs, struct node_page *inode, const struct
 		       int may_hold)
 {
 	uint64_t hidx;
-	uint8_t *h = tail_block(fs, inode->nid, &hidx);
+	uint8_t *h = tail_block(fs, inode->nid, &hidx, NULL);
 	int ret = 0;
 
 	if (h && hidx == idx && !tail_redirty(fs, inode->nid)) {
-		memcpy(h + at, src, n);
-		data_changed(fs, inode);
+		held_put(fs, inode, h, idx, at, src, n);
 		return at + n == ZLFS_BLOCK_SIZE ? tail_write(fs, inode) : 0;
 	}
 	if (may_hold && (ret = hold_block(fs, inode, dk, idx, at, src, n)))
@@ -79,8 +97,72 @@ static void held_replaced(struct zlfs_fs *fs, struct node_page *inode, uint64_t 
 {
 	uint64_t hidx;
 
-	if (tail_block(fs, inode->nid, &hidx) && hidx >= idx && hidx - idx < n)
+	if (tail_block(fs, inode->nid, &hidx, NULL) && hidx >= idx && hidx - idx < n)
 		tail_drop(fs, inode->nid);
+}
+
+/* ---- a compressed file's last cluster in memory ------------------------------------------
+ * A compressed file is stored by whole clusters, so an append of a line would store its
+ * cluster again, compressed, for every line (57 times the device bytes of a plain file for
+ * logs appended a line at a time). The cluster a write at the end of file ends inside is held
+ * in memory whole instead (tailbuf.c: one span per file, counted against the same bound, its
+ * 2^n blocks owed), and stored once: when a write fills it, and whenever a held block would
+ * be written (fsync, release, checkpoint, age, a write that begins past it, truncate, punch,
+ * fallocate). Writes that end inside a cluster before the end of file are not held: they
+ * rewrite that cluster as before (dcluster.c), since a cluster held for a random write would
+ * cost a whole cluster where a raw one changes one block. */
+
+/* Hold cluster CIDX, N bytes of SRC at AT in it: 1 when held, 0 when the bound or the free
+ * space says to write through, or a negative errno. Any other span held for the file goes
+ * first: it is no longer the last. */
+static int hold_cluster(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			uint64_t cidx, uint64_t at, const uint8_t *src, uint64_t n)
+{
+	uint32_t c = 1u << data_cluster_log(inode);
+	uint64_t first = cidx * c, hidx;
+	uint8_t *h;
+	int ret;
+
+	if (first + c > data_max_blocks()) /* past what a tree maps: written through, EFBIG */
+		return 0;
+	ret = tail_block(fs, inode->nid, &hidx, NULL) ? tail_write(fs, inode) : 0;
+	if (!ret)
+		ret = dclu_read(fs, inode, dk, cidx, NULL); /* its blocks on the device */
+	if (ret < 0 || !(h = tail_hold(fs, inode->nid, first, c, !ret)))
+		return ret < 0 ? ret : 0;
+	return held_fill(fs, inode, dclu_read(fs, inode, dk, cidx, h), h, first, at, src, n);
+}
+
+/* Bytes [OFF, END) of a compressed file from SRC, cluster by cluster: into the held cluster
+ * (stored once the write reaches its end), held when the write ends inside a cluster at or
+ * past the end of file, else stored as dcluster.c does. *POS: how far it got. */
+static int write_clusters(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			  const uint8_t *src, uint64_t off, uint64_t end, uint64_t *pos)
+{
+	uint32_t log = data_cluster_log(inode);
+	uint64_t cb = (uint64_t)ZLFS_BLOCK_SIZE << log, size = le64_get(inode_of(inode)->size);
+	int ret = 0;
+
+	for (*pos = off; !ret && *pos < end;) {
+		uint64_t cidx = *pos / cb, cstart = cidx * cb, cend = end < cstart + cb ? end : cstart + cb;
+		uint64_t hidx, at = *pos - cstart;
+		uint8_t *h = tail_block(fs, inode->nid, &hidx, NULL);
+		const uint8_t *s = src + (*pos - off);
+
+		if (h && hidx == cidx << log && !tail_redirty(fs, inode->nid)) {
+			held_put(fs, inode, h, hidx, at, s, cend - *pos);
+			ret = cend == cstart + cb ? tail_write(fs, inode) : 0;
+		} else if (cend == end && end % cb && end >= size &&
+			   (ret = hold_cluster(fs, inode, dk, cidx, at, s, cend - *pos))) {
+			ret = ret < 0 ? ret : 0;
+		} else {
+			ret = dclu_write(fs, inode, dk, s, *pos, cend, pos);
+			continue; /* *POS is where it got */
+		}
+		if (!ret)
+			*pos = cend;
+	}
+	return ret;
 }
 
 int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, size_t size,
@@ -89,6 +171,7 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	struct zlfs_inode *in = inode_of(inode);
 	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE), *scratch = NULL;
 	uint64_t pos = off, end = off + size, hidx;
+	uint32_t hn;
 	/* the write ends in a partial block, which the next write is likely to go on in: an
 	 * append, or a log rewritten in place from its start (SQLite's WAL once it wraps) */
 	int hold = end % ZLFS_BLOCK_SIZE && S_ISREG(le32_get(in->mode));
@@ -100,11 +183,11 @@ int data_write(struct zlfs_fs *fs, struct node_page *inode, const void *buf, siz
 	    !(scratch = zdev_buf_alloc((size_t)WRITE_RUN * ZLFS_BLOCK_SIZE)))
 		ret = -ENOMEM;
 	data_lane_enter(fs, inode);
-	if (!ret && clustered)
-		ret = dclu_write(fs, inode, &dk, buf, off, end, &pos);
-	/* A write that begins past the held block leaves it whole: zeros up to its end. */
-	if (!ret && tail_block(fs, inode->nid, &hidx) && off >= (hidx + 1) * ZLFS_BLOCK_SIZE)
+	/* A write that begins past the held span leaves it whole: zeros up to its end. */
+	if (!ret && tail_block(fs, inode->nid, &hidx, &hn) && off >= (hidx + hn) * ZLFS_BLOCK_SIZE)
 		ret = tail_write(fs, inode);
+	if (!ret && clustered)
+		ret = write_clusters(fs, inode, &dk, buf, off, end, &pos);
 	while (!ret && pos < end) {
 		uint64_t idx = pos / ZLFS_BLOCK_SIZE, at = pos % ZLFS_BLOCK_SIZE;
 		uint64_t n = ZLFS_BLOCK_SIZE - at < end - pos ? ZLFS_BLOCK_SIZE - at : end - pos;
@@ -173,35 +256,40 @@ int data_set_size(struct zlfs_fs *fs, struct node_page *inode, uint64_t size)
 {
 	struct zlfs_inode *in = inode_of(inode);
 	uint64_t old = le64_get(in->size), hidx, from;
+	uint32_t hn = 1;
 	uint8_t *h;
 	int ret = 0, cut = 0;
 
 	if (size >= data_max_blocks() * ZLFS_BLOCK_SIZE)
 		return -EFBIG;
-	tail_forget_clean(fs, inode->nid); /* a held block changes below, not a clean copy */
-	h = tail_block(fs, inode->nid, &hidx);
+	tail_forget_clean(fs, inode->nid); /* a held span changes below, not a clean copy */
+	h = tail_block(fs, inode->nid, &hidx, &hn);
 	ret = inline_resize(fs, inode, size);
 	if (ret)
 		return ret < 0 ? ret : 0;
-	/* The held block goes with a new end before it, is whole with one past it, and else
+	/* The held span goes with a new end before it, is whole with one past it, and else
 	 * keeps the end of file, zeroed past it in memory. */
 	if (h && size <= hidx * ZLFS_BLOCK_SIZE)
 		tail_drop(fs, inode->nid);
-	else if (h && size >= (hidx + 1) * ZLFS_BLOCK_SIZE)
+	else if (h && size >= (hidx + hn) * ZLFS_BLOCK_SIZE)
 		ret = tail_write(fs, inode);
 	if (ret)
 		return ret;
-	h = tail_block(fs, inode->nid, &hidx);
+	h = tail_block(fs, inode->nid, &hidx, &hn);
 	from = (size + ZLFS_BLOCK_SIZE - 1) / ZLFS_BLOCK_SIZE;
-	if (size <= old && data_cluster_log(inode)) /* a compressed cluster goes whole or not */
+	if (h) /* the new end is in the held span: its write replaces the blocks it zeroes below */
+		from = hidx + hn;
+	else if (size <= old && data_cluster_log(inode)) /* a compressed cluster goes whole or not */
 		ret = cut = dclu_cut(fs, inode, size, old, &from);
 	if (ret < 0)
 		return ret;
 	ret = size <= old ? data_truncate_blocks(fs, inode, from) : 0;
 	/* past the new end, zeros: in memory, in its block, or (CUT) in its compressed cluster */
-	if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE && h)
-		memset(h + size % ZLFS_BLOCK_SIZE, 0, ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
-	else if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE)
+	if (!ret && size < old && h) {
+		memset(h + (size - hidx * ZLFS_BLOCK_SIZE), 0,
+		       hn * ZLFS_BLOCK_SIZE - (size - hidx * ZLFS_BLOCK_SIZE));
+		tail_touch(fs, inode->nid, size / ZLFS_BLOCK_SIZE, hidx + hn);
+	} else if (!ret && !cut && size < old && size % ZLFS_BLOCK_SIZE)
 		ret = zero_tail(fs, inode, size / ZLFS_BLOCK_SIZE, size % ZLFS_BLOCK_SIZE,
 				ZLFS_BLOCK_SIZE - size % ZLFS_BLOCK_SIZE);
 	if (ret)

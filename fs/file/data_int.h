@@ -49,9 +49,11 @@ int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dke
 /* Store cluster CIDX of a compressed file from the N blocks at BUF (ciphertext for an
  * encrypted file): COMPRESSED, its k = N stored blocks (the marker in the cluster's first
  * slot); else the 2^n blocks raw, block i in slot i, those whose bit is set in HOLES left
- * holes (all zeros). The cluster's old blocks and reservations go; one node update. */
+ * holes (all zeros). The cluster's old blocks and reservations go; one node update. OWED: a
+ * cluster held in memory, whose room was set aside: should a race have taken it, the hot data
+ * log, which may use the GC reserve, takes the cluster (as data_write_held). */
 int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
-		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes);
+		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes, int owed);
 
 /* ---- dcluster.c: compressed files (ZLFS_IFLAG_COMPRESS) --------------------------------- */
 /* Cluster FIRST >> LOG of inode INO, stored compressed: ADDR its 2^LOG slots (the marker,
@@ -68,6 +70,10 @@ int dclu_stored(uint32_t ino, uint64_t first, uint32_t log, const uint32_t *addr
 int dclu_decode(struct zlfs_fs *fs, uint32_t ino, uint32_t log,
 		const struct zcrypt_file_key *key, uint64_t first, uint32_t k, uint8_t *stored,
 		uint8_t *dst);
+/* Cluster CIDX in plaintext into PLAIN (2^n blocks; NULL: not read): how many device blocks
+ * it holds (the k of a compressed one, a raw one's blocks; 0: none), or a negative errno. */
+int dclu_read(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+	      uint64_t cidx, uint8_t *plain);
 /* Whether cluster CIDX is stored compressed. */
 int dclu_is_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx, int *yes);
 /* Write bytes [OFF, END) of a compressed file from SRC, cluster by cluster; *POS says how far

@@ -48,18 +48,23 @@ static int data_addrs(struct zlfs_fs *fs, struct node_page *inode, uint64_t firs
  * ZLFS_ADDR_PREALLOC otherwise: data_addrs maps it to a hole. */
 #define ADDR_IN_MEMORY ZLFS_ADDR_PREALLOC
 
-/* The file's held partial block (tailbuf.c), if among blocks [FIRST, FIRST+N): copied into
- * BUF, and its address marked so that no stale copy is read from the device over it. */
+/* The file's held partial block or cluster (tailbuf.c), as far as it lies among blocks
+ * [FIRST, FIRST+N): copied into BUF, and their addresses marked so that no stale copy is read
+ * from the device over them (a held cluster's marker among them: plans of compressed files
+ * are whole clusters, so it is all in memory or none of it). */
 static void plan_held(struct zlfs_fs *fs, uint32_t ino, uint64_t first, uint32_t n,
 		      uint32_t *addr, uint8_t *buf)
 {
-	uint64_t idx;
-	const uint8_t *h = tail_block(fs, ino, &idx);
+	uint64_t idx, i;
+	uint32_t hn;
+	const uint8_t *h = tail_block(fs, ino, &idx, &hn);
 
-	if (!h || idx < first || idx - first >= n)
-		return;
-	memcpy(buf + (idx - first) * ZLFS_BLOCK_SIZE, h, ZLFS_BLOCK_SIZE);
-	addr[idx - first] = ADDR_IN_MEMORY;
+	for (i = h ? idx : 0; h && i < idx + hn; i++)
+		if (i >= first && i - first < n) {
+			memcpy(buf + (i - first) * ZLFS_BLOCK_SIZE, h + (i - idx) * ZLFS_BLOCK_SIZE,
+			       ZLFS_BLOCK_SIZE);
+			addr[i - first] = ADDR_IN_MEMORY;
+		}
 }
 
 int data_read_plan(struct zlfs_fs *fs, struct node_page *inode, size_t size, uint64_t off,

@@ -8,12 +8,14 @@
  * decompress - and the writes, truncations and punches that land inside a cluster, which
  * read it, change it and store it again whole. A write into part of a raw cluster changes its
  * blocks alone, as in any file, and the write that reaches a cluster's last block tries to
- * compress it. Which files are compressed: the mount's choice at create (dclu_start), and
- * chattr +c / -c while a file is empty (dclu_set). Slots and appends are dmap.c's
- * (data_put_cluster), the codec cluster.c's. Each thread keeps one codec context (the
- * libraries' state is not shared).
- * May call: dmap.c (data_int.h), tailbuf.c, inode.c (files.h), node/log (core.h), cluster.h,
+ * compress it. A file's last cluster held in memory (tailbuf.c, data.c) is read here and
+ * stored here when it goes (dclu_read, dclu_write_held). Which files are compressed: the
+ * mount's choice at create (dclu_start), and chattr +c / -c while a file is empty (dclu_set).
+ * Slots and appends are dmap.c's (data_put_cluster), the codec cluster.c's. Each thread keeps
+ * one codec context (the libraries' state is not shared).
+ * May call: dmap.c (data_int.h), inode.c (files.h), node/log (core.h), cluster.h,
  * crypto/zcrypt.h, log.h; counts what it stores in the mount's compression figures (core.h).
+ * Not tailbuf.c, which calls it (dclu_write_held): data.c does the holding.
  */
 #include "cluster.h"
 #include "data_int.h"
@@ -136,21 +138,32 @@ int dclu_is_compressed(struct zlfs_fs *fs, struct node_page *inode, uint64_t cid
 	return ret;
 }
 
-/* Cluster CIDX in plaintext into PLAIN (2^n blocks): decompressed, or block by block. */
-static int cluster_read(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
-			uint64_t cidx, uint8_t *plain)
+int dclu_read(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+	      uint64_t cidx, uint8_t *plain)
 {
 	uint32_t log = data_cluster_log(inode), c = 1u << log, addr[1u << ZLFS_CLUSTER_LOG_MAX];
 	uint64_t first = cidx << log;
-	int ret = cluster_slots(fs, inode, cidx, addr);
+	int ret = cluster_slots(fs, inode, cidx, addr), n = 0;
 
-	if (!ret && addr[0] == ZLFS_ADDR_COMPRESSED)
-		return dclu_unpack(fs, inode->nid, log, dk->on ? &dk->k : NULL, first, addr, plain);
-	for (uint32_t i = 0; !ret && i < c; i++)
-		ret = data_read_addr(fs, dk, first + i,
-				     addr[i] == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : addr[i],
-				     plain + (size_t)i * BS);
-	return ret;
+	for (uint32_t i = 0; !ret && i < c; i++) /* the marker is no block */
+		n += addr[i] && addr[i] != ZLFS_ADDR_PREALLOC && addr[i] != ZLFS_ADDR_COMPRESSED;
+	if (!ret && plain && addr[0] == ZLFS_ADDR_COMPRESSED)
+		ret = dclu_unpack(fs, inode->nid, log, dk->on ? &dk->k : NULL, first, addr, plain);
+	else
+		for (uint32_t i = 0; !ret && plain && i < c; i++)
+			ret = data_read_addr(fs, dk, first + i,
+					     addr[i] == ZLFS_ADDR_PREALLOC ? ZLFS_ADDR_NULL : addr[i],
+					     plain + (size_t)i * BS);
+	return ret ? ret : n;
+}
+
+/* Cluster CIDX in plaintext into PLAIN (2^n blocks): 0 or a negative errno. */
+static int cluster_read(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			uint64_t cidx, uint8_t *plain)
+{
+	int n = dclu_read(fs, inode, dk, cidx, plain);
+
+	return n < 0 ? n : 0;
 }
 
 /* The write path's figures for zlfs-ctl stats: a store of IN plaintext blocks that took OUT
@@ -169,9 +182,10 @@ static int block_is_zero(const uint8_t *b)
 
 /* Store PLAIN (2^n blocks) as cluster CIDX: compressed when that saves a block, else raw
  * (all-zero blocks as holes), unless KEEP_RAW: a cluster that does not compress then stays
- * as it is. */
+ * as it is, and 1 says so. OWED: a held cluster's, whose room was set aside
+ * (data_put_cluster). */
 static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
-			 uint64_t cidx, const uint8_t *plain, int keep_raw)
+			 uint64_t cidx, const uint8_t *plain, int keep_raw, int owed)
 {
 	const struct zlfs_inode *in = inode_of(inode);
 	uint32_t log = in->cluster_log, c = 1u << log, i;
@@ -188,12 +202,12 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 		ret = zcrypt_xts_encrypt(&dk->k, first + 1 + i, out + (size_t)i * BS,
 					 out + (size_t)i * BS, BS);
 	if (!ret && k > 0)
-		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0);
+		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0, owed);
 	if (!ret && k > 0)
 		clu_count(fs, &fs->clu_compressed, c, (uint32_t)k);
 	if (ret || k > 0 || keep_raw) {
 		zdev_buf_free(out);
-		return ret;
+		return ret ? ret : !k;
 	}
 	for (i = 0; i < c; i++)
 		holes |= (uint64_t)block_is_zero(plain + (size_t)i * BS) << i;
@@ -201,7 +215,7 @@ static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const stru
 		ret = zcrypt_xts_encrypt(&dk->k, first + i, plain + (size_t)i * BS,
 					 out + (size_t)i * BS, BS);
 	if (!ret)
-		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes);
+		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes, owed);
 	if (!ret)
 		clu_count(fs, &fs->clu_raw, c, c - (uint32_t)__builtin_popcountll(holes));
 	zdev_buf_free(out);
@@ -236,9 +250,9 @@ static int raw_patch(struct zlfs_fs *fs, struct node_page *inode, const struct d
 	if (!ret && src && end > (c - 1) * BS) { /* an append finishing its cluster */
 		ret = cluster_read(fs, inode, dk, cidx, buf);
 		if (!ret)
-			ret = cluster_store(fs, inode, dk, cidx, buf, 1);
+			ret = cluster_store(fs, inode, dk, cidx, buf, 1, 0);
 	}
-	return ret;
+	return ret < 0 ? ret : 0; /* 1: it stays raw */
 }
 
 /* Bytes [AT, AT+N) of cluster CIDX from SRC, or zeros (SRC NULL). */
@@ -258,7 +272,7 @@ static int cluster_patch(struct zlfs_fs *fs, struct node_page *inode, const stru
 		else if (!ret)
 			memset(buf + at, 0, n);
 		if (!ret)
-			ret = cluster_store(fs, inode, dk, cidx, buf, 0);
+			ret = cluster_store(fs, inode, dk, cidx, buf, 0, 0);
 	}
 	zdev_buf_free(buf);
 	return ret;
@@ -278,13 +292,56 @@ int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *d
 		if (cidx << log >= data_max_blocks())
 			return -EFBIG;
 		if (n == cb)
-			ret = cluster_store(fs, inode, dk, cidx, src + (*pos - off), 0);
+			ret = cluster_store(fs, inode, dk, cidx, src + (*pos - off), 0, 0);
 		else
 			ret = cluster_patch(fs, inode, dk, cidx, (uint32_t)(*pos - cstart),
 					    src + (*pos - off), (uint32_t)n);
 		if (!ret)
 			*pos += n;
 	}
+	return ret;
+}
+
+/* The blocks of held raw cluster FIRST... whose bit is set in DIRTY, from PLAIN, alone; one
+ * all zeros (a truncate's, past the end of file) becomes a hole, as in cluster_store. */
+static int write_dirty(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		       const uint8_t *plain, uint64_t dirty)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; !ret && i < 64; i++) {
+		const uint8_t *b = plain + (size_t)i * BS;
+
+		if (!(dirty >> i & 1))
+			continue;
+		if (block_is_zero(b)) {
+			ret = data_drop_blocks(fs, inode, first + i, first + i + 1);
+			continue;
+		}
+		ret = data_write_held(fs, inode, first + i, b);
+		if (!ret)
+			clu_count(fs, &fs->clu_blocks_alone, 1, 1);
+	}
+	return ret;
+}
+
+int dclu_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		    const uint8_t *plain, uint64_t dirty)
+{
+	uint64_t cidx = first >> data_cluster_log(inode);
+	struct dkey dk;
+	int stored = 0, ret = dkey_get(fs, inode, &dk);
+
+	/* A raw cluster that stays raw (data that does not compress, appended and fsync'ed a
+	 * little at a time) changes only the blocks that changed: stored whole, each fsync would
+	 * write its earlier blocks again. */
+	if (!ret)
+		ret = dclu_is_compressed(fs, inode, cidx, &stored);
+	if (!ret)
+		ret = cluster_store(fs, inode, &dk, cidx, plain, !stored, 1);
+	if (ret == 1)
+		ret = write_dirty(fs, inode, first, plain, dirty);
+	dkey_put(&dk);
 	return ret;
 }
 
@@ -348,16 +405,17 @@ int dclu_cut(struct zlfs_fs *fs, struct node_page *inode, uint64_t size, uint64_
 	return ret < 0 ? ret : done;
 }
 
-/* No data, no node, nothing held: a file whose tree may change shape. */
-static int file_empty(struct zlfs_fs *fs, struct node_page *np)
+/* No data, no node: a file whose tree may change shape. Nothing is held in memory for it
+ * either (tailbuf.c): a held span lies below the end of file, and one is let go when a
+ * truncate leaves none of it inside the file. */
+static int file_empty(const struct node_page *np)
 {
-	const struct zlfs_inode *in = inode_of(np);
-	uint64_t hidx;
+	const struct zlfs_inode *in = np->buf;
 
 	for (int i = 0; i < ZLFS_INODE_NIDS; i++)
 		if (in->nid[i])
 			return 0;
-	return !le64_get(in->size) && !le64_get(in->blocks) && !tail_block(fs, np->nid, &hidx);
+	return !le64_get(in->size) && !le64_get(in->blocks);
 }
 
 /* The algorithm a file or directory made compressed without one of its own gets: the mount's,
@@ -401,7 +459,7 @@ int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
 		inode_touch(fs, np, INODE_CTIME);
 		return 0;
 	}
-	if (!file_empty(fs, np))
+	if (!file_empty(np))
 		return -EINVAL; /* its tree has the other shape: as F2FS, only while empty */
 	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE) { /* empty: its area may hold old bytes */
 		memset(in->addr, 0, sizeof(in->addr));

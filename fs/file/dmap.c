@@ -546,11 +546,35 @@ static int append_all(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t
 	return 0;
 }
 
+/* Append a cluster's stored blocks (N of BUF compressed, else the C raw ones but the HOLES)
+ * to log TYPE for slots SLOT... of node NID: their addresses into ADDR (the marker's slot
+ * left), also those appended before an error. How many blocks, or a negative errno. */
+static int append_cluster(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t *buf,
+			  uint32_t n, uint32_t c, int compressed, uint64_t holes, uint32_t nid,
+			  uint32_t slot, uint32_t *addr)
+{
+	uint32_t i, j, now = 0;
+	int ret = 0;
+
+	if (compressed)
+		return append_all(fs, type, buf, n, nid, slot + 1, addr + 1) ?: (int)n;
+	for (i = 0; !ret && i < c; i = j) { /* raw: runs between the holes */
+		for (j = i; j < c && !(holes >> j & 1); j++)
+			;
+		ret = j > i ? append_all(fs, type, buf + (size_t)i * ZLFS_BLOCK_SIZE, j - i, nid,
+					 slot + i, addr + i)
+			    : 0;
+		now += j - i;
+		j += j == i;
+	}
+	return ret ? ret : (int)now;
+}
+
 int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
-		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes)
+		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes, int owed)
 {
 	uint32_t log = data_cluster_log(inode), c = 1u << log, old[1u << ZLFS_CLUSTER_LOG_MAX];
-	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX] = {0}, i, j, reserved = 0, had = 0, now = 0;
+	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX] = {0}, i, reserved = 0, had = 0, now;
 	struct zlfs_inode *in = inode_of(inode);
 	enum zlfs_log_type type;
 	struct dref ref;
@@ -568,26 +592,21 @@ int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
 	if (reserved) /* they pay for this write, and those it leaves unused go */
 		seg_prealloc_add(fs, -(int64_t)reserved);
 	type = data_user_log(fs, inode, had > reserved || old[0] == ZLFS_ADDR_COMPRESSED);
-	if (compressed) {
-		ret = append_all(fs, type, buf, n, ref.np->nid, ref.slot + 1, addr + 1);
-		now = n;
+	ret = append_cluster(fs, type, buf, n, c, compressed, holes, ref.np->nid, ref.slot, addr);
+	if (ret == -ENOSPC && owed) { /* its room was owed: the reserve's log takes it */
+		seg_mark_n(fs, addr, c, 0);
+		memset(addr, 0, sizeof(addr));
+		ret = append_cluster(fs, ZLFS_LOG_HOT_DATA, buf, n, c, compressed, holes,
+				     ref.np->nid, ref.slot, addr);
 	}
-	for (i = 0; !compressed && !ret && i < c; i = j) { /* raw: runs between the holes */
-		for (j = i; j < c && !(holes >> j & 1); j++)
-			;
-		ret = j > i ? append_all(fs, type, buf + (size_t)i * ZLFS_BLOCK_SIZE, j - i,
-					 ref.np->nid, ref.slot + i, addr + i)
-			    : 0;
-		now += j - i;
-		j += j == i;
-	}
-	if (ret) {
+	if (ret < 0) {
 		seg_mark_n(fs, addr, c, 0); /* what did get appended is nobody's */
 		if (reserved)
 			seg_prealloc_add(fs, (int64_t)reserved);
 		node_put(fs, ref.np);
 		return ret;
 	}
+	now = (uint32_t)ret;
 	if (compressed)
 		addr[0] = ZLFS_ADDR_COMPRESSED;
 	data_changed(fs, inode);

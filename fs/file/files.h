@@ -160,21 +160,33 @@ int data_punch(struct zlfs_fs *fs, struct node_page *inode, uint64_t off, uint64
  * a partial block held in memory (tailbuf.c), whose room was owed while it was held. */
 int data_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t idx,
 		    const uint8_t *plain);
+/* Store the cluster of a compressed file whose first block is FIRST from its plaintext PLAIN
+ * (2^n blocks, left as it is), compressed when that saves a block, else raw (dcluster.c): a
+ * cluster held in memory (tailbuf.c), whose room was owed while it was held. Raw on the device
+ * and still raw, only its blocks whose bit is set in DIRTY (changed in memory) are written. */
+int dclu_write_held(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
+		    const uint8_t *plain, uint64_t dirty);
 
 /* ---- tailbuf.c ---------------------------------------------------------------------------
  * Partial blocks in memory (docs/design.md): the block a write to a regular file ended inside
- * (at its end of file or within it) may be kept in memory, one per file, until the file's
- * writes fill it or go past it, the file is fsync'ed or released, a checkpoint or unmount, or
- * it has been held for the daemon's age limit. Its bytes belong to the file's inode lock. */
+ * (at its end of file or within it), or for a compressed file the cluster a write at its end
+ * of file ended inside, may be kept in memory, one span per file, until the file's writes
+ * fill it or go past it, the file is fsync'ed or released, a checkpoint or unmount, or it has
+ * been held for the daemon's age limit. Its bytes belong to the file's inode lock. */
 /* Hold up to MAX_BLOCKS blocks (0: none; without a call nothing is held). */
 int tail_init(struct zlfs_fs *fs, uint32_t max_blocks);
 /* Drop whatever is still held (unmount, after tail_flush_all). */
 void tail_destroy(struct zlfs_fs *fs);
-/* The bytes of INO's held block and its index in *IDX, or NULL (INO locked, shared). */
-uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx);
-/* A new held block IDX of INO (none held yet; FRESH: the file has no block there): its bytes,
- * for the caller to fill, or NULL when the bound or the free space says to write through. */
-uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh);
+/* The bytes of INO's held span, its first file block in *IDX and its blocks in *N (if N: 1,
+ * or a compressed file's cluster), or NULL (INO locked, shared). */
+uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx, uint32_t *n);
+/* A new held span of INO (none held yet), NBLK blocks from file block IDX (1, or a compressed
+ * file's cluster; FRESH: the file has no block there): its bytes, for the caller to fill, or
+ * NULL when the bound or the free space says to write through. */
+uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, uint32_t nblk, int fresh);
+/* File blocks [FROM, TO) of INO's held span were changed (INO locked exclusively): a cluster
+ * that does not compress writes those alone (dclu_write_held). */
+void tail_touch(struct zlfs_fs *fs, uint32_t ino, uint64_t from, uint64_t to);
 /* Forget INO's held block (its bytes are no longer the file's). */
 void tail_drop(struct zlfs_fs *fs, uint32_t ino);
 /* Write INODE's held block out, if it has one, and let it go (INODE locked exclusively,

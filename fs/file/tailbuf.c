@@ -1,19 +1,24 @@
 /*
  * tailbuf.c - partial blocks in memory: the block a write to a regular file ended inside is
  * kept in memory instead of being written anew by every write that adds a few bytes to it
- * (docs/design.md, "Partial blocks in memory").
+ * (docs/design.md, "Partial blocks in memory"); for a compressed file, the whole cluster a
+ * write at its end of file ended inside (docs/compression.md, "The last cluster in memory"),
+ * since a cluster is stored whole.
  *
- * Owns: the table of held blocks (at most one per file: the block a write ended inside, at
- * the end of file or within it), their bound, the room each one is owed in the warm data
- * log (seg_owe) from the moment it is held, and writing them out: when the file's write fills
- * the block or goes past it (data.c), at fsync and release, before a checkpoint and at
- * unmount (every held block), and once a block is older than the age the daemon gives
- * (tail_flush_aged, from the checkpoint thread). A held block is plaintext; data.c encrypts
- * it as it is written, as any block. An fsync keeps the block it wrote as a clean copy (what
+ * Owns: the table of held spans (at most one per file: the block a write ended inside, at
+ * the end of file or within it, or a compressed file's last cluster), their bound in blocks,
+ * the room each one is owed in the warm data log (seg_owe: a block, or the cluster's 2^n
+ * blocks, its most when stored raw) from the moment it is held, and writing them out: when
+ * the file's write fills the block or cluster or goes past it (data.c), at fsync and release,
+ * before a checkpoint and at unmount (every held span), and once one is older than the age
+ * the daemon gives (tail_flush_aged, from the checkpoint thread). A held span is plaintext; a
+ * block is encrypted as it is written, as any block (dmap.c), a cluster compressed and
+ * encrypted as any cluster (dcluster.c). An fsync keeps the block it wrote as a clean copy (what
  * the device holds), so that the next write into it, which a log written in frames that end
  * inside blocks makes at once (SQLite's WAL), needs no read of the device: the first write
  * makes it held again, and anything else that changes the file lets it go.
- * May call: dmap.c (data_write_held), inode.c, icache (core.h), node/log (core.h), log.h.
+ * May call: dmap.c (data_write_held), dcluster.c (dclu_write_held), inode.c, icache (core.h),
+ * node/log (core.h), log.h.
  *
  * Locks: the table's chains and count are under its own lock (tail_lock, a leaf, taken for
  * the table only). A held block is added, changed, written and dropped only under its
@@ -34,16 +39,18 @@ struct tail {
 	uint32_t ino;
 	int fresh;          /* the file had no block there: writing it adds one (st_blocks) */
 	int clean;          /* what the device holds (an fsync wrote it): nothing owed */
-	uint64_t idx;       /* file block */
+	uint32_t nblk;      /* 1, or a compressed file's cluster of 2^n blocks */
+	uint64_t dirty;     /* a cluster's blocks changed since it was held or written (bits) */
+	uint64_t idx;       /* file block (a cluster's first) */
 	uint64_t born_ns;   /* when it was first held (CLOCK_MONOTONIC) */
-	uint8_t *buf;       /* one block of plaintext */
+	uint8_t *buf;       /* NBLK blocks of plaintext */
 };
 
 struct tail_table {
 	struct zlock lock;  /* bucket chains, count */
 	struct tail *bucket[TAIL_BUCKETS];
-	uint32_t count, max;
-	uint32_t nclean;    /* atomic: clean copies among them (held_blocks counts the rest) */
+	uint32_t count, max; /* blocks held (a cluster counts its 2^n), and their bound */
+	uint32_t nclean;    /* atomic: blocks of clean copies among them (held_blocks: the rest) */
 };
 
 int tail_init(struct zlfs_fs *fs, uint32_t max_blocks)
@@ -88,7 +95,10 @@ static struct tail *tail_get(struct zlfs_fs *fs, uint32_t ino)
 
 static void tail_free(struct tail *e)
 {
-	zdev_page_free(e->buf);
+	if (e->nblk > 1)
+		zdev_buf_free(e->buf);
+	else
+		zdev_page_free(e->buf);
 	free(e);
 }
 
@@ -104,17 +114,17 @@ static void tail_remove(struct zlfs_fs *fs, uint32_t ino, int owed)
 	e = *pp;
 	if (e) {
 		*pp = e->next;
-		t->count--;
+		t->count -= e->nblk;
 	}
 	zlock_unlock(&t->lock);
 	if (!e)
 		return;
 	if (e->clean) {
-		ATOMIC_ADD(&t->nclean, (uint32_t)-1);
+		ATOMIC_ADD(&t->nclean, -e->nblk);
 	} else {
 		if (owed)
-			seg_owe(fs, ZLFS_LOG_WARM_DATA, -1);
-		ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+			seg_owe(fs, ZLFS_LOG_WARM_DATA, -(int)e->nblk);
+		ATOMIC_ADD(&fs->held_blocks, -e->nblk);
 	}
 	tail_free(e);
 }
@@ -129,15 +139,17 @@ static void tail_mark(struct zlfs_fs *fs, struct tail *e, int clean)
 	zlock_lock(&t->lock);
 	e->clean = clean;
 	e->fresh = 0; /* once written, the file has a block there */
+	if (clean)
+		e->dirty = 0;
 	if (!clean)
 		e->born_ns = mono_ns();
 	zlock_unlock(&t->lock);
 	if (clean) {
-		ATOMIC_ADD(&t->nclean, 1);
-		ATOMIC_ADD(&fs->held_blocks, (uint32_t)-1);
+		ATOMIC_ADD(&t->nclean, e->nblk);
+		ATOMIC_ADD(&fs->held_blocks, -e->nblk);
 	} else {
-		ATOMIC_ADD(&fs->held_blocks, 1);
-		ATOMIC_ADD(&t->nclean, (uint32_t)-1);
+		ATOMIC_ADD(&fs->held_blocks, e->nblk);
+		ATOMIC_ADD(&t->nclean, -e->nblk);
 	}
 }
 
@@ -157,60 +169,74 @@ int tail_redirty(struct zlfs_fs *fs, uint32_t ino)
 
 	if (!e || !e->clean)
 		return 0;
-	if (!seg_free_blocks(fs)) {
+	if (seg_free_blocks(fs) < e->nblk) {
 		tail_remove(fs, ino, 0);
 		return -ENOSPC;
 	}
-	seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, (int)e->nblk);
 	tail_mark(fs, e, 0);
 	return 0;
 }
 
-uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx)
+void tail_touch(struct zlfs_fs *fs, uint32_t ino, uint64_t from, uint64_t to)
+{
+	struct tail *e = tail_get(fs, ino);
+
+	for (uint64_t i = from; e && i < to; i++)
+		if (i >= e->idx && i - e->idx < e->nblk)
+			e->dirty |= 1ull << (i - e->idx);
+}
+
+uint8_t *tail_block(struct zlfs_fs *fs, uint32_t ino, uint64_t *idx, uint32_t *n)
 {
 	struct tail *e = tail_get(fs, ino);
 
 	if (e)
 		*idx = e->idx;
+	if (e && n)
+		*n = e->nblk;
 	return e ? e->buf : NULL;
 }
 
-/* Room for one more block of user data (what statfs would call free) is asked before a
- * block is held, and owed from then on: a held block is never refused room when it is
- * written, whatever was written meanwhile (data_write_held falls back on the GC reserve
- * should a race take it). */
-uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, int fresh)
+/* Room for the blocks a span may take (what statfs would call free) is asked before it is
+ * held, and owed from then on: a held span is never refused room when it is written,
+ * whatever was written meanwhile (data_write_held and dclu_write_held fall back on the GC
+ * reserve should a race take it). */
+uint8_t *tail_hold(struct zlfs_fs *fs, uint32_t ino, uint64_t idx, uint32_t nblk, int fresh)
 {
 	struct tail_table *t = fs->tails;
 	struct tail *e, **pp;
 	int full;
 
-	tail_forget_clean(fs, ino); /* a clean copy of another block of INO gives way */
-	if (!t || ATOMIC_GET(&fs->held_blocks) >= t->max || !seg_free_blocks(fs))
+	tail_forget_clean(fs, ino); /* a clean copy of another span of INO gives way */
+	if (!t || ATOMIC_GET(&fs->held_blocks) + nblk > t->max || seg_free_blocks(fs) < nblk)
 		return NULL;
 	e = calloc(1, sizeof(*e));
-	if (!e || !(e->buf = zdev_page_alloc())) {
+	if (!e || !(e->buf = nblk > 1 ? zdev_buf_alloc((size_t)nblk * ZLFS_BLOCK_SIZE)
+				       : zdev_page_alloc())) {
 		free(e);
 		return NULL; /* written through instead, as without the table */
 	}
 	e->ino = ino;
 	e->idx = idx;
+	e->nblk = nblk;
 	e->fresh = fresh;
 	e->born_ns = mono_ns();
 	zlock_lock(&t->lock);
 	pp = tail_slot(t, ino);
-	full = t->count >= t->max || *pp; /* one per file: the caller wrote out any earlier one */
+	/* one per file: the caller wrote out any earlier one */
+	full = t->count + nblk > t->max || *pp;
 	if (!full) {
 		*pp = e;
-		t->count++;
+		t->count += nblk;
 	}
 	zlock_unlock(&t->lock);
 	if (full) {
 		tail_free(e);
 		return NULL;
 	}
-	seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
-	ATOMIC_ADD(&fs->held_blocks, 1);
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, (int)nblk);
+	ATOMIC_ADD(&fs->held_blocks, nblk);
 	return e->buf;
 }
 
@@ -220,7 +246,7 @@ void tail_drop(struct zlfs_fs *fs, uint32_t ino)
 		tail_remove(fs, ino, 1);
 }
 
-/* Write INODE's held block out; KEEP: keep it as a clean copy (an fsync's), else let it go. */
+/* Write INODE's held span out; KEEP: keep it as a clean copy (an fsync's), else let it go. */
 static int tail_write_keep(struct zlfs_fs *fs, struct node_page *inode, int keep)
 {
 	struct tail *e = tail_get(fs, inode->nid);
@@ -231,10 +257,12 @@ static int tail_write_keep(struct zlfs_fs *fs, struct node_page *inode, int keep
 			tail_remove(fs, inode->nid, 0);
 		return 0;
 	}
-	seg_owe(fs, ZLFS_LOG_WARM_DATA, -1); /* the write below spends the room set aside */
-	ret = data_write_held(fs, inode, e->idx, e->buf);
+	/* the write below spends the room set aside */
+	seg_owe(fs, ZLFS_LOG_WARM_DATA, -(int)e->nblk);
+	ret = e->nblk > 1 ? dclu_write_held(fs, inode, e->idx, e->buf, e->dirty)
+			  : data_write_held(fs, inode, e->idx, e->buf);
 	if (ret) { /* still held, still owed: a later write-out tries again */
-		seg_owe(fs, ZLFS_LOG_WARM_DATA, 1);
+		seg_owe(fs, ZLFS_LOG_WARM_DATA, (int)e->nblk);
 		return ret;
 	}
 	/* The attribute cache first: a stat that no longer finds the block held must find it
