@@ -11,10 +11,13 @@
  * checkpoint for a new file. The power cuts are test_crash's 'dentry' workload, and here a
  * file the checkpoint has, renamed, moved or relinked away from the name a new fsync'ed file
  * then takes: after a power cut it is still there. A read error while the marks are linked at
- * mount loses none: that mount fails, writing nothing, and the next one links them.
+ * mount loses none: that mount fails, writing nothing, and the next one links them. A name
+ * change dmark.c has no memory to record makes the directory's fsync take a checkpoint (the
+ * binary is linked with --wrap=calloc for it).
  */
 #include "testutil.h"
 
+#include "files.h"
 #include "zdev_emu.h"
 
 #include <errno.h>
@@ -289,6 +292,53 @@ START_TEST(t_read_error_loses_no_mark)
 }
 END_TEST
 
+/* ---- no memory for the records: this binary is linked with --wrap=calloc, and while
+ * fail_calloc is set every calloc of the filesystem's code (in process) returns NULL ---- */
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+static int fail_calloc, failed_callocs;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (fail_calloc) {
+		failed_callocs++;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+/* A name the checkpoint has removed while no record of it can be made: the directory's fsync
+ * must take a checkpoint (no record may say the directory is covered by durable marks). */
+START_TEST(t_unrecorded_change_takes_a_checkpoint)
+{
+	struct zlfs_mount_opts mo = {0};
+	struct node_page *root;
+	struct zlfs_fs *fs;
+	uint64_t version;
+	uint32_t ino;
+	uint8_t type;
+	int ret;
+
+	ck_assert_int_eq(tu_daemon_stop(mnt, mount_with_checkpointed("x")), 0);
+	ck_assert_int_eq(files_mount(img, &mo, &fs), 0);
+	ck_assert_int_eq(inode_get(fs, 1, &root), 0);
+	ck_assert_int_eq(dir_lookup(fs, root, "x", 1, &ino, &type), 0); /* its block in memory */
+	fail_calloc = 1;
+	ret = dir_remove(fs, root, "x", 1);
+	fail_calloc = 0;
+	node_put(fs, root);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_gt(failed_callocs, 0); /* the record was tried, and could not be made */
+	version = fs->cp.version;
+	ck_assert_int_eq(files_fsync(fs, 1), 0);
+	ck_assert_msg(fs->cp.version > version, "the directory's fsync wrote no checkpoint: the "
+		      "removal of 'x', in no record, is not durable");
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -305,6 +355,7 @@ int main(void)
 	tcase_add_test(tc, t_moved_occupant_survives);
 	tcase_add_test(tc, t_relinked_occupant_survives);
 	tcase_add_test(tc, t_read_error_loses_no_mark);
+	tcase_add_test(tc, t_unrecorded_change_takes_a_checkpoint);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

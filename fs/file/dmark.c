@@ -193,8 +193,9 @@ static struct dm_name *dm_name(struct dm_dir *d, const char *name, size_t len, i
 	return n;
 }
 
-/* The name change OLD -> NEW (inode numbers, 0: none) of NAME in directory DIR. */
-static void dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size_t len,
+/* The name change OLD -> NEW (inode numbers, 0: none) of NAME in directory DIR; 0 when out of
+ * memory for DIR's record. */
+static int dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size_t len,
 			   uint32_t old, uint8_t otype, uint32_t new, uint8_t ntype, int fresh,
 			   int plain)
 {
@@ -218,12 +219,12 @@ static void dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size
 		t->nfiles++;
 	}
 	if (!d)
-		return; /* out of memory: no record, and none that could say it is covered */
+		return 0;
 	if (old && otype == DT_DIR)
 		d->dir_gone = 1;
 	if (d->bad || !plain || (old && otype != DT_REG) || (new && ntype != DT_REG)) {
 		d->bad = 1;
-		return;
+		return 1;
 	}
 	n = dm_name(d, name, len, 0);
 	if (!n && (n = dm_name(d, name, len, 1))) /* its first change says what it was */
@@ -231,9 +232,10 @@ static void dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size
 	if (!n) {
 		d->bad = 1;
 		dm_names_free(d);
-		return;
+		return 1;
 	}
 	n->ino = new;
+	return 1;
 }
 
 void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
@@ -244,6 +246,7 @@ void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, siz
 	int moved = new && !node_is_new(fs, new);
 	int plain = !fcrypt_is_encrypted(dir);
 	struct dmtab *t;
+	int kept = 0;
 
 	if (!dc)
 		return;
@@ -252,8 +255,12 @@ void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, siz
 	if (t && moved)
 		dm_moved_add(t, new);
 	if (t)
-		dm_note_locked(t, dir->nid, name, len, old, otype, new, ntype, fresh, plain);
+		kept = dm_note_locked(t, dir->nid, name, len, old, otype, new, ntype, fresh, plain);
 	zlock_unlock(&dc->lock);
+	/* out of memory: no record says the change, so none may say the directory is covered
+	 * (a later record of the same epoch would, without it) */
+	if (!kept)
+		node_fsync_needs_checkpoint(fs, dir->nid);
 }
 
 void dmark_taint(struct zlfs_fs *fs, uint32_t dir)
