@@ -129,6 +129,13 @@ static const struct fz_field f_dentry[] = {
 	{"name", offsetof(struct zlfs_dentry_block, name), 1,
 	 ZLFS_DENTRY_SLOTS * ZLFS_DENTRY_SLOT_LEN, 1}, END};
 
+static const struct fz_field f_dmark[] = { /* DENTRY_MARK: what recovery links */
+	F(struct zlfs_dentry_mark, parent_ino), F(struct zlfs_dentry_mark, generation),
+	F(struct zlfs_dentry_mark, name_len), F(struct zlfs_dentry_mark, type),
+	F(struct zlfs_dentry_mark, reserved),
+	FA(struct zlfs_dentry_mark, name, ZLFS_NAME_MAX + 1, 1),
+	FA(struct zlfs_dentry_mark, pad, 16, 1), END};
+
 /* The emulator's header (kind 0 here) and a zone table entry (ZLFS_KIND_MAX). */
 static const struct fz_field f_emu_hdr[] = { /* the region offsets only rarely: they are
 					     * checked against the geometry, one rule for all */
@@ -163,6 +170,7 @@ const struct fz_field *fz_fields_of(unsigned kind)
 	case ZLFS_KIND_XATTR: return f_xattr;
 	case ZLFS_KIND_XVALUE: return f_xnode;
 	case ZLFS_KIND_DENTRY: return f_dentry;
+	case ZLFS_KIND_DMARK: return f_dmark;
 	case ZLFS_KIND_MAX: return f_zent;
 	default: return f_hdr;
 	}

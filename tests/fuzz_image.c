@@ -25,7 +25,9 @@
  * an input that runs over 30 s ends the process by SIGALRM: a hang is a failure, as is any
  * sanitizer report (the build aborts on them). FUZZ_SAVE=FILE keeps the input under way in
  * FILE (replayable after a crash), FUZZ_KEEP_IMAGE=FILE each damaged image, FUZZ_TRACE=1
- * prints what each input changed.
+ * prints what each input changed, FUZZ_SEED=N generates other inputs, and FUZZ_COMPRESS=1
+ * makes the bases with mkfs's compression (LZ4: every file in compressed clusters, beside the
+ * dentry mark of the file fsync'ed after the checkpoint; FUZZ_BASE_CACHE then apart).
  * May call: verify.h, files.h, fuzz_mut.h, fuzz_fuse.h, zdev_emu.h, log.h, zcrypt.h.
  */
 #include "verify.h"
@@ -137,6 +139,7 @@ static void make_base(struct base *b, uint64_t size, unsigned nr_logs, int enc, 
 {
 	struct zemu_create_opts o = {.size = size, .zone_size = ZONE_SIZE};
 	struct zlfs_mkfs_opts mo = {.quiet = 1, .nr_logs = nr_logs};
+	int compress = getenv("FUZZ_COMPRESS") && *getenv("FUZZ_COMPRESS");
 	struct zlfs_mkfs_enc e = {.kdf = 1};
 	struct zdev_open_opts oo = {0};
 	struct zlfs_mount_opts mnt;
@@ -158,6 +161,8 @@ static void make_base(struct base *b, uint64_t size, unsigned nr_logs, int enc, 
 	}
 	if (zemu_create(b->path, &o) || zdev_open(b->path, &oo, &dev))
 		die("create", EIO);
+	mo.compress = compress; /* every new file in compressed clusters */
+	mo.compress_alg = compress ? ZLFS_CLUSTER_LZ4 : 0;
 	if (zlfs_mkfs(dev, &mo, &sbi))
 		die("mkfs", EIO);
 	zdev_close(dev);
@@ -448,7 +453,8 @@ static int replay_file(const char *path)
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 && !strncmp(argv[1], "-n", 2) ? atol(argv[1] + 2) : 0;
-	uint64_t s = 0x9e3779b97f4a7c15ull;
+	uint64_t s = getenv("FUZZ_SEED") ? strtoull(getenv("FUZZ_SEED"), NULL, 0) | 1
+					 : 0x9e3779b97f4a7c15ull;
 	uint8_t buf[5 + MAX_OPS * FZ_OP_SIZE];
 	int rc = 0;
 

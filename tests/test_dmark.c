@@ -8,17 +8,26 @@
  * journal unlinked) three flushes; each case a mark cannot say takes a checkpoint: a directory
  * fsync after an unlink, a renamed or linked file, a file in a new directory, a directory whose
  * attributes changed. A filesystem stamped without the feature (as an older mkfs) takes a
- * checkpoint for a new file. The power cuts are test_crash's 'dentry' workload.
+ * checkpoint for a new file. The power cuts are test_crash's 'dentry' workload, and here a
+ * file the checkpoint has, renamed, moved or relinked away from the name a new fsync'ed file
+ * then takes: after a power cut it is still there. A read error while the marks are linked at
+ * mount loses none: that mount fails, writing nothing, and the next one links them. A name
+ * change dmark.c has no memory to record makes the directory's fsync take a checkpoint (the
+ * binary is linked with --wrap=calloc for it).
  */
 #include "testutil.h"
 
+#include "files.h"
 #include "zdev_emu.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char img[512], mnt[512], bin[512];
@@ -57,6 +66,21 @@ static void put(const char *rel, size_t n, int sync)
 	close(fd);
 }
 
+/* A fresh mount (cp_interval=0, nogc) with directory "d" and file NAME of 5,000 bytes in its
+ * checkpoint; returns the daemon. */
+static pid_t mount_with_checkpointed(const char *name)
+{
+	pid_t pid;
+
+	mount_fresh(NULL);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
+	put(name, 5000, 0);
+	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	return pid;
+}
+
 static void fsync_rel(const char *rel)
 {
 	int fd = open(at(rel), O_RDONLY);
@@ -93,12 +117,7 @@ START_TEST(t_marks_save_checkpoints)
 	pid_t pid;
 	long f, c;
 
-	mount_fresh(NULL);
-	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
-	ck_assert_int_gt(pid, 0);
-	ck_assert_int_eq(mkdir(at("d"), 0755), 0);
-	put("db", 5000, 0);
-	ck_assert_int_eq(tu_sh("%s sync %s", tu_bin(bin, sizeof(bin), "zlfs-ctl"), mnt), 0);
+	pid = mount_with_checkpointed("db");
 	cost(&f, &c);
 
 	put("new", 5000, 1);
@@ -160,6 +179,166 @@ START_TEST(t_without_the_feature)
 }
 END_TEST
 
+/* Kill the daemon and cut the emulated device's power: only what was flushed is left. */
+static void power_cut(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	tu_sh("fusermount3 -uz %s", mnt);
+	ck_assert_int_eq(tu_sh("%s powercut %s >/dev/null", tu_bin(bin, sizeof(bin), "zlfs-emu"),
+			       img), 0);
+}
+
+/* REL holds exactly N bytes of put's pattern for N. */
+static int holds(const char *rel, size_t n)
+{
+	char b[6001];
+	int fd = open(at(rel), O_RDONLY);
+	ssize_t got = fd >= 0 ? read(fd, b, sizeof(b)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < got; i++)
+		if (b[i] != 'a' + (int)(n % 26))
+			return 0;
+	return got == (ssize_t)n;
+}
+
+/* A file the checkpoint has under name "a" is given another name MOVE says ("b" by rename,
+ * "d/b" by rename into a subdirectory, or "b" by link and unlink), and a new file made "a"
+ * and fsync'ed; then power fails. Recovery links the new file's mark, "a"; the older file
+ * must not go with the name it lost: its new name was not made durable, so it is either
+ * where the checkpoint had it (impossible here: "a" is the new file's) or at its new name.
+ * A mark may not say such a name (the older file's move is in no mark), so the new file's
+ * fsync takes a checkpoint. */
+static void renamed_occupant(int move)
+{
+	const char *b = move == 1 ? "d/b" : "b";
+	pid_t pid;
+
+	pid = mount_with_checkpointed("a");
+	if (move == 2) {
+		ck_assert_int_eq(link(at("a"), at(b)), 0);
+		ck_assert_int_eq(unlink(at("a")), 0);
+	} else {
+		ck_assert_int_eq(rename(at("a"), at(b)), 0);
+	}
+	put("a", 100, 1);
+	power_cut(pid);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(holds("a", 100), "the fsync'ed new file 'a' is not whole");
+	ck_assert_msg(holds(b, 5000), "the older file, moved to '%s' before the power cut, is "
+		      "lost (%s)", b, strerror(errno));
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img),
+			 0);
+}
+
+START_TEST(t_renamed_occupant_survives) { renamed_occupant(0); }
+END_TEST
+
+START_TEST(t_moved_occupant_survives) { renamed_occupant(1); }
+END_TEST
+
+START_TEST(t_relinked_occupant_survives) { renamed_occupant(2); }
+END_TEST
+
+/* The block address of the inode REL names on the (unmounted) image. */
+static long inode_addr(const char *rel)
+{
+	char cmd[1600], line[256];
+	long addr = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s %s -p /%s", tu_bin(bin, sizeof(bin), "zlfs-dump"), img,
+		 rel);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (addr < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "    addr: ", 10)) /* the inode's own, before its nodes' */
+			addr = atol(line + 10);
+	pclose(f);
+	ck_assert_int_gt(addr, 0);
+	return addr;
+}
+
+/* A new file in a subdirectory fsync'ed (its name in a mark), then power fails, and the first
+ * read of the subdirectory's inode at the next mount fails once (EIO). That mount must either
+ * link the name or fail without writing: a mount that goes on without it writes a checkpoint
+ * in which the fsync'ed file has no name, and the mark is forgotten. The next mount (the
+ * device reads again) has the file. */
+START_TEST(t_read_error_loses_no_mark)
+{
+	pid_t pid = mount_with_checkpointed("a");
+
+	put("d/new", 5000, 1);
+	power_cut(pid);
+	ck_assert_int_eq(tu_sh("%s inject %s eio-read %ld --offset >/dev/null",
+			       tu_bin(bin, sizeof(bin), "zlfs-emu"), img, inode_addr("d") * 4096),
+			 0);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	if (pid > 0) {
+		ck_assert_msg(holds("d/new", 5000), "mounted past the read error without the "
+			      "fsync'ed file d/new");
+		ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	}
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(holds("d/new", 5000), "the fsync'ed file d/new is lost");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img),
+			 0);
+}
+END_TEST
+
+/* ---- no memory for the records: this binary is linked with --wrap=calloc, and while
+ * fail_calloc is set every calloc of the filesystem's code (in process) returns NULL ---- */
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+static int fail_calloc, failed_callocs;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (fail_calloc) {
+		failed_callocs++;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+/* A name the checkpoint has removed while no record of it can be made: the directory's fsync
+ * must take a checkpoint (no record may say the directory is covered by durable marks). */
+START_TEST(t_unrecorded_change_takes_a_checkpoint)
+{
+	struct zlfs_mount_opts mo = {0};
+	struct node_page *root;
+	struct zlfs_fs *fs;
+	uint64_t version;
+	uint32_t ino;
+	uint8_t type;
+	int ret;
+
+	ck_assert_int_eq(tu_daemon_stop(mnt, mount_with_checkpointed("x")), 0);
+	ck_assert_int_eq(files_mount(img, &mo, &fs), 0);
+	ck_assert_int_eq(inode_get(fs, 1, &root), 0);
+	ck_assert_int_eq(dir_lookup(fs, root, "x", 1, &ino, &type), 0); /* its block in memory */
+	fail_calloc = 1;
+	ret = dir_remove(fs, root, "x", 1);
+	fail_calloc = 0;
+	node_put(fs, root);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_gt(failed_callocs, 0); /* the record was tried, and could not be made */
+	version = fs->cp.version;
+	ck_assert_int_eq(files_fsync(fs, 1), 0);
+	ck_assert_msg(fs->cp.version > version, "the directory's fsync wrote no checkpoint: the "
+		      "removal of 'x', in no record, is not durable");
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -172,6 +351,11 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, t_marks_save_checkpoints);
 	tcase_add_test(tc, t_without_the_feature);
+	tcase_add_test(tc, t_renamed_occupant_survives);
+	tcase_add_test(tc, t_moved_occupant_survives);
+	tcase_add_test(tc, t_relinked_occupant_survives);
+	tcase_add_test(tc, t_read_error_loses_no_mark);
+	tcase_add_test(tc, t_unrecorded_change_takes_a_checkpoint);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -603,6 +603,9 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm);
 /* Whether INO was made since the last checkpoint (or needs one to fsync): a directory a
  * dentry mark may name must be neither. */
 int node_is_fresh(struct zlfs_fs *fs, uint32_t ino);
+/* Whether INO was made since the last checkpoint, with DENTRY_MARK (none of its names is in
+ * that checkpoint); without the feature, 0. */
+int node_is_new(struct zlfs_fs *fs, uint32_t ino);
 /* A checkpoint is durable: new inodes and freed nids need no checkpoint any more. */
 void node_ckpt_done(struct zlfs_fs *fs);
 /* Drop clean pages when the cache is over its bound. */

@@ -202,6 +202,16 @@ int node_is_fresh(struct zlfs_fs *fs, uint32_t ino)
 	return ret;
 }
 
+int node_is_new(struct zlfs_fs *fs, uint32_t ino)
+{
+	int ret;
+
+	zlock_lock(&fs->nat_lock);
+	ret = nidset_has(&fs->fresh, ino);
+	zlock_unlock(&fs->nat_lock);
+	return ret;
+}
+
 /* ---- the cache ----------------------------------------------------------------------------- */
 
 static struct node_page *ncache_find(struct zlfs_fs *fs, uint32_t nid)

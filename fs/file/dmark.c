@@ -37,7 +37,7 @@ struct dm_file {
 struct dm_name {
 	struct dm_name *next;
 	uint32_t ino;        /* what it names now, 0: nothing */
-	uint8_t was_absent;  /* it was not there at the checkpoint (its first change an add) */
+	uint32_t was;        /* what it named at the checkpoint (its first change's), 0: nothing */
 	uint8_t marked;      /* a durable dentry mark named it: recovery may link it again */
 	uint16_t len;
 	char name[ZLFS_NAME_MAX + 1];
@@ -52,11 +52,19 @@ struct dm_dir {
 	struct dm_name *names;
 };
 
+/* An inode the checkpoint has that was given a name since (a rename or a link). */
+struct dm_moved {
+	struct dm_moved *next;
+	uint32_t ino;
+};
+
 struct dmtab {
 	uint64_t epoch;
-	uint32_t nfiles;
+	uint32_t nfiles, nmoved;
+	uint8_t moved_lost; /* out of memory: an inode given a name is not in moved[] */
 	struct dm_file *files[DM_BUCKETS];
 	struct dm_dir *dirs[DM_BUCKETS];
+	struct dm_moved *moved[DM_BUCKETS];
 };
 
 static void dm_names_free(struct dm_dir *d)
@@ -86,8 +94,15 @@ static void dm_clear(struct dmtab *t)
 			dm_names_free(d);
 			free(d);
 		}
+		while (t->moved[b]) {
+			struct dm_moved *m = t->moved[b];
+
+			t->moved[b] = m->next;
+			free(m);
+		}
 	}
-	t->nfiles = 0;
+	t->nfiles = t->nmoved = 0;
+	t->moved_lost = 0;
 }
 
 void dmark_destroy(struct zlfs_fs *fs)
@@ -122,6 +137,31 @@ static struct dm_file *dm_file(struct dmtab *t, uint32_t ino)
 	return f;
 }
 
+static int dm_moved_has(const struct dmtab *t, uint32_t ino)
+{
+	const struct dm_moved *m = t->moved[ino % DM_BUCKETS];
+
+	while (m && m->ino != ino)
+		m = m->next;
+	return m != NULL;
+}
+
+static void dm_moved_add(struct dmtab *t, uint32_t ino)
+{
+	struct dm_moved *m;
+
+	if (dm_moved_has(t, ino))
+		return;
+	if (!(m = calloc(1, sizeof(*m)))) {
+		t->moved_lost = 1;
+		return;
+	}
+	m->ino = ino;
+	m->next = t->moved[ino % DM_BUCKETS];
+	t->moved[ino % DM_BUCKETS] = m;
+	t->nmoved++;
+}
+
 static struct dm_dir *dm_dir(struct dmtab *t, uint32_t ino, int make)
 {
 	struct dm_dir *d = t->dirs[ino % DM_BUCKETS];
@@ -153,8 +193,9 @@ static struct dm_name *dm_name(struct dm_dir *d, const char *name, size_t len, i
 	return n;
 }
 
-/* The name change OLD -> NEW (inode numbers, 0: none) of NAME in directory DIR. */
-static void dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size_t len,
+/* The name change OLD -> NEW (inode numbers, 0: none) of NAME in directory DIR; 0 when out of
+ * memory for DIR's record. */
+static int dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size_t len,
 			   uint32_t old, uint8_t otype, uint32_t new, uint8_t ntype, int fresh,
 			   int plain)
 {
@@ -178,22 +219,23 @@ static void dm_note_locked(struct dmtab *t, uint32_t dir, const char *name, size
 		t->nfiles++;
 	}
 	if (!d)
-		return; /* out of memory: no record, and none that could say it is covered */
+		return 0;
 	if (old && otype == DT_DIR)
 		d->dir_gone = 1;
 	if (d->bad || !plain || (old && otype != DT_REG) || (new && ntype != DT_REG)) {
 		d->bad = 1;
-		return;
+		return 1;
 	}
 	n = dm_name(d, name, len, 0);
 	if (!n && (n = dm_name(d, name, len, 1))) /* its first change says what it was */
-		n->was_absent = !old;
+		n->was = old;
 	if (!n) {
 		d->bad = 1;
 		dm_names_free(d);
-		return;
+		return 1;
 	}
 	n->ino = new;
+	return 1;
 }
 
 void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
@@ -201,16 +243,24 @@ void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, siz
 {
 	struct dir_cache *dc = dcache(fs);
 	int fresh = new && !old && node_is_fresh(fs, new);
+	int moved = new && !node_is_new(fs, new);
 	int plain = !fcrypt_is_encrypted(dir);
 	struct dmtab *t;
+	int kept = 0;
 
 	if (!dc)
 		return;
 	zlock_lock(&dc->lock);
 	t = dm_tab(fs, dc);
+	if (t && moved)
+		dm_moved_add(t, new);
 	if (t)
-		dm_note_locked(t, dir->nid, name, len, old, otype, new, ntype, fresh, plain);
+		kept = dm_note_locked(t, dir->nid, name, len, old, otype, new, ntype, fresh, plain);
 	zlock_unlock(&dc->lock);
+	/* out of memory: no record says the change, so none may say the directory is covered
+	 * (a later record of the same epoch would, without it) */
+	if (!kept)
+		node_fsync_needs_checkpoint(fs, dir->nid);
 }
 
 void dmark_taint(struct zlfs_fs *fs, uint32_t dir)
@@ -234,6 +284,20 @@ void dmark_taint(struct zlfs_fs *fs, uint32_t dir)
 		node_fsync_needs_checkpoint(fs, dir);
 }
 
+/* Whether the name file F was made with was, at the checkpoint, an inode's that has been given
+ * another name since (renamed or linked away): recovery gives the name to F as a rename over
+ * it would, taking a link from the checkpoint's inode - its last, since no mark says its new
+ * name - and so would free a file that was only moved. */
+static int dm_name_moved_away(struct dmtab *t, const struct dm_file *f)
+{
+	struct dm_dir *d = dm_dir(t, f->dir, 0);
+	const struct dm_name *n = d ? dm_name(d, f->name, f->len, 0) : NULL;
+
+	if (!n) /* the directory's records were dropped (bad): whose the name was is unknown */
+		return t->nmoved || t->moved_lost;
+	return n->was && (t->moved_lost || dm_moved_has(t, n->was));
+}
+
 int dmark_for_fsync(struct zlfs_fs *fs, struct node_page *np, struct node_dmark *dm, char *buf)
 {
 	struct dir_cache *dc = dcache(fs);
@@ -250,7 +314,7 @@ int dmark_for_fsync(struct zlfs_fs *fs, struct node_page *np, struct node_dmark 
 	t = dm_tab(fs, dc);
 	f = t ? dm_file(t, np->nid) : NULL;
 	d = f ? dm_dir(t, f->dir, 0) : NULL;
-	if (f && f->live && (!d || !d->dir_gone)) {
+	if (f && f->live && (!d || !d->dir_gone) && !dm_name_moved_away(t, f)) {
 		dm->parent = f->dir;
 		dm->len = f->len;
 		dm->on_device = f->durable;
@@ -315,7 +379,7 @@ int dmark_dir_covered(struct zlfs_fs *fs, uint32_t dir)
 		if (n->ino)
 			ok = f && f->live && f->durable && f->dir == dir;
 		else
-			ok = n->was_absent && !n->marked;
+			ok = !n->was && !n->marked;
 	}
 	zlock_unlock(&dc->lock);
 	return ok;

@@ -144,45 +144,62 @@ static int inode_free_unlinked(struct zlfs_fs *fs, uint32_t ino, int drop)
 
 /* ---- after a crash: the names recovery found (dentry marks) ------------------------------ */
 
-/* Why mark M cannot be linked, or NULL: its inode must be the regular file of one link it
- * names, its directory a directory without a key. */
-static const char *dm_refused(struct zlfs_fs *fs, const struct rec_dmark *m,
-			      struct node_page **dir)
+/* An inode a mark needs is free or damaged: the mark is refused (-EUCLEAN). Any other error
+ * is the device's or memory's, not the mark's: carried up, so that no mount goes on without
+ * the name. */
+static int dm_missing(int ret)
+{
+	return ret == -ESTALE || ret == -EUCLEAN ? -EUCLEAN : ret;
+}
+
+static int dm_names_it(const struct zlfs_inode *in, const struct rec_dmark *m)
+{
+	return S_ISREG(le32_get(in->mode)) && le32_get(in->nlink) == 1 &&
+	       le32_get(in->generation) == m->generation;
+}
+
+/* -EUCLEAN, with *WHY, when mark M cannot be linked: its inode must be the regular file of
+ * one link it names, its directory a directory without a key. */
+static int dm_refused(struct zlfs_fs *fs, const struct rec_dmark *m, struct node_page **dir,
+		      const char **why)
 {
 	struct node_page *np;
-	const char *why = NULL;
+	int ret = inode_get(fs, m->ino, &np);
 
-	if (inode_get(fs, m->ino, &np))
-		return "its inode is not there";
-	if (!S_ISREG(le32_get(inode_of(np)->mode)) || le32_get(inode_of(np)->nlink) != 1 ||
-	    le32_get(inode_of(np)->generation) != m->generation)
-		why = "its inode is not the regular file of one link it names";
+	*why = "its inode is not there";
+	if (ret)
+		return dm_missing(ret);
+	*why = "its inode is not the regular file of one link it names";
+	ret = dm_names_it(inode_of(np), m) ? 0 : -EUCLEAN;
 	node_put(fs, np);
-	if (why)
-		return why;
-	if (inode_get(fs, m->parent, dir))
-		return "its directory is not there";
+	if (ret)
+		return ret;
+	*why = "its directory is not there";
+	ret = inode_get(fs, m->parent, dir);
+	if (ret)
+		return dm_missing(ret);
+	*why = "its directory is no plain directory";
 	if (!S_ISDIR(le32_get(inode_of(*dir)->mode)) || fcrypt_is_encrypted(*dir)) {
 		node_put(fs, *dir);
-		return "its directory is no plain directory";
+		return -EUCLEAN;
 	}
-	return NULL;
+	return 0;
 }
 
 /* Link the name of mark M, as a rename of the file over the name would. */
 static int dm_link(struct zlfs_fs *fs, const struct rec_dmark *m)
 {
 	struct node_page *dir;
-	const char *why = dm_refused(fs, m, &dir);
+	const char *why;
 	uint32_t x;
 	uint8_t type;
-	int ret;
+	int ret = dm_refused(fs, m, &dir, &why);
 
-	if (why) {
+	if (ret == -EUCLEAN)
 		zlog_warn("recovery: the name of inode %u, fsync'ed after the checkpoint, cannot be "
 			  "linked into directory %u (%s)", m->ino, m->parent, why);
-		return -EUCLEAN;
-	}
+	if (ret)
+		return ret;
 	ret = dir_lookup(fs, dir, m->name, m->len, &x, &type);
 	if (ret == -ENOENT) {
 		x = 0;
@@ -261,6 +278,12 @@ int files_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_f
 	/* before the orphans: a name given to a fsync'ed file may take a file's last link */
 	ret = link_recovered(fs);
 	if (ret) {
+		/* nothing written: a checkpoint now would forget the marks not linked yet, which
+		 * the next mount finds again */
+		zlog_err("the names fsync'ed after checkpoint %llu cannot be linked (%s): mount "
+			 "refused, nothing written", (unsigned long long)fs->cp.version,
+			 strerror(-ret));
+		ATOMIC_SET(&fs->readonly, 1);
 		files_unmount(fs);
 		return ret;
 	}
