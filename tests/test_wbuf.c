@@ -132,10 +132,13 @@ struct wbuf_call {
 	int ret;
 };
 
+static __thread int drainer_thread; /* set on the thread of a drain (op 1) */
+
 static void *wbuf_call_main(void *arg)
 {
 	struct wbuf_call *c = arg;
 
+	drainer_thread = c->op == 1;
 	if (c->op == 0)
 		c->ret = wbuf_add_n(c->wb, c->log, c->zone, c->blk, c->buf, c->n);
 	else if (c->op == 1)
@@ -268,6 +271,63 @@ START_TEST(t_wbuf_powercut_in_copy)
 }
 END_TEST
 
+/* A hook that holds every device write made by a thread other than a drain's (a flusher)
+ * until released. */
+static void hold_flushers(void *arg, int where)
+{
+	struct hold *h = arg;
+
+	if (where != WBUF_HOOK_WRITE || drainer_thread)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->calls++;
+	h->holding = 1;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->release)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* An fsync's drain writes its few staged blocks itself instead of waking a flusher and
+ * sleeping until it is done (two hand-offs between threads per zone, each a wake-up the
+ * scheduler may delay on a busy machine): with every flusher's write held, a drain of a
+ * zone's partly filled slot still returns, and the zone holds the blocks. */
+START_TEST(t_wbuf_drain_writes_itself)
+{
+	struct hold h = HOLD_INIT(WBUF_HOOK_WRITE, 0);
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
+			      .slot_size = 64 * 1024, .test_hook = hold_flushers,
+			      .test_hook_arg = &h};
+	uint32_t z = need_seq_zone(10);
+	uint64_t start = zone_info(z).start;
+	struct wbuf_call flush;
+	struct wbuf *wb;
+	uint8_t *buf;
+	pthread_t t;
+	int late;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	buf = pattern(3 * (size_t)WBUF_BLOCK, start, 81);
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 0, buf, 3), 0); /* a partial slot: not queued */
+	flush = (struct wbuf_call){wb, 1, 0, z};
+	late = wbuf_call_within(&flush, &t, 1);
+	hold_release(&h); /* a flusher held by a drain that waited for it can finish now */
+	if (late)
+		pthread_join(t, NULL);
+	ck_assert_msg(!late, "the drain waited for a flusher to write its blocks");
+	ck_assert_int_eq(flush.ret, 0);
+	ck_assert_int_eq(h.calls, 0);
+	ck_assert_uint_eq(zone_info(z).wp, start + 3ull * WBUF_BLOCK);
+	wbuf_destroy(wb);
+	check_pattern(start, 3 * (size_t)WBUF_BLOCK, 81);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+END_TEST
+
 /* Destroying the buffer with slots still queued writes them and returns. One flusher holds
  * the zone's first slot in flight (a hook in its write) while the second waits behind it, so
  * the other flushers, woken by the destroy, find nothing to write and sleep again: the
@@ -318,5 +378,6 @@ void wbuf_tests(TCase *tc)
 	tcase_add_test(tc, t_wbuf_static_logs);
 	tcase_add_test(tc, t_wbuf_copy_outside_lock);
 	tcase_add_test(tc, t_wbuf_destroy_queued);
+	tcase_add_test(tc, t_wbuf_drain_writes_itself);
 	tcase_add_test(tc, t_wbuf_powercut_in_copy);
 }
