@@ -328,6 +328,65 @@ START_TEST(t_wbuf_drain_writes_itself)
 }
 END_TEST
 
+/* A hook that holds the first device write made by a drain's thread until released. */
+static void hold_drainer(void *arg, int where)
+{
+	struct hold *h = arg;
+
+	if (where != WBUF_HOOK_WRITE || !drainer_thread)
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (++h->calls == h->nth) {
+		h->holding = 1;
+		pthread_cond_broadcast(&h->cond);
+		while (!h->release)
+			pthread_cond_wait(&h->cond, &h->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* A full slot queued while a drain writes the zone's slot before it wakes a flusher that
+ * finds the zone busy and sleeps again; the drain, once its write is done, hands the queue
+ * back to the flushers, so the slot is written without any further call. */
+START_TEST(t_wbuf_drain_hands_back)
+{
+	struct hold h = HOLD_INIT(WBUF_HOOK_WRITE, 1);
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
+			      .slot_size = 64 * 1024, .test_hook = hold_drainer,
+			      .test_hook_arg = &h};
+	uint32_t z = need_seq_zone(11), per = 64 * 1024 / WBUF_BLOCK;
+	uint64_t start = zone_info(z).start, want = start + (3ull + per) * WBUF_BLOCK;
+	struct wbuf_call flush;
+	struct wbuf *wb;
+	uint8_t *buf;
+	pthread_t t;
+	int i;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	buf = pattern((3 + (size_t)per) * WBUF_BLOCK, start, 91);
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 0, buf, 3), 0); /* a partial slot */
+	flush = (struct wbuf_call){wb, 1, 0, z};
+	wbuf_call_within(&flush, &t, 0);
+	hold_wait(&h); /* the drain is writing the three blocks */
+	/* a full slot after them: queued at once, its zone busy with the drain's write */
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 3, buf + 3 * (size_t)WBUF_BLOCK, per), 0);
+	usleep(100 * 1000); /* the flusher woken for it looks, finds the zone busy, sleeps */
+	hold_release(&h);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(flush.ret, 0);
+	for (i = 0; i < 1000 && zone_info(z).wp != want; i++)
+		usleep(10 * 1000);
+	ck_assert_msg(zone_info(z).wp == want, "the slot queued behind the drain's write stayed queued");
+	wbuf_destroy(wb);
+	check_pattern(start, (3 + (size_t)per) * WBUF_BLOCK, 91);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+END_TEST
+
 /* Destroying the buffer with slots still queued writes them and returns. One flusher holds
  * the zone's first slot in flight (a hook in its write) while the second waits behind it, so
  * the other flushers, woken by the destroy, find nothing to write and sleep again: the
@@ -379,5 +438,6 @@ void wbuf_tests(TCase *tc)
 	tcase_add_test(tc, t_wbuf_copy_outside_lock);
 	tcase_add_test(tc, t_wbuf_destroy_queued);
 	tcase_add_test(tc, t_wbuf_drain_writes_itself);
+	tcase_add_test(tc, t_wbuf_drain_hands_back);
 	tcase_add_test(tc, t_wbuf_powercut_in_copy);
 }

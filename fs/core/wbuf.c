@@ -536,6 +536,11 @@ static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 		else
 			pthread_cond_wait(&wb->done, &wb->lock);
 	}
+	/* A slot queued behind one this drain wrote found its zone busy, and the flusher woken
+	 * for it went back to sleep: a flusher that finishes a write looks for the next one
+	 * itself, a drain does not, so it hands the queue back. */
+	if (next_writable(wb))
+		pthread_cond_signal(&wb->work);
 	ret = wb->error;
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
