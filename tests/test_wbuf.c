@@ -81,24 +81,33 @@ START_TEST(t_wbuf_static_logs)
 }
 END_TEST
 
-/* A test hook that holds the NTH call at WHERE (WBUF_HOOK_COPY or _WRITE) until released. */
+static __thread int drainer_thread; /* set on the thread of a drain (op 1 below) */
+
+/* A test hook that holds the NTH call at WHERE (WBUF_HOOK_COPY or _WRITE) until released,
+ * or every call when NTH is 0; counting only the calls of drains' threads (HOLD_DRAINS) or
+ * only the others' (HOLD_FLUSHERS) when THREADS says so. */
 struct hold {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int where, nth, calls, holding, release;
+	int where, nth, threads, calls, holding, release;
 };
 
-#define HOLD_INIT(where, nth) \
-	{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, where, nth, 0, 0, 0}
+#define HOLD_ANY 0
+#define HOLD_DRAINS 1
+#define HOLD_FLUSHERS 2
+#define HOLD_INIT_BY(where, nth, threads) \
+	{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, where, nth, threads, 0, 0, 0}
+#define HOLD_INIT(where, nth) HOLD_INIT_BY(where, nth, HOLD_ANY)
 
 static void hold_nth(void *arg, int where)
 {
 	struct hold *h = arg;
 
-	if (where != h->where)
+	if (where != h->where || (h->threads == HOLD_DRAINS && !drainer_thread) ||
+	    (h->threads == HOLD_FLUSHERS && drainer_thread))
 		return;
 	pthread_mutex_lock(&h->lock);
-	if (++h->calls == h->nth) {
+	if (++h->calls == h->nth || !h->nth) {
 		h->holding = 1;
 		pthread_cond_broadcast(&h->cond);
 		while (!h->release)
@@ -136,6 +145,7 @@ static void *wbuf_call_main(void *arg)
 {
 	struct wbuf_call *c = arg;
 
+	drainer_thread = c->op == 1;
 	if (c->op == 0)
 		c->ret = wbuf_add_n(c->wb, c->log, c->zone, c->blk, c->buf, c->n);
 	else if (c->op == 1)
@@ -268,6 +278,95 @@ START_TEST(t_wbuf_powercut_in_copy)
 }
 END_TEST
 
+/* A dynamic buffer of 64 KiB slots whose hook is H, for a test on zone Z (reset first). */
+static struct wbuf *held_buffer(struct hold *h, uint32_t z)
+{
+	struct wbuf_opts o = {.policy = WBUF_DYNAMIC, .budget = 32 * 64 * 1024,
+			      .slot_size = 64 * 1024, .test_hook = hold_nth, .test_hook_arg = h};
+	struct wbuf *wb;
+
+	reset_zone(z);
+	ck_assert_int_eq(wbuf_init(dev, &o, &wb), 0);
+	return wb;
+}
+
+/* The end of such a test: the buffer gone, zone Z holding BUF's LEN bytes of SEED. */
+static void held_done(struct wbuf *wb, uint32_t z, uint8_t *buf, size_t len, int seed)
+{
+	wbuf_destroy(wb);
+	check_pattern(zone_info(z).start, len, seed);
+	zdev_buf_free(buf);
+	reset_zone(z);
+}
+
+/* An fsync's drain writes its few staged blocks itself instead of waking a flusher and
+ * sleeping until it is done (two hand-offs between threads per zone, each a wake-up the
+ * scheduler may delay on a busy machine): with every flusher's write held, a drain of a
+ * zone's partly filled slot still returns, and the zone holds the blocks. */
+START_TEST(t_wbuf_drain_writes_itself)
+{
+	struct hold h = HOLD_INIT_BY(WBUF_HOOK_WRITE, 0, HOLD_FLUSHERS);
+	uint32_t z = need_seq_zone(10);
+	uint64_t start = zone_info(z).start;
+	struct wbuf_call flush;
+	struct wbuf *wb;
+	uint8_t *buf;
+	pthread_t t;
+	int late;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	wb = held_buffer(&h, z);
+	buf = pattern(3 * (size_t)WBUF_BLOCK, start, 81);
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 0, buf, 3), 0); /* a partial slot: not queued */
+	flush = (struct wbuf_call){wb, 1, 0, z};
+	late = wbuf_call_within(&flush, &t, 1);
+	hold_release(&h); /* a flusher held by a drain that waited for it can finish now */
+	if (late)
+		pthread_join(t, NULL);
+	ck_assert_msg(!late, "the drain waited for a flusher to write its blocks");
+	ck_assert_int_eq(flush.ret, 0);
+	ck_assert_int_eq(h.calls, 0);
+	ck_assert_uint_eq(zone_info(z).wp, start + 3ull * WBUF_BLOCK);
+	held_done(wb, z, buf, 3 * (size_t)WBUF_BLOCK, 81);
+}
+END_TEST
+
+/* A full slot queued while a drain writes the zone's slot before it wakes a flusher that
+ * finds the zone busy and sleeps again; the drain, once its write is done, hands the queue
+ * back to the flushers, so the slot is written without any further call. */
+START_TEST(t_wbuf_drain_hands_back)
+{
+	struct hold h = HOLD_INIT_BY(WBUF_HOOK_WRITE, 1, HOLD_DRAINS);
+	uint32_t z = need_seq_zone(11), per = 64 * 1024 / WBUF_BLOCK;
+	uint64_t start = zone_info(z).start, want = start + (3ull + per) * WBUF_BLOCK;
+	struct wbuf_call flush;
+	struct wbuf *wb;
+	uint8_t *buf;
+	pthread_t t;
+	int i;
+
+	if (geo->lblock_size != WBUF_BLOCK)
+		return;
+	wb = held_buffer(&h, z);
+	buf = pattern((3 + (size_t)per) * WBUF_BLOCK, start, 91);
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 0, buf, 3), 0); /* a partial slot */
+	flush = (struct wbuf_call){wb, 1, 0, z};
+	wbuf_call_within(&flush, &t, 0);
+	hold_wait(&h); /* the drain is writing the three blocks */
+	/* a full slot after them: queued at once, its zone busy with the drain's write */
+	ck_assert_int_eq(wbuf_add_n(wb, 0, z, 3, buf + 3 * (size_t)WBUF_BLOCK, per), 0);
+	usleep(100 * 1000); /* the flusher woken for it looks, finds the zone busy, sleeps */
+	hold_release(&h);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(flush.ret, 0);
+	for (i = 0; i < 1000 && zone_info(z).wp != want; i++)
+		usleep(10 * 1000);
+	ck_assert_msg(zone_info(z).wp == want, "the slot queued behind the drain's write stayed queued");
+	held_done(wb, z, buf, (3 + (size_t)per) * WBUF_BLOCK, 91);
+}
+END_TEST
+
 /* Destroying the buffer with slots still queued writes them and returns. One flusher holds
  * the zone's first slot in flight (a hook in its write) while the second waits behind it, so
  * the other flushers, woken by the destroy, find nothing to write and sleep again: the
@@ -318,5 +417,7 @@ void wbuf_tests(TCase *tc)
 	tcase_add_test(tc, t_wbuf_static_logs);
 	tcase_add_test(tc, t_wbuf_copy_outside_lock);
 	tcase_add_test(tc, t_wbuf_destroy_queued);
+	tcase_add_test(tc, t_wbuf_drain_writes_itself);
+	tcase_add_test(tc, t_wbuf_drain_hands_back);
 	tcase_add_test(tc, t_wbuf_powercut_in_copy);
 }

@@ -1,8 +1,9 @@
 /*
  * wbuf.c - the zone-aware write buffer between the logs and the device.
  *
- * Owns: one fixed memory budget for blocks on their way to open zones, the flusher thread
- * that writes them, and serving reads of blocks not yet on the device.
+ * Owns: one fixed memory budget for blocks on their way to open zones, the flusher threads
+ * that write them (and drains, which write what they wait for themselves), and serving
+ * reads of blocks not yet on the device.
  * May call: zdev.h, log.h. Called by segment.c (staging, reads) and checkpoint.c (flush).
  *
  * Two policies share the mechanism:
@@ -157,18 +158,24 @@ static int zone_busy_before(const struct wbuf *wb, const struct wslot *s)
 
 /* The oldest queued slot that is not being staged and whose zone has nothing in flight or
  * being staged ahead of it, or NULL. Slots of one zone are queued in zone order, so this is
- * always the next write that zone expects. */
-static struct wslot *next_writable(struct wbuf *wb)
+ * always the next write that zone expects. Only slots queued by ticket UPTO, of ZONE unless
+ * ALL, are looked at. */
+static struct wslot *next_writable_of(struct wbuf *wb, int all, uint32_t zone, uint64_t upto)
 {
 	struct wslot *s;
 
-	for (s = wb->qhead; s; s = s->next) {
-		if (s->inflight || s->staging)
+	for (s = wb->qhead; s && s->ticket <= upto; s = s->next) {
+		if (s->inflight || s->staging || (!all && s->zone != zone))
 			continue;
 		if (!zone_busy_before(wb, s))
 			return s;
 	}
 	return NULL;
+}
+
+static struct wslot *next_writable(struct wbuf *wb)
+{
+	return next_writable_of(wb, 1, 0, UINT64_MAX);
 }
 
 static void dequeue(struct wbuf *wb, struct wslot *s)
@@ -184,12 +191,39 @@ static void dequeue(struct wbuf *wb, struct wslot *s)
 		wb->qtail = prev;
 }
 
+/* Write S and the queued slots of its zone that follow on as one device write, then free
+ * them. Called with the lock held, S writable (next_writable); drops it around the write. */
+static void write_run_locked(struct wbuf *wb, struct wslot *s)
+{
+	struct wslot *run[ZDEV_IOV_MAX];
+	int ret, n = run_gather(wb, s, run), i;
+
+	for (i = 0; i < n; i++)
+		run[i]->inflight = 1;
+	ret = wb->error;
+	pthread_mutex_unlock(&wb->lock);
+	if (wb->o.test_hook)
+		wb->o.test_hook(wb->o.test_hook_arg, WBUF_HOOK_WRITE);
+	if (!ret) /* after a write error nothing more is written: it is sticky */
+		ret = run_write(wb, run, n);
+	pthread_mutex_lock(&wb->lock);
+	if (ret && !wb->error) {
+		wb->error = ret;
+		wb->error_zone = s->zone;
+	}
+	for (i = 0; i < n; i++) {
+		dequeue(wb, run[i]);
+		run[i]->inflight = 0;
+		slot_release(wb, run[i]);
+	}
+	pthread_cond_broadcast(&wb->done);
+}
+
 /* Write queued slots, each zone's in order. The lock is dropped around the device write. */
 static void *flusher_main(void *arg)
 {
 	struct wbuf *wb = arg;
-	struct wslot *s, *run[ZDEV_IOV_MAX];
-	int ret, n, i;
+	struct wslot *s;
 
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
@@ -197,26 +231,7 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&wb->work, &wb->lock);
 		if (!s)
 			break;
-		n = run_gather(wb, s, run);
-		for (i = 0; i < n; i++)
-			run[i]->inflight = 1;
-		ret = wb->error;
-		pthread_mutex_unlock(&wb->lock);
-		if (wb->o.test_hook)
-			wb->o.test_hook(wb->o.test_hook_arg, WBUF_HOOK_WRITE);
-		if (!ret) /* after a write error nothing more is written: it is sticky */
-			ret = run_write(wb, run, n);
-		pthread_mutex_lock(&wb->lock);
-		if (ret && !wb->error) {
-			wb->error = ret;
-			wb->error_zone = s->zone;
-		}
-		for (i = 0; i < n; i++) {
-			dequeue(wb, run[i]);
-			run[i]->inflight = 0;
-			slot_release(wb, run[i]);
-		}
-		pthread_cond_broadcast(&wb->done);
+		write_run_locked(wb, s);
 		if (wb->stop && !wb->qhead) /* the others sleep on work: let them see it empty */
 			pthread_cond_broadcast(&wb->work);
 	}
@@ -244,7 +259,10 @@ static int flusher_ensure(struct wbuf *wb)
 	return 0;
 }
 
-static void enqueue(struct wbuf *wb, struct wslot *s)
+/* Queue S; with WAKE, wake one flusher for it (each flusher, once its write is done, looks
+ * for the next writable slot itself, so one per slot is enough: a broadcast woke them all
+ * for each slot, to find one write between them). */
+static void enqueue(struct wbuf *wb, struct wslot *s, int wake)
 {
 	flusher_ensure(wb);
 	s->queued = 1;
@@ -256,8 +274,8 @@ static void enqueue(struct wbuf *wb, struct wslot *s)
 	else
 		wb->qhead = s;
 	wb->qtail = s;
-	if (!s->staging)
-		pthread_cond_broadcast(&wb->work);
+	if (wake && !s->staging)
+		pthread_cond_signal(&wb->work);
 }
 
 int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
@@ -347,7 +365,7 @@ static struct wslot *slot_for(struct wbuf *wb, int log, uint32_t zone, uint32_t 
 	struct wslot *s = wb->open[log];
 
 	if (s && (s->zone != zone || s->start + s->nblocks != blk || s->nblocks == wb->slot_blocks)) {
-		enqueue(wb, s);
+		enqueue(wb, s, 1);
 		wb->open[log] = s = NULL;
 	}
 	if (s)
@@ -417,7 +435,7 @@ int wbuf_add_n(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void
 		blk += k;
 		n -= k;
 		if (s->nblocks == wb->slot_blocks && !s->queued) { /* full: to the device next */
-			enqueue(wb, s);
+			enqueue(wb, s, 1);
 			wb->open[log] = NULL;
 		}
 	}
@@ -488,24 +506,41 @@ static int pending(const struct wbuf *wb, int all, uint32_t zone, uint64_t upto)
 }
 
 /* Queue every open slot (of ZONE, or all when ALL) and wait until what was queued by then is
- * written: writers staging more meanwhile do not hold the wait up. */
+ * written: writers staging more meanwhile do not hold the wait up. The drainer writes what
+ * it can itself, one zone after another, rather than wake a flusher per slot and sleep until
+ * they are done: an fsync's drain is a block or two in each of two zones, and the hand-offs
+ * (four flushers woken by each broadcast, then the drainer woken back) cost it more than
+ * writing them side by side saves, the more so on a busy machine; the emulator's journal
+ * records, written buffered into the same image, wait for the other zone's direct write
+ * anyway. Flushers already woken for full slots go on writing them meanwhile. In serial
+ * mode only the one flusher writes, as that mode promises. */
 static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 {
+	struct wslot *s;
 	uint64_t upto;
 	int log, ret;
 
 	pthread_mutex_lock(&wb->lock);
 	for (log = 0; log < WBUF_MAX_LOGS; log++) {
-		struct wslot *s = wb->open[log];
-
+		s = wb->open[log];
 		if (s && (all || s->zone == zone)) {
-			enqueue(wb, s);
+			enqueue(wb, s, wb->o.serial);
 			wb->open[log] = NULL;
 		}
 	}
 	upto = wb->tickets;
-	while (!wb->error && pending(wb, all, zone, upto))
-		pthread_cond_wait(&wb->done, &wb->lock);
+	while (!wb->error && pending(wb, all, zone, upto)) {
+		s = wb->o.serial ? NULL : next_writable_of(wb, all, zone, upto);
+		if (s)
+			write_run_locked(wb, s);
+		else
+			pthread_cond_wait(&wb->done, &wb->lock);
+	}
+	/* A slot queued behind one this drain wrote found its zone busy, and the flusher woken
+	 * for it went back to sleep: a flusher that finishes a write looks for the next one
+	 * itself, a drain does not, so it hands the queue back. */
+	if (next_writable(wb))
+		pthread_cond_signal(&wb->work);
 	ret = wb->error;
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
