@@ -507,24 +507,23 @@ static int pending(const struct wbuf *wb, int all, uint32_t zone, uint64_t upto)
 
 /* Queue every open slot (of ZONE, or all when ALL) and wait until what was queued by then is
  * written: writers staging more meanwhile do not hold the wait up. The drainer writes what
- * it can itself, one zone after another, rather than wake a flusher per slot and sleep until
- * they are done: an fsync's drain is a block or two in each of two zones, and the hand-offs
- * (four flushers woken by each broadcast, then the drainer woken back) cost it more than
- * writing them side by side saves, the more so on a busy machine; the emulator's journal
- * records, written buffered into the same image, wait for the other zone's direct write
- * anyway. Flushers already woken for full slots go on writing them meanwhile. In serial
- * mode only the one flusher writes, as that mode promises. */
+ * it can itself rather than sleep while flushers do it, and wakes one flusher for each slot
+ * after the first: an fsync's drain is a block or two in the data log's zone and one in the
+ * node log's, so the drainer writes the one while a flusher writes the other (on a zoned
+ * device the two are truly side by side). A broadcast per slot woke all four flushers twice
+ * and the drainer was woken back. In serial mode only the one flusher writes, as that mode
+ * promises. */
 static int wbuf_drain(struct wbuf *wb, int all, uint32_t zone)
 {
 	struct wslot *s;
 	uint64_t upto;
-	int log, ret;
+	int log, ret, queued = 0;
 
 	pthread_mutex_lock(&wb->lock);
 	for (log = 0; log < WBUF_MAX_LOGS; log++) {
 		s = wb->open[log];
 		if (s && (all || s->zone == zone)) {
-			enqueue(wb, s, wb->o.serial);
+			enqueue(wb, s, wb->o.serial || queued++);
 			wb->open[log] = NULL;
 		}
 	}
