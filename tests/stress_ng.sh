@@ -71,8 +71,9 @@ run_variant() {
 	# 1. the mix to its end
 	mount_fs
 	mkdir -p "$T/mnt/t"
-	stress-ng --temp-path "$T/mnt/t" -t "$SECS" --verify --metrics-brief "${MIX[@]}" \
-		>"$T/run1.log" 2>&1
+	# in the mount: some stressors make files in the working directory too
+	(cd "$T/mnt/t" && stress-ng --temp-path "$T/mnt/t" -t "$SECS" --verify --metrics-brief \
+		"${MIX[@]}") >"$T/run1.log" 2>&1
 	st=$?
 	grep -E "successful run|unsuccessful|fail:|error:" "$T/run1.log" | sed "s/^/$name: /" | head -20
 	[[ $st == 0 ]] || { echo "FAIL: $name: stress-ng exited with $st"; fail=1; }
@@ -87,7 +88,8 @@ run_variant() {
 	# 2. the mix cut off by power loss
 	mount_fs
 	mkdir -p "$T/mnt/t"
-	setsid stress-ng --temp-path "$T/mnt/t" -t $((SECS * 3)) "${MIX[@]}" >"$T/run2.log" 2>&1 &
+	(cd "$T/mnt/t" && exec setsid stress-ng --temp-path "$T/mnt/t" -t $((SECS * 3)) \
+		"${MIX[@]}") >"$T/run2.log" 2>&1 &
 	sng=$! # its own process group: the stressors it forked go with it
 	sleep $((SECS / 2))
 	kill -9 "$daemon"
