@@ -132,6 +132,7 @@ void falloc_path(const char *rel, int mode, size_t off, size_t len);
 void stage_file_now(const char *rel);
 void stage_root_now(void);
 void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t n);
+void append_logs(const char *const rel[2], const uint32_t seed[2], size_t size[2]);
 
 void workload(void);
 void workload_gc(void);

@@ -52,35 +52,13 @@ static void compressed_logs(void)
 	static const char *rel[2] = {"A", "B"};
 	static const uint32_t seed[2] = {807, PAT_RANDOM + 808};
 	size_t size[2] = {0, 0};
-	char p[600];
-	int fd[2], i, k;
+	int k;
 
 	for (k = 0; k < 2; k++)
 		write_file(rel[k], seed[k], 0, 0, 0);
 	fsync_path(".");
 	stage_root_now();
-	for (k = 0; k < 2; k++) {
-		fd[k] = open(at_mnt(p, sizeof(p), rel[k]), O_WRONLY | O_APPEND);
-		ck_assert_int_ge(fd[k], 0);
-	}
-	for (i = 0; i < 64; i++) {
-		k = i % 2;
-		append_record(fd[k], rel[k], seed[k], &size[k], 100 + (size_t)(i * 397 % 1901));
-		if (i % 5 == 4) {
-			ck_assert_int_eq(i % 10 == 4 ? fsync(fd[k]) : fdatasync(fd[k]), 0);
-			stage_file_now(rel[k]);
-		}
-		if (i == 31) { /* release: the held cluster is stored, without a flush */
-			close(fd[0]);
-			fd[0] = open(at_mnt(p, sizeof(p), rel[0]), O_WRONLY | O_APPEND);
-			ck_assert_int_ge(fd[0], 0);
-		}
-	}
-	for (k = 0; k < 2; k++) {
-		ck_assert_int_eq(fdatasync(fd[k]), 0);
-		stage_file_now(rel[k]);
-		close(fd[k]);
-	}
+	append_logs(rel, seed, size);
 }
 
 /* Compressed files (mkfs --compress, compress=lz4; the patterns compress about 4:1): whole

@@ -665,6 +665,38 @@ void append_record(int fd, const char *rel, uint32_t seed, size_t *size, size_t 
 	free(b);
 }
 
+/* Two logs REL, appended in turn 64 records of 100 to 2,000 bytes on descriptors kept open,
+ * fsync and fdatasync in turn every fifth record (each staged), the first log's descriptor
+ * closed and opened again half-way (a release, no flush), both fdatasync'ed at the end. */
+void append_logs(const char *const rel[2], const uint32_t seed[2], size_t size[2])
+{
+	char p[600];
+	int fd[2], i, k;
+
+	for (k = 0; k < 2; k++) {
+		fd[k] = open(at_mnt(p, sizeof(p), rel[k]), O_WRONLY | O_APPEND);
+		ck_assert_int_ge(fd[k], 0);
+	}
+	for (i = 0; i < 64; i++) {
+		k = i % 2;
+		append_record(fd[k], rel[k], seed[k], &size[k], 100 + (size_t)(i * 397 % 1901));
+		if (i % 5 == 4) {
+			ck_assert_int_eq(i % 10 == 4 ? fsync(fd[k]) : fdatasync(fd[k]), 0);
+			stage_file_now(rel[k]);
+		}
+		if (i == 31) { /* release: the held block or cluster is stored, without a flush */
+			close(fd[0]);
+			fd[0] = open(at_mnt(p, sizeof(p), rel[0]), O_WRONLY | O_APPEND);
+			ck_assert_int_ge(fd[0], 0);
+		}
+	}
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(fdatasync(fd[k]), 0);
+		stage_file_now(rel[k]);
+		close(fd[k]);
+	}
+}
+
 /* A log rewritten in place from near its start, as SQLite's write-ahead log once it wraps:
  * frames of a 24-byte header and a 4 KiB page, two frames to a commit, each commit
  * fdatasync'ed. Every write ends inside a block, which is held (fs/file/tailbuf.c) although
@@ -704,37 +736,15 @@ static void rewrite_frames(const char *rel, uint32_t seed)
 void workload_tail(void)
 {
 	const char *rel[2] = {"W0", "W1"};
+	const uint32_t seed[2] = {700, 701};
 	size_t size[2] = {0, 0};
-	char p[600];
-	int fd[2], i, k;
+	int k;
 
 	for (k = 0; k < 2; k++)
-		write_file(rel[k], 700 + (uint32_t)k, 0, 0, 0);
+		write_file(rel[k], seed[k], 0, 0, 0);
 	fsync_path(".");
 	stage_root_now();
-	for (k = 0; k < 2; k++) {
-		fd[k] = open(at_mnt(p, sizeof(p), rel[k]), O_WRONLY | O_APPEND);
-		ck_assert_int_ge(fd[k], 0);
-	}
-	for (i = 0; i < 64; i++) {
-		k = i % 2;
-		append_record(fd[k], rel[k], 700 + (uint32_t)k, &size[k],
-			      100 + (size_t)(i * 397 % 1901));
-		if (i % 5 == 4) {
-			ck_assert_int_eq(i % 10 == 4 ? fsync(fd[k]) : fdatasync(fd[k]), 0);
-			stage_file_now(rel[k]);
-		}
-		if (i == 31) { /* release: the held block is written, without a flush */
-			close(fd[0]);
-			fd[0] = open(at_mnt(p, sizeof(p), rel[0]), O_WRONLY | O_APPEND);
-			ck_assert_int_ge(fd[0], 0);
-		}
-	}
-	for (k = 0; k < 2; k++) {
-		ck_assert_int_eq(fdatasync(fd[k]), 0);
-		stage_file_now(rel[k]);
-		close(fd[k]);
-	}
+	append_logs(rel, seed, size);
 	rewrite_frames(rel[1], 760);
 }
 
