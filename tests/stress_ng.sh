@@ -29,35 +29,9 @@ MIX=(--hdd 2 --hdd-bytes 24M --iomix 1 --iomix-bytes 16M --dir 1 --rename 1 --li
 
 fail=0
 daemon=
-
 MOUNT_OPTS=()
-mount_fs() {
-	"$BIN/zlfs" -f "${MOUNT_OPTS[@]}" "$T/s.img" "$T/mnt" 2>>"$T/daemon.log" &
-	daemon=$!
-	for _ in $(seq 100); do mountpoint -q "$T/mnt" && return 0; sleep 0.1; done
-	echo "FAIL: no mount"; tail -5 "$T/daemon.log"; exit 1
-}
-
-# The daemon's end: its exit status, and no sanitizer report whatever the status.
-daemon_done() { # WHAT EXPECTED_STATUS
-	local st
-	wait "$daemon"
-	st=$?
-	if [[ $2 == 0 && $st != 0 ]]; then
-		echo "FAIL: $1: the daemon exited with $st"; fail=1
-	fi
-	if grep -qE "Sanitizer|runtime error:" "$T/daemon.log"; then
-		echo "FAIL: $1: sanitizer report in the daemon's log"; grep -A20 -m1 -E "Sanitizer|runtime error:" "$T/daemon.log"; fail=1
-	fi
-}
-
-fsck_clean() {
-	if "$BIN/fsck.zlfs" -n "$T/s.img" >"$T/fsck.log" 2>&1; then
-		echo "$1: fsck clean ($(tail -2 "$T/fsck.log" | head -1))"
-	else
-		echo "FAIL: $1: fsck"; tail -10 "$T/fsck.log"; fail=1
-	fi
-}
+# shellcheck source=tests/progs_lib.sh
+. "$(dirname "$0")/progs_lib.sh"
 
 # run_variant NAME MKFS_OPTS...: both phases on a fresh image
 run_variant() {
@@ -92,13 +66,7 @@ run_variant() {
 		"${MIX[@]}") >"$T/run2.log" 2>&1 &
 	sng=$! # its own process group: the stressors it forked go with it
 	sleep $((SECS / 2))
-	kill -9 "$daemon"
-	daemon_done "$name, the cut run" 9
-	kill -9 -- -"$sng" 2>/dev/null
-	wait "$sng" 2>/dev/null
-	fusermount3 -uz "$T/mnt" 2>/dev/null
-	"$BIN/zlfs-emu" powercut "$T/s.img" >/dev/null || { echo "FAIL: $name: powercut"; exit 1; }
-	mount_fs
+	power_cut "$name" "$sng"
 	n=$(find "$T/mnt" | wc -l)
 	echo "$name, after the cut: mounted, $n names"
 	fusermount3 -u "$T/mnt"
@@ -108,6 +76,7 @@ run_variant() {
 
 KEY=$TMP/stress-ng.key
 mkdir -p "$TMP"
+rm -f "$KEY" # genkey will not overwrite the key of an earlier run
 "$BIN/zlfs-ctl" genkey "$KEY" >/dev/null || { echo "FAIL: genkey"; exit 1; }
 run_variant plain
 MOUNT_OPTS=(-o "keyfile=$KEY")
