@@ -17,7 +17,9 @@
  * four threads while another is rewritten; t_accounting checks zlfs-ctl stats' compression
  * figures and zlfs-ctl compress-info against st_blocks; t_readahead reads compressed files
  * sequentially in small requests, which the daemon reads ahead of, before and after changes.
+ * Writes of many clusters, stored in runs, are test_compress_runs.c's cases.
  */
+#include "compress_fs.h"
 #include "testutil.h"
 
 #include "files.h"
@@ -35,18 +37,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CB (16u * 1024) /* mkfs's default cluster: 4 blocks */
 #define NF 16
 
 static char img[512], mnt[512], bin[512], key[512], opts[700], fsck_args[600];
 static pid_t daemon_pid = -1;
-
-/* The model: each file's expected bytes. */
-static struct mfile {
-	const char *name;
-	uint8_t *d;
-	size_t size;
-} files[NF];
+static struct mfile files[NF];
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -59,7 +54,7 @@ static uint64_t next_rand(void)
 }
 
 /* Compressible text (a line numbered by its offset) or random bytes. */
-static void gen(uint8_t *b, size_t n, size_t off, int random)
+void gen(uint8_t *b, size_t n, size_t off, int random)
 {
 	char line[64];
 
@@ -77,7 +72,7 @@ static void gen(uint8_t *b, size_t n, size_t off, int random)
 	}
 }
 
-static const char *at(const char *name)
+const char *at(const char *name)
 {
 	static char p[4][600];
 	static int k;
@@ -87,7 +82,9 @@ static const char *at(const char *name)
 	return p[k];
 }
 
-static struct mfile *mf(const char *name)
+const char *mnt_dir(void) { return mnt; }
+
+struct mfile *mf(const char *name)
 {
 	for (int i = 0; i < NF; i++)
 		if (files[i].name && !strcmp(files[i].name, name))
@@ -101,7 +98,7 @@ static struct mfile *mf(const char *name)
 	return NULL;
 }
 
-static void msize(struct mfile *f, size_t size)
+void msize(struct mfile *f, size_t size)
 {
 	f->d = realloc(f->d, size ? size : 1);
 	ck_assert_ptr_nonnull(f->d);
@@ -110,7 +107,7 @@ static void msize(struct mfile *f, size_t size)
 	f->size = size;
 }
 
-static void model_free(void)
+void model_free(void)
 {
 	for (int i = 0; i < NF; i++) {
 		free(files[i].d);
@@ -119,7 +116,7 @@ static void model_free(void)
 }
 
 /* Write N bytes (text or random) at OFF of NAME in requests of up to CHUNK, as the model. */
-static void put(const char *name, size_t off, size_t n, int random, size_t chunk, int flags)
+void put(const char *name, size_t off, size_t n, int random, size_t chunk, int flags)
 {
 	struct mfile *f = mf(name);
 	uint8_t *b = malloc(n ? n : 1);
@@ -160,7 +157,7 @@ static void punch(const char *name, size_t off, size_t len)
 }
 
 /* Every file of the model reads back byte for byte, and has its size. */
-static void check_all(void)
+void check_all(void)
 {
 	for (int i = 0; i < NF; i++) {
 		struct mfile *f = &files[i];
@@ -189,7 +186,7 @@ static void check_all(void)
 	}
 }
 
-static long stored(const char *name)
+long stored(const char *name)
 {
 	struct stat st;
 
@@ -197,7 +194,7 @@ static long stored(const char *name)
 	return (long)st.st_blocks * 512;
 }
 
-static void fresh(const char *mkfs_args, int encrypt)
+void fresh(const char *mkfs_args, int encrypt)
 {
 	struct zemu_create_opts o = {.size = 128 << 20, .zone_size = 2 << 20};
 
@@ -216,7 +213,7 @@ static void fresh(const char *mkfs_args, int encrypt)
 }
 
 /* Mount with compress=ALG (and the key of an encrypted image). */
-static void up(const char *alg)
+void up(const char *alg)
 {
 	snprintf(opts, sizeof(opts), "compress=%s%s%s", alg, fsck_args[0] ? ",keyfile=" : "",
 		 fsck_args[0] ? key : "");
@@ -225,12 +222,22 @@ static void up(const char *alg)
 }
 
 /* Unmount; fsck finds nothing (with the key, it decompresses every cluster). */
-static void down(void)
+void down(void)
 {
 	ck_assert_int_eq(tu_daemon_stop(mnt, daemon_pid), 0);
 	daemon_pid = -1;
 	ck_assert_int_eq(tu_sh("%s -n %s %s", tu_bin(bin, sizeof(bin), "fsck.zlfs"), fsck_args,
 			       img), 0);
+}
+
+void remount_end(const char *alg)
+{
+	check_all();
+	down();
+	up(alg);
+	check_all();
+	down();
+	model_free();
 }
 
 /* O_DIRECT on a compressed file: served as buffered I/O is, byte for byte. */
@@ -305,12 +312,7 @@ static void workload(const char *alg, int encrypt)
 	put("plain", 0, 256 << 10, 0, 128 << 10, 0);
 	ck_assert_int_eq(stored("plain"), 256 << 10);
 	put("text", 3 * CB + 5, 2 * CB, 0, 2 * CB, 0);
-	check_all();
-	down();
-	up(alg);
-	check_all();
-	down();
-	model_free();
+	remount_end(alg);
 }
 
 START_TEST(t_lz4) { workload("lz4", 0); }
@@ -865,6 +867,7 @@ int main(void)
 	tcase_add_test(tc, t_accounting);
 	tcase_add_test(tc, t_policy);
 	tcase_add_test(tc, t_readahead);
+	compress_runs_cases(tc);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -154,6 +154,13 @@ static size_t compress_into(struct cluster_ctx *cx, unsigned alg, int level, con
 int cluster_compress(struct cluster_ctx *cx, const struct cluster_place *at, unsigned alg,
 		     int level, const void *in, uint32_t log, void *out)
 {
+	return cluster_compress_probed(cx, at, alg, level, in, log, out, 1);
+}
+
+int cluster_compress_probed(struct cluster_ctx *cx, const struct cluster_place *at,
+			    unsigned alg, int level, const void *in, uint32_t log, void *out,
+			    int probe)
+{
 	size_t size = (size_t)ZLFS_BLOCK_SIZE << log, clen;
 	struct zlfs_cluster_hdr h;
 	uint32_t k;
@@ -162,8 +169,8 @@ int cluster_compress(struct cluster_ctx *cx, const struct cluster_place *at, uns
 	    log > ZLFS_CLUSTER_LOG_MAX)
 		return -EINVAL;
 	/* LZ4 for the probe whatever ALG is: the cheapest answer to "is this random?" */
-	if (!LZ4_compress_fast_extState(cx->lz4, in, cx->probe, ZLFS_BLOCK_SIZE, CLUSTER_PROBE_MAX,
-					1))
+	if (probe && !LZ4_compress_fast_extState(cx->lz4, in, cx->probe, ZLFS_BLOCK_SIZE,
+						 CLUSTER_PROBE_MAX, 1))
 		return CLUSTER_RAW;
 	clen = compress_into(cx, alg, level, in, size, (uint8_t *)out + sizeof(h),
 			     ZLFS_CLUSTER_CLEN_MAX((1u << log) - 1));

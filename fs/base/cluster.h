@@ -61,6 +61,13 @@ int cluster_ext_match(const char *list, const char *name);
  * (ALG, LEVEL or LOG out of range). */
 int cluster_compress(struct cluster_ctx *cx, const struct cluster_place *at, unsigned alg,
 		     int level, const void *in, uint32_t log, void *out);
+/* cluster_compress without the first-block probe when PROBE is 0: for a cluster whose
+ * neighbour in the same write just compressed, the probe would compress its first block twice
+ * (a quarter more LZ4 work on a cluster of 4 blocks). The answer differs only where the probe
+ * would have said raw and the whole cluster saves a block (then it is stored compressed). */
+int cluster_compress_probed(struct cluster_ctx *cx, const struct cluster_place *at,
+			    unsigned alg, int level, const void *in, uint32_t log, void *out,
+			    int probe);
 
 /* Decompress the K stored blocks at IN of a cluster of 2^LOG blocks (LOG the inode's
  * cluster_log) into OUT, 2^LOG blocks. The header is checked (zlfs_cluster_hdr_check), then

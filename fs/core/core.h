@@ -479,6 +479,10 @@ uint64_t seg_free_blocks(struct zlfs_fs *fs);
 uint64_t seg_free_blocks_plus(struct zlfs_fs *fs, uint64_t dead);
 /* Blocks reserved by fallocate (ZLFS_ADDR_PREALLOC pointers), and a change of their count. */
 uint64_t seg_prealloc(struct zlfs_fs *fs);
+/* seg_append_n for blocks that go to slots OFS[0], OFS[1]... of node NID, not consecutive
+ * ones: a run of a compressed file's clusters, each's stored blocks after its marker. */
+int seg_append_slots(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		     uint32_t nid, const uint16_t *ofs, uint32_t *addr);
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta);
 /* The zones the reservations take, rounded up (atomics only: GC's levels ask it). */
 uint32_t seg_prealloc_zones(struct zlfs_fs *fs);

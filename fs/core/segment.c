@@ -702,7 +702,7 @@ static int seg_ready(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_typ
 /* Append up to N blocks that fit before the open segment's summary slot: how many. */
 static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type,
 			  const uint8_t *buf, uint32_t n, uint32_t nid, uint16_t ofs,
-			  uint64_t born, uint32_t *addr)
+			  const uint16_t *ofsv, uint64_t born, uint32_t *addr)
 {
 	uint32_t seg = fs->sb.seg_blocks, slot, k, i, first;
 	struct seg_ent *se;
@@ -718,8 +718,9 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 	first = zlfs_zone_start_blk(&fs->sb, l->zone) + l->next_blk;
 	for (i = 0; i < k; i++) {
 		l->sum.nid[slot + i] = le32_put(nid);
-		/* a run of data blocks fills consecutive slots of one node */
-		l->sum.ofs[slot + i] = le16_put(ofs == ZLFS_SUM_NODE ? ofs : (uint16_t)(ofs + i));
+		/* a run of data blocks fills consecutive slots of one node, or OFSV's */
+		l->sum.ofs[slot + i] = le16_put(ofsv ? ofsv[i] : ofs == ZLFS_SUM_NODE ? ofs
+								     : (uint16_t)(ofs + i));
 		addr[i] = first + i;
 	}
 	l->nr_entries = slot + k;
@@ -740,7 +741,8 @@ static int seg_append_run(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_lo
 }
 
 static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf,
-			     uint32_t n, uint32_t nid, uint16_t ofs, uint64_t born, uint32_t *addr)
+			     uint32_t n, uint32_t nid, uint16_t ofs, const uint16_t *ofsv,
+			     uint64_t born, uint32_t *addr)
 {
 	struct zlog_state *l = &fs->logs[fs->log_of[type]];
 	uint32_t done = 0;
@@ -769,7 +771,7 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 			ret = seg_append_run(fs, l, type, (const uint8_t *)buf +
 					     (size_t)done * ZLFS_BLOCK_SIZE, want, nid,
 					     ofs == ZLFS_SUM_NODE ? ofs : (uint16_t)(ofs + done),
-					     born, addr + done);
+					     ofsv ? ofsv + done : NULL, born, addr + done);
 		if (ret > 0) {
 			done += (uint32_t)ret;
 			ret = 0;
@@ -784,13 +786,19 @@ static int seg_append_born_n(struct zlfs_fs *fs, enum zlfs_log_type type, const 
 int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
 		 uint32_t nid, uint16_t ofs, uint32_t *addr)
 {
-	return seg_append_born_n(fs, type, buf, n, nid, ofs, zlfs_now_s(), addr);
+	return seg_append_born_n(fs, type, buf, n, nid, ofs, NULL, zlfs_now_s(), addr);
+}
+
+int seg_append_slots(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		     uint32_t nid, const uint16_t *ofs, uint32_t *addr)
+{
+	return seg_append_born_n(fs, type, buf, n, nid, 0, ofs, zlfs_now_s(), addr);
 }
 
 int seg_append_born(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t nid,
 		    uint16_t ofs, uint64_t born, uint32_t *addr)
 {
-	int ret = seg_append_born_n(fs, type, buf, 1, nid, ofs, born, addr);
+	int ret = seg_append_born_n(fs, type, buf, 1, nid, ofs, NULL, born, addr);
 
 	return ret < 0 ? ret : 0;
 }

@@ -133,6 +133,19 @@ static int hold_cluster(struct zlfs_fs *fs, struct node_page *inode, const struc
 	return held_fill(fs, inode, dclu_read(fs, inode, dk, cidx, h), h, first, at, src, n);
 }
 
+/* Where dcluster.c's write of cluster [POS, CEND) may go on to, in a write ending at END
+ * (clusters of CB bytes): over the whole clusters that follow a whole one, stored in runs,
+ * up to the held span (block HIDX, H set), which its own branch fills. */
+static uint64_t whole_to(uint64_t pos, uint64_t cend, uint64_t end, uint64_t cb, const uint8_t *h,
+			 uint64_t hidx)
+{
+	uint64_t to = end / cb * cb, held = hidx * ZLFS_BLOCK_SIZE;
+
+	if (pos % cb || cend - pos != cb || to <= cend)
+		return cend;
+	return h && held > pos && held < to ? held : to;
+}
+
 /* Bytes [OFF, END) of a compressed file from SRC, cluster by cluster: into the held cluster
  * (stored once the write reaches its end), held when the write ends inside a cluster at or
  * past the end of file, else stored as dcluster.c does. *POS: how far it got. */
@@ -156,7 +169,8 @@ static int write_clusters(struct zlfs_fs *fs, struct node_page *inode, const str
 			   (ret = hold_cluster(fs, inode, dk, cidx, at, s, cend - *pos))) {
 			ret = ret < 0 ? ret : 0;
 		} else {
-			ret = dclu_write(fs, inode, dk, s, *pos, cend, pos);
+			ret = dclu_write(fs, inode, dk, s, *pos, whole_to(*pos, cend, end, cb, h, hidx),
+					 pos);
 			continue; /* *POS is where it got */
 		}
 		if (!ret)

@@ -46,14 +46,23 @@ int data_write_block(struct zlfs_fs *fs, struct node_page *inode, const struct d
  * blocks, for an encrypted file): how many were written, or a negative errno when none was. */
 int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
 		   uint64_t idx, uint32_t n, const uint8_t *src, uint8_t *scratch);
-/* Store cluster CIDX of a compressed file from the N blocks at BUF (ciphertext for an
- * encrypted file): COMPRESSED, its k = N stored blocks (the marker in the cluster's first
- * slot); else the 2^n blocks raw, block i in slot i, those whose bit is set in HOLES left
- * holes (all zeros). The cluster's old blocks and reservations go; one node update. OWED: a
- * cluster held in memory, whose room was set aside: should a race have taken it, the hot data
- * log, which may use the GC reserve, takes the cluster (as data_write_held). */
-int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
-		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes, int owed);
+/* One cluster of a run data_put_clusters stores: COMPRESSED, its K stored blocks (the
+ * marker in the cluster's first slot); else raw, block i in slot i but those whose bit is set
+ * in HOLES, left holes (all zeros), K the blocks it stores. */
+struct dclu_put {
+	uint32_t k;
+	uint32_t compressed;
+	uint64_t holes;
+};
+/* Store the N clusters of CL from cluster CIDX of a compressed file on, their stored blocks
+ * packed one cluster after another in BUF (ciphertext for an encrypted file): as many as lie
+ * in the node that maps CIDX (WRITE_RUN slots at most), appended in one run and re-pointed in
+ * one node update; their old blocks and reservations go. How many clusters were stored, or a
+ * negative errno when none was (then none is). OWED: a cluster held in memory, whose room was
+ * set aside: should a race have taken it, the hot data log, which may use the GC reserve,
+ * takes the cluster (as data_write_held). */
+int data_put_clusters(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+		      const uint8_t *buf, const struct dclu_put *cl, uint32_t n, int owed);
 
 /* ---- dcluster.c: compressed files (ZLFS_IFLAG_COMPRESS) --------------------------------- */
 /* Cluster FIRST >> LOG of inode INO, stored compressed: ADDR its 2^LOG slots (the marker,

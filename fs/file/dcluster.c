@@ -11,7 +11,7 @@
  * compress it. A file's last cluster held in memory (tailbuf.c, data.c) is read here and
  * stored here when it goes (dclu_read, dclu_write_held). Which files are compressed: the
  * mount's choice at create (dclu_start), and chattr +c / -c while a file is empty (dclu_set).
- * Slots and appends are dmap.c's (data_put_cluster), the codec cluster.c's. Each thread keeps
+ * Slots and appends are dmap.c's (data_put_clusters), the codec cluster.c's. Each thread keeps
  * one codec context (the libraries' state is not shared).
  * May call: dmap.c (data_int.h), inode.c (files.h), node/log (core.h), cluster.h,
  * crypto/zcrypt.h, log.h; counts what it stores in the mount's compression figures (core.h).
@@ -25,28 +25,60 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BS ZLFS_BLOCK_SIZE
 
+/* A thread's codec context and run buffer (WRITE_RUN blocks), made on first use and freed
+ * when the thread ends: a run allocated per write would be mapped and unmapped each time (it
+ * is past malloc's mmap threshold), which cost the sequential write more than it saved. */
+struct cx_thread {
+	struct cluster_ctx *cx;
+	uint8_t *run;
+	int run_busy; /* a run stored from inside another (a checkpoint's held cluster) */
+};
+
 static pthread_key_t cx_key;
+static int cx_key_ok; /* set once by cx_key_init: a key that was never made is never used */
 static pthread_once_t cx_once = PTHREAD_ONCE_INIT;
 
-static void cx_free(void *cx) { cluster_ctx_free(cx); }
-static void cx_key_init(void) { pthread_key_create(&cx_key, cx_free); }
-
-/* This thread's codec context, made on first use and freed when the thread ends. */
-static struct cluster_ctx *cx_get(void)
+static void cx_free(void *p)
 {
-	struct cluster_ctx *cx;
+	struct cx_thread *t = p;
+
+	cluster_ctx_free(t->cx);
+	zdev_buf_free(t->run);
+	free(t);
+}
+
+static void cx_key_init(void) { cx_key_ok = !pthread_key_create(&cx_key, cx_free); }
+
+static struct cx_thread *cx_thread(void)
+{
+	struct cx_thread *t;
 
 	pthread_once(&cx_once, cx_key_init);
-	cx = pthread_getspecific(cx_key);
-	if (!cx && (cx = cluster_ctx_new()) && pthread_setspecific(cx_key, cx)) {
-		cluster_ctx_free(cx);
-		cx = NULL;
+	if (!cx_key_ok) /* the process is out of keys: the caller says ENOMEM */
+		return NULL;
+	t = pthread_getspecific(cx_key);
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (t && (!(t->cx = cluster_ctx_new()) || pthread_setspecific(cx_key, t))) {
+		cluster_ctx_free(t->cx);
+		free(t);
+		t = NULL;
 	}
-	return cx;
+	return t;
+}
+
+/* This thread's codec context. */
+static struct cluster_ctx *cx_get(void)
+{
+	struct cx_thread *t = cx_thread();
+
+	return t ? t->cx : NULL;
 }
 
 int dclu_stored(uint32_t ino, uint64_t first, uint32_t log, const uint32_t *addr)
@@ -180,45 +212,177 @@ static int block_is_zero(const uint8_t *b)
 	return !b[0] && !memcmp(b, b + 1, BS - 1);
 }
 
-/* Store PLAIN (2^n blocks) as cluster CIDX: compressed when that saves a block, else raw
- * (all-zero blocks as holes), unless KEEP_RAW: a cluster that does not compress then stays
- * as it is, and 1 says so. OWED: a held cluster's, whose room was set aside
- * (data_put_cluster). */
-static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
-			 uint64_t cidx, const uint8_t *plain, int keep_raw, int owed)
+/* ---- runs of clusters -------------------------------------------------------------------
+ * Whole clusters are stored in runs, as a plain file's blocks are (data_write_run): the
+ * clusters a write covers whole, up to WRITE_RUN blocks in one node, are compressed one after
+ * another into one buffer, their stored forms packed, and go to the device in one append and
+ * into their node in one update (data_put_clusters). A run is stored whole or not at all. */
+
+#define RUN_MAX (WRITE_RUN >> ZLFS_CLUSTER_LOG_MIN)
+
+struct crun {
+	uint64_t cidx;              /* its first cluster */
+	uint32_t n, used;           /* clusters in it, blocks of BUF they use */
+	int compressed_last;        /* the last cluster added compressed: the next skips the probe */
+	int no_src;                 /* SRC may no longer stand for BUF */
+	const uint8_t *src;         /* raw clusters of the write's own bytes only: BUF's content */
+	uint8_t *buf;               /* WRITE_RUN blocks: the stored forms, packed */
+	struct dclu_put cl[RUN_MAX];
+};
+
+/* A run from cluster CIDX on, in this thread's run buffer unless it is in use. */
+static int run_init(struct crun *r, uint64_t cidx)
+{
+	struct cx_thread *t = cx_thread();
+
+	*r = (struct crun){.cidx = cidx};
+	if (t && !t->run)
+		t->run = zdev_buf_alloc((size_t)WRITE_RUN * BS);
+	if (t && t->run && !t->run_busy) {
+		t->run_busy = 1;
+		r->buf = t->run;
+		return 0;
+	}
+	r->buf = zdev_buf_alloc((size_t)WRITE_RUN * BS);
+	return r->buf ? 0 : -ENOMEM;
+}
+
+static void run_done(struct crun *r)
+{
+	struct cx_thread *t = pthread_getspecific(cx_key);
+
+	if (t && r->buf == t->run)
+		t->run_busy = 0;
+	else
+		zdev_buf_free(r->buf);
+}
+
+/* A run of raw clusters that are the caller's consecutive plaintext (no key, no hole) is
+ * appended from it, not copied (a copy cost 7% of the daemon's time writing random data):
+ * PLAIN, a cluster of C blocks, joins it if it can, and 1 says so; else what SRC stood for
+ * is copied into BUF and SRC is not used again. */
+static int run_from_src(struct crun *r, const uint8_t *plain, uint32_t c, int direct)
+{
+	if (direct && !r->no_src && (!r->n || r->src + (size_t)r->used * BS == plain)) {
+		r->src = r->n ? r->src : plain;
+		r->cl[r->n++] = (struct dclu_put){.k = c};
+		r->used += c;
+		return 1;
+	}
+	if (r->src)
+		memcpy(r->buf, r->src, (size_t)r->used * BS);
+	r->src = NULL;
+	r->no_src = 1;
+	return 0;
+}
+
+/* Cluster R->cidx + R->n from PLAIN (2^n blocks) into the run: compressed (then encrypted)
+ * when that saves a block; else raw, its all-zero blocks left holes and the others packed
+ * (encrypted), unless KEEP_RAW: then nothing is added and 1 says so. */
+static int run_add(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		   struct crun *r, const uint8_t *plain, int keep_raw)
 {
 	const struct zlfs_inode *in = inode_of(inode);
-	uint32_t log = in->cluster_log, c = 1u << log, i;
+	uint32_t log = in->cluster_log, c = 1u << log, i, k;
+	uint64_t cidx = r->cidx + r->n, first = cidx << log, holes = 0;
 	struct cluster_place at = {fs->sb.seed, inode->nid, cidx};
 	int level = fs->compress_alg == in->compress_alg ? fs->compress_level : 0;
 	struct cluster_ctx *cx = cx_get();
-	uint64_t first = cidx << log, holes = 0;
-	uint8_t *out = zdev_buf_alloc((size_t)c * BS);
-	int k = cx && out ? cluster_compress(cx, &at, in->compress_alg, level, plain, log, out)
-			  : -ENOMEM;
-	int ret = k < 0 ? k : 0;
+	uint8_t *out = r->buf + (size_t)r->used * BS;
+	int ret = cx ? cluster_compress_probed(cx, &at, in->compress_alg, level, plain, log, out,
+					       !r->compressed_last) : -ENOMEM;
 
-	for (i = 0; !ret && k > 0 && dk->on && i < (uint32_t)k; i++)
+	if (ret < 0)
+		return ret;
+	k = (uint32_t)ret;
+	r->compressed_last = k > 0;
+	for (i = 0, ret = 0; !ret && k && dk->on && i < k; i++)
 		ret = zcrypt_xts_encrypt(&dk->k, first + 1 + i, out + (size_t)i * BS,
 					 out + (size_t)i * BS, BS);
-	if (!ret && k > 0)
-		ret = data_put_cluster(fs, inode, cidx, out, (uint32_t)k, 1, 0, owed);
-	if (!ret && k > 0)
-		clu_count(fs, &fs->clu_compressed, c, (uint32_t)k);
-	if (ret || k > 0 || keep_raw) {
-		zdev_buf_free(out);
-		return ret ? ret : !k;
-	}
-	for (i = 0; i < c; i++)
+	if (!k && keep_raw)
+		return 1;
+	for (i = 0; !k && i < c; i++)
 		holes |= (uint64_t)block_is_zero(plain + (size_t)i * BS) << i;
-	for (i = 0; !ret && dk->on && i < c; i++)
-		ret = zcrypt_xts_encrypt(&dk->k, first + i, plain + (size_t)i * BS,
-					 out + (size_t)i * BS, BS);
+	if (!ret && run_from_src(r, plain, c, !k && !holes && !dk->on))
+		return 0;
+	for (i = 0; !k && !ret && i < c; i++) { /* raw: its blocks but the holes, packed */
+		uint8_t *to = r->buf + (size_t)(r->used + r->cl[r->n].k) * BS;
+
+		if (holes >> i & 1)
+			continue;
+		if (dk->on)
+			ret = zcrypt_xts_encrypt(&dk->k, first + i, plain + (size_t)i * BS, to, BS);
+		else
+			memcpy(to, plain + (size_t)i * BS, BS);
+		r->cl[r->n].k++;
+	}
+	if (ret)
+		return ret;
+	if (k)
+		r->cl[r->n] = (struct dclu_put){.k = k, .compressed = 1};
+	r->cl[r->n].holes = holes;
+	r->used += r->cl[r->n++].k;
+	return 0;
+}
+
+/* Store the run's clusters (OWED: a held cluster's, whose room was set aside); *DONE: how
+ * many were, also when an error ends it (the node that maps the next may not be the first's). */
+static int run_put(struct zlfs_fs *fs, struct node_page *inode, struct crun *r, int owed,
+		   uint32_t *done)
+{
+	uint32_t c = 1u << data_cluster_log(inode), off = 0;
+	int ret = 0;
+
+	for (*done = 0; !ret && *done < r->n;) {
+		ret = data_put_clusters(fs, inode, r->cidx + *done,
+					(r->src ? r->src : r->buf) + (size_t)off * BS,
+					r->cl + *done, r->n - *done, owed);
+		for (int i = 0; i < ret; i++, ++*done) {
+			const struct dclu_put *p = &r->cl[*done];
+
+			clu_count(fs, p->compressed ? &fs->clu_compressed : &fs->clu_raw, c, p->k);
+			off += p->k;
+		}
+		ret = ret < 0 ? ret : 0;
+	}
+	return ret;
+}
+
+/* Store PLAIN (2^n blocks) as cluster CIDX, a run of one: compressed when that saves a block,
+ * else raw (all-zero blocks as holes), unless KEEP_RAW: a cluster that does not compress then
+ * stays as it is, and 1 says so. OWED: a held cluster's, whose room was set aside
+ * (data_put_clusters). */
+static int cluster_store(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+			 uint64_t cidx, const uint8_t *plain, int keep_raw, int owed)
+{
+	struct crun r;
+	uint32_t done;
+	int ret = run_init(&r, cidx);
+
 	if (!ret)
-		ret = data_put_cluster(fs, inode, cidx, dk->on ? out : plain, c, 0, holes, owed);
+		ret = run_add(fs, inode, dk, &r, plain, keep_raw);
 	if (!ret)
-		clu_count(fs, &fs->clu_raw, c, c - (uint32_t)__builtin_popcountll(holes));
-	zdev_buf_free(out);
+		ret = run_put(fs, inode, &r, owed, &done);
+	run_done(&r);
+	return ret;
+}
+
+/* Store the N whole clusters at SRC from cluster CIDX on, up to a run's worth: *DONE, how many
+ * were stored, also when an error ends it. */
+static int store_whole(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *dk,
+		       uint64_t cidx, const uint8_t *src, uint64_t n, uint32_t *done)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log;
+	struct crun r;
+	int ret = run_init(&r, cidx);
+
+	*done = 0;
+	while (!ret && r.n < n && (r.n + 1) * c <= WRITE_RUN &&
+	       (cidx + r.n) << log < data_max_blocks())
+		ret = run_add(fs, inode, dk, &r, src + ((size_t)r.n << log) * BS, 0);
+	if (!ret)
+		ret = run_put(fs, inode, &r, 0, done);
+	run_done(&r);
 	return ret;
 }
 
@@ -289,13 +453,18 @@ int dclu_write(struct zlfs_fs *fs, struct node_page *inode, const struct dkey *d
 		uint64_t cidx = *pos / cb, cstart = cidx * cb;
 		uint64_t n = (end < cstart + cb ? end : cstart + cb) - *pos;
 
+		uint32_t done;
+
 		if (cidx << log >= data_max_blocks())
 			return -EFBIG;
-		if (n == cb)
-			ret = cluster_store(fs, inode, dk, cidx, src + (*pos - off), 0, 0);
-		else
-			ret = cluster_patch(fs, inode, dk, cidx, (uint32_t)(*pos - cstart),
-					    src + (*pos - off), (uint32_t)n);
+		if (n == cb) { /* a run of whole clusters */
+			ret = store_whole(fs, inode, dk, cidx, src + (*pos - off), (end - *pos) / cb,
+					  &done);
+			*pos += done * cb;
+			continue;
+		}
+		ret = cluster_patch(fs, inode, dk, cidx, (uint32_t)(*pos - cstart),
+				    src + (*pos - off), (uint32_t)n);
 		if (!ret)
 			*pos += n;
 	}

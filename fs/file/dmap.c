@@ -527,18 +527,23 @@ int data_write_run(struct zlfs_fs *fs, struct node_page *inode, const struct dke
  * A cluster of a compressed file is re-pointed whole, in the one node that holds it, so the
  * checkpoint and roll-forward see it old or new, never torn. */
 
-/* Append all N blocks of BUF (slot offsets OFS...): a log that runs out of room part way
- * leaves the rest to data_append_n's other lanes. ADDR keeps what was appended even when an
- * error ends it, so that the caller can give those blocks back. */
-static int append_all(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t *buf,
-		      uint32_t n, uint32_t nid, uint32_t ofs, uint32_t *addr)
+/* Append the N blocks of BUF to log TYPE for slots OFS[0]... of node NID, trying the warm
+ * data log's other lanes when TYPE has no room, as data_append_n: a log that runs out of room
+ * part way leaves the rest to the next. ADDR keeps what was appended even when an error ends
+ * it, so that the caller can give those blocks back. */
+static int append_slots(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t *buf,
+			uint32_t n, uint32_t nid, const uint16_t *ofs, uint32_t *addr)
 {
 	uint32_t done = 0;
 
 	while (done < n) {
-		int ret = data_append_n(fs, type, buf + (size_t)done * ZLFS_BLOCK_SIZE, n - done, nid,
-					(uint16_t)(ofs + done), addr + done);
+		const uint8_t *b = buf + (size_t)done * ZLFS_BLOCK_SIZE;
+		int ret = seg_append_slots(fs, type, b, n - done, nid, ofs + done, addr + done);
 
+		for (uint32_t i = 0; ret == -ENOSPC && i < fs->nr_lanes; i++)
+			if (seg_lane_type(i) != type)
+				ret = seg_append_slots(fs, seg_lane_type(i), b, n - done, nid,
+						       ofs + done, addr + done);
 		if (ret < 0)
 			return ret;
 		done += (uint32_t)ret;
@@ -546,35 +551,40 @@ static int append_all(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t
 	return 0;
 }
 
-/* Append a cluster's stored blocks (N of BUF compressed, else the C raw ones but the HOLES)
- * to log TYPE for slots SLOT... of node NID: their addresses into ADDR (the marker's slot
- * left), also those appended before an error. How many blocks, or a negative errno. */
-static int append_cluster(struct zlfs_fs *fs, enum zlfs_log_type type, const uint8_t *buf,
-			  uint32_t n, uint32_t c, int compressed, uint64_t holes, uint32_t nid,
-			  uint32_t slot, uint32_t *addr)
+/* The node slots (from SLOT, clusters of C) the N clusters of CL store their blocks in, one
+ * per stored block: after a compressed cluster's marker, or a raw one's slots but its holes. */
+static uint32_t run_slots(const struct dclu_put *cl, uint32_t n, uint32_t c, uint32_t slot,
+			  uint16_t *ofs)
 {
-	uint32_t i, j, now = 0;
-	int ret = 0;
+	uint32_t m = 0;
 
-	if (compressed)
-		return append_all(fs, type, buf, n, nid, slot + 1, addr + 1) ?: (int)n;
-	for (i = 0; !ret && i < c; i = j) { /* raw: runs between the holes */
-		for (j = i; j < c && !(holes >> j & 1); j++)
-			;
-		ret = j > i ? append_all(fs, type, buf + (size_t)i * ZLFS_BLOCK_SIZE, j - i, nid,
-					 slot + i, addr + i)
-			    : 0;
-		now += j - i;
-		j += j == i;
-	}
-	return ret ? ret : (int)now;
+	for (uint32_t i = 0; i < n; i++, slot += c)
+		for (uint32_t j = 0; j < c; j++)
+			if (cl[i].compressed ? j >= 1 && j <= cl[i].k : !(cl[i].holes >> j & 1))
+				ofs[m++] = (uint16_t)(slot + j);
+	return m;
 }
 
-int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
-		     const uint8_t *buf, uint32_t n, int compressed, uint64_t holes, int owed)
+/* The slot values the run's appended blocks ADDR (in RUN_SLOTS' order) give its N clusters,
+ * into VAL: markers, addresses, holes. */
+static void run_values(const struct dclu_put *cl, uint32_t n, uint32_t c, const uint32_t *addr,
+		       uint32_t *val)
 {
-	uint32_t log = data_cluster_log(inode), c = 1u << log, old[1u << ZLFS_CLUSTER_LOG_MAX];
-	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX] = {0}, i, reserved = 0, had = 0, now;
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < c; j++)
+			val[i * c + j] = cl[i].compressed ? (j == 0 ? ZLFS_ADDR_COMPRESSED
+							    : j <= cl[i].k ? addr[m++] : 0)
+					 : cl[i].holes >> j & 1 ? 0 : addr[m++];
+}
+
+int data_put_clusters(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
+		      const uint8_t *buf, const struct dclu_put *cl, uint32_t n, int owed)
+{
+	uint32_t log = data_cluster_log(inode), c = 1u << log, old[WRITE_RUN], val[WRITE_RUN];
+	uint32_t addr[WRITE_RUN] = {0}, i, reserved = 0, had = 0, now, m, rewrite = 0;
+	uint16_t ofs[WRITE_RUN];
 	struct zlfs_inode *in = inode_of(inode);
 	enum zlfs_log_type type;
 	struct dref ref;
@@ -583,44 +593,50 @@ int data_put_cluster(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx,
 
 	if (ret)
 		return ret;
+	n = n * c <= WRITE_RUN ? n : WRITE_RUN / c; /* one node, and WRITE_RUN slots at most */
+	n = n * c <= slots_left(&ref) ? n : slots_left(&ref) / c;
+	if (!n) { /* a node maps whole clusters (struct dshape): memory went bad */
+		node_put(fs, ref.np);
+		return -EIO;
+	}
 	s = node_slot(ref.np, ref.slot);
-	for (i = 0; i < c; i++) {
+	for (i = 0; i < n * c; i++) {
 		old[i] = le32_get(s[i]);
 		reserved += old[i] == ZLFS_ADDR_PREALLOC;
 		had += slot_is_block(old[i]) || old[i] == ZLFS_ADDR_PREALLOC;
+		rewrite |= i % c == 0 && old[i] == ZLFS_ADDR_COMPRESSED;
 	}
 	if (reserved) /* they pay for this write, and those it leaves unused go */
 		seg_prealloc_add(fs, -(int64_t)reserved);
-	type = data_user_log(fs, inode, had > reserved || old[0] == ZLFS_ADDR_COMPRESSED);
-	ret = append_cluster(fs, type, buf, n, c, compressed, holes, ref.np->nid, ref.slot, addr);
+	type = data_user_log(fs, inode, had > reserved || rewrite);
+	m = run_slots(cl, n, c, ref.slot, ofs);
+	ret = append_slots(fs, type, buf, m, ref.np->nid, ofs, addr);
 	if (ret == -ENOSPC && owed) { /* its room was owed: the reserve's log takes it */
-		seg_mark_n(fs, addr, c, 0);
+		seg_mark_n(fs, addr, m, 0);
 		memset(addr, 0, sizeof(addr));
-		ret = append_cluster(fs, ZLFS_LOG_HOT_DATA, buf, n, c, compressed, holes,
-				     ref.np->nid, ref.slot, addr);
+		ret = append_slots(fs, ZLFS_LOG_HOT_DATA, buf, m, ref.np->nid, ofs, addr);
 	}
 	if (ret < 0) {
-		seg_mark_n(fs, addr, c, 0); /* what did get appended is nobody's */
+		seg_mark_n(fs, addr, m, 0); /* what did get appended is nobody's */
 		if (reserved)
 			seg_prealloc_add(fs, (int64_t)reserved);
 		node_put(fs, ref.np);
 		return ret;
 	}
-	now = (uint32_t)ret;
-	if (compressed)
-		addr[0] = ZLFS_ADDR_COMPRESSED;
+	run_values(cl, n, c, addr, val);
 	data_changed(fs, inode);
-	for (i = 0; i < c; i++) {
-		s[i] = le32_put(addr[i]);
+	for (i = 0, now = 0; i < n * c; i++) {
+		s[i] = le32_put(val[i]);
+		now += slot_is_block(val[i]);
 		if (!slot_is_block(old[i])) /* to the SIT only the old blocks go */
 			old[i] = ZLFS_ADDR_NULL;
 	}
-	seg_mark_n(fs, old, c, 0);
+	seg_mark_n(fs, old, n * c, 0);
 	node_dirty(fs, ref.np);
 	in->blocks = le64_put(le64_get(in->blocks) + now - had);
 	node_dirty(fs, inode);
 	node_put(fs, ref.np);
-	return 0;
+	return (int)n;
 }
 
 /* ---- truncation and holes -----------------------------------------------------------------
