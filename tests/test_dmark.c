@@ -13,7 +13,8 @@
  * then takes: after a power cut it is still there. A read error while the marks are linked at
  * mount loses none: that mount fails, writing nothing, and the next one links them. A name
  * change dmark.c has no memory to record makes the directory's fsync take a checkpoint (the
- * binary is linked with --wrap=calloc for it).
+ * binary is linked with --wrap=calloc for it). A crafted device whose log names one new file
+ * twice (two marks) gets it back under the newest name only.
  */
 #include "testutil.h"
 
@@ -292,6 +293,76 @@ START_TEST(t_read_error_loses_no_mark)
 }
 END_TEST
 
+/* ---- a crafted device: two marks name one inode ---------------------------------------- */
+
+/* Append to the image, at the write pointer of the zone whose last two blocks are NAME's
+ * mark and its inode (the fsync group the daemon wrote), a second group: the mark naming
+ * NAME2 in the same directory, then the inode again, both with newer sequence numbers and
+ * valid checksums, as a device crafted to name one file twice would. */
+static void append_second_mark(const char *name, const char *name2)
+{
+	struct zdev_open_opts oo = {0};
+	struct zdev *dev;
+	struct zdev_zone z[64];
+	uint8_t *b = zdev_buf_alloc(3 * ZLFS_BLOCK_SIZE), *mark = b, *ino = b + ZLFS_BLOCK_SIZE;
+	struct zlfs_dentry_mark *m = (struct zlfs_dentry_mark *)mark;
+	struct zlfs_blkhdr *hm = &m->hdr, *hi = (struct zlfs_blkhdr *)ino;
+	uint64_t seed;
+	uint32_t i, nz;
+	int found = 0;
+
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zdev_read(dev, b, ZLFS_BLOCK_SIZE, 0), 0);
+	seed = zlfs_csum_seed(((struct zlfs_super *)b)->uuid);
+	ck_assert_int_eq(zlfs_blk_verify(b, seed, ZLFS_KIND_SUPER), 0);
+	nz = zdev_geometry(dev)->nr_zones;
+	ck_assert_uint_le(nz, 64);
+	ck_assert_int_eq(zdev_report(dev, 0, nz, z), 0);
+	for (i = 0; i < nz && !found; i++) {
+		if (z[i].wp < z[i].start + 2 * ZLFS_BLOCK_SIZE)
+			continue;
+		ck_assert_int_eq(zdev_read(dev, b, 2 * ZLFS_BLOCK_SIZE,
+					   z[i].wp - 2 * ZLFS_BLOCK_SIZE), 0);
+		found = !zlfs_blk_verify(mark, seed, ZLFS_KIND_DMARK) &&
+			!zlfs_blk_verify(ino, seed, ZLFS_KIND_INODE) &&
+			le16_get(m->name_len) == strlen(name) &&
+			!memcmp(m->name, name, strlen(name));
+	}
+	ck_assert_msg(found, "no zone ends with the mark of '%s' and its inode", name);
+	memset(m->name, 0, sizeof(m->name));
+	memcpy(m->name, name2, strlen(name2));
+	m->name_len = le16_put((uint16_t)strlen(name2));
+	hm->seq = le64_put(le64_get(hi->seq) + 1);
+	hi->seq = le64_put(le64_get(hi->seq) + 2);
+	zlfs_blk_seal(mark, seed);
+	zlfs_blk_seal(ino, seed);
+	ck_assert_int_eq(zdev_write(dev, b, 2 * ZLFS_BLOCK_SIZE, z[i - 1].wp), 0);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+	zdev_close(dev);
+	zdev_buf_free(b);
+}
+
+/* One file of one link must not come back under two names: recovery links the newest mark
+ * and leaves the other, and fsck finds nothing to say. */
+START_TEST(t_two_marks_one_inode)
+{
+	struct stat st;
+	pid_t pid = mount_with_checkpointed("a");
+
+	put("d/new", 5000, 1);
+	power_cut(pid);
+	append_second_mark("new", "other");
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(holds("d/other", 5000), "the newest mark's name d/other is not the file");
+	ck_assert_msg(lstat(at("d/new"), &st) && errno == ENOENT, "the file has the older "
+		      "mark's name d/new too");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img),
+			 0);
+}
+END_TEST
+
 /* ---- no memory for the records: this binary is linked with --wrap=calloc, and while
  * fail_calloc is set every calloc of the filesystem's code (in process) returns NULL ---- */
 
@@ -355,6 +426,7 @@ int main(void)
 	tcase_add_test(tc, t_moved_occupant_survives);
 	tcase_add_test(tc, t_relinked_occupant_survives);
 	tcase_add_test(tc, t_read_error_loses_no_mark);
+	tcase_add_test(tc, t_two_marks_one_inode);
 	tcase_add_test(tc, t_unrecorded_change_takes_a_checkpoint);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

@@ -448,6 +448,42 @@ START_TEST(t_nat_entry)
 }
 END_TEST
 
+/* A block past the checkpoint in a node log whose checksum fails, its sequence field at the
+ * top of its range (torn, or crafted): roll-forward must not take that number as the
+ * filesystem's sequence, or the next writes' numbers would wrap and order nothing. */
+START_TEST(t_torn_block_sequence)
+{
+	struct zdev_open_opts oo = {0};
+	struct zdev_zone z;
+	struct zdev *dev;
+	struct zlfs_fs *fs;
+	uint8_t *blk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	struct zlfs_blkhdr *h = (struct zlfs_blkhdr *)blk;
+	uint32_t zone;
+
+	populate("seq.img", NULL);
+	fs = mount_rw(img, 1);
+	zone = fs->logs[ZLFS_LOG_WARM_NODE].zone;
+	files_unmount(fs);
+	ck_assert_uint_ne(zone, ZLFS_ZONE_NONE);
+	memset(blk, 0, ZLFS_BLOCK_SIZE);
+	h->magic = le32_put(ZLFS_MAGIC);
+	h->kind = le16_put(ZLFS_KIND_INODE);
+	h->seq = le64_put(UINT64_MAX - 1); /* no checksum: the block does not verify */
+	ck_assert_int_eq(zdev_open(img, &oo, &dev), 0);
+	ck_assert_int_eq(zdev_report(dev, zone, 1, &z), 0);
+	ck_assert_int_eq(zdev_write(dev, blk, ZLFS_BLOCK_SIZE, z.wp), 0);
+	ck_assert_int_eq(zdev_flush(dev), 0);
+	zdev_close(dev);
+	zdev_buf_free(blk);
+	fs = mount_rw(img, 0);
+	ck_assert_msg(fs->seq < (1ULL << 62), "the sequence is %llu after an unverified block",
+		      (unsigned long long)fs->seq);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
 /* The real daemon on an image with a damaged symlink: readlink fails with EUCLEAN, the rest of
  * the filesystem reads and writes, and unmount ends the daemon. */
 START_TEST(t_daemon_damaged_name)
@@ -499,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, t_sb_meta_zones);
 	tcase_add_test(tc, t_cp_meta_zone);
 	tcase_add_test(tc, t_nat_entry);
+	tcase_add_test(tc, t_torn_block_sequence);
 	tcase_add_test(tc, t_daemon_damaged_name);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

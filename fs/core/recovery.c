@@ -149,7 +149,9 @@ static int collect(struct rec *r, const void *blk, uint32_t addr)
 	char why[200];
 	int ret;
 
-	if (le64_get(h->seq) > r->max_seq)
+	/* Only a block whose checksum holds says anything about the sequence: a torn or crafted
+	 * one could push it to the edge of its range, and the next writes would wrap. */
+	if (!zlfs_blk_verify(blk, r->fs->sb.seed, ZLFS_KIND_MAX) && le64_get(h->seq) > r->max_seq)
 		r->max_seq = le64_get(h->seq);
 	if (!is_new_node(r, blk))
 		return 0;
@@ -518,6 +520,34 @@ static void keep_fsynced(struct rec *r)
 static int keep_dmarks(struct rec *r)
 {
 	struct zlfs_fs *fs = r->fs;
+static int by_dmark_ino_seq(const void *a, const void *b)
+{
+	const struct rec_dmark *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return by_dmark_seq(a, b);
+}
+
+/* The daemon writes one mark per new file between checkpoints (its later fsyncs write none);
+ * a device showing more names one inode twice, and linking both would give a file of one
+ * link two names. The newest is kept. Returns how many are left in V. */
+static size_t one_dmark_per_inode(struct rec_dmark *v, size_t n)
+{
+	size_t i, out = 0;
+
+	qsort(v, n, sizeof(*v), by_dmark_ino_seq);
+	for (i = 0; i < n; i++) {
+		if (i + 1 < n && v[i + 1].ino == v[i].ino) {
+			zlog_warn("recovery: inode %u has another dentry mark after the one at block "
+				  "%u: only the newest is linked (run fsck.zlfs)", v[i].ino, v[i].addr);
+			continue;
+		}
+		v[out++] = v[i];
+	}
+	return out;
+}
+
 	struct rec_dmark *kept;
 	size_t i, out = 0;
 
@@ -548,11 +578,13 @@ static int keep_dmarks(struct rec *r)
 			continue;
 		}
 		kept[out++] = r->dmarks[r->nodes[i].count];
-		seg_mark(fs, r->nodes[i].addr, 1);
 	}
 	qsort(kept, out, sizeof(*kept), by_dmark_seq);
 	free(fs->rec_dmarks);
 	fs->rec_dmarks = kept;
+	out = one_dmark_per_inode(kept, out);
+	for (i = 0; i < out; i++)
+		seg_mark(fs, kept[i].addr, 1);
 	fs->nr_rec_dmarks = (uint32_t)out;
 	return 0;
 }
