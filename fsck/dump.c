@@ -335,7 +335,7 @@ static int owner_points_here(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, ui
 	if (nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid || nat_get(fs, nid, &e))
 		return 0;
 	if (ofs == ZLFS_SUM_NODE)
-		return e.blkaddr == addr;
+		return e.blkaddr == addr && !e.packed;
 	if (e.blkaddr == ZLFS_ADDR_NULL || node_get(fs, nid, &np))
 		return 0;
 	here = le16_get(((struct zlfs_blkhdr *)np->buf)->kind) == ZLFS_KIND_INODE
@@ -345,6 +345,33 @@ static int owner_points_here(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, ui
 				 le32_get(((struct zlfs_node *)np->buf)->ptr[ofs]) == addr;
 	node_put(fs, np);
 	return here;
+}
+
+/* The slots of the inode pack PK at ADDR: each one's nid, and whether its NAT entry names
+ * it (a pack is valid while one does). */
+static void dump_pack_slots(struct out *o, struct zlfs_fs *fs, uint32_t addr,
+			    const struct zlfs_inode_pack *pk)
+{
+	char why[200];
+	uint32_t n = le32_get(pk->nr_slots);
+
+	if (zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why))) {
+		out_s(o, "pack_error", why);
+		return;
+	}
+	out_list(o, "pack_slots");
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t nid = le32_get(pk->slot[i].nid);
+		struct nat_ent e;
+
+		out_obj(o, NULL);
+		out_u(o, "slot", i);
+		out_u(o, "nid", nid);
+		out_b(o, "live", !nat_get(fs, nid, &e) && e.blkaddr == addr && e.packed &&
+					 e.slot == i);
+		out_end(o);
+	}
+	out_end(o);
 }
 
 static void block_owner(struct out *o, struct zlfs_fs *fs, uint32_t addr)
@@ -363,6 +390,11 @@ static void block_owner(struct out *o, struct zlfs_fs *fs, uint32_t addr)
 		return;
 	}
 	out_s(o, "from", from);
+	if (ofs == ZLFS_SUM_PACK) { /* the slots say whose: dump_pack_slots */
+		out_s(o, "kind", "inode pack");
+		out_end(o);
+		return;
+	}
 	out_u(o, "nid", nid);
 	if (ofs == ZLFS_SUM_NODE) {
 		out_s(o, "kind", "node");
@@ -391,10 +423,13 @@ static int dump_block(struct out *o, struct zlfs_fs *fs, uint64_t addr)
 	out_u(o, "block_in_zone", a % zb);
 	buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (buf && !zdev_read(fs->dev, buf, ZLFS_BLOCK_SIZE, addr * ZLFS_BLOCK_SIZE) &&
-	    !zlfs_blk_verify(buf, sb->seed, ZLFS_KIND_MAX))
+	    !zlfs_blk_verify(buf, sb->seed, ZLFS_KIND_MAX)) {
 		out_s(o, "header_kind", zlfs_kind_name(le16_get(((struct zlfs_blkhdr *)buf)->kind)));
-	else
+		if (le16_get(((struct zlfs_blkhdr *)buf)->kind) == ZLFS_KIND_IPACK)
+			dump_pack_slots(o, fs, a, (const void *)buf);
+	} else {
 		out_s(o, "header_kind", "none (user data, unwritten, or damaged)");
+	}
 	zdev_buf_free(buf);
 	if (seg >= 0) {
 		uint32_t b = (a % zb) % sb->seg_blocks;

@@ -290,6 +290,8 @@ int dump_inode(struct out *o, struct zlfs_fs *fs, uint32_t ino)
 	out_obj(o, NULL);
 	out_u(o, "ino", ino);
 	out_u(o, "addr", e.blkaddr);
+	if (e.packed) /* PACKED_INODES: the inode is this slot of the inode pack at addr */
+		out_u(o, "pack_slot", e.slot);
 	out_u(o, "nat_version", e.version);
 	dump_where(o, fs, e.blkaddr);
 	inode_fields(o, inode_of(np));

@@ -152,6 +152,7 @@ void workload_tail(void);
 void workload_inline(void);
 void workload_xattr(void);
 void workload_compressed(void); /* test_crash_compress.c */
+void workload_packed(void);     /* test_crash_packed.c */
 void workload_dentry(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With

@@ -84,5 +84,6 @@ int fsck_flips_tests(const TTest **t);
 int fsck_encrypt_tests(const TTest **t);
 int fsck_hostile_tests(const TTest **t);
 int fsck_walk_tests(const TTest **t);
+int fsck_packed_tests(const TTest **t);
 
 #endif

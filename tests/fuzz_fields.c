@@ -136,6 +136,23 @@ static const struct fz_field f_dmark[] = { /* DENTRY_MARK: what recovery links *
 	FA(struct zlfs_dentry_mark, name, ZLFS_NAME_MAX + 1, 1),
 	FA(struct zlfs_dentry_mark, pad, 16, 1), END};
 
+static const struct fz_field f_pack[] = { /* PACKED_INODES: the slots, each an inode */
+	F(struct zlfs_inode_pack, nr_slots), F(struct zlfs_inode_pack, reserved),
+	FS(struct zlfs_inode_pack, slot, nid, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, mode, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, nlink, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, flags, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, xattr_nid, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, parent_ino, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, inline_size, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, size, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, blocks, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, dir_depth, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, dir_entries, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, cluster_log, ZLFS_PACK_SLOTS),
+	FS(struct zlfs_inode_pack, slot, addr[0], ZLFS_PACK_SLOTS),
+	FA(struct zlfs_inode_pack, pad, 16, 1), END};
+
 /* The emulator's header (kind 0 here) and a zone table entry (ZLFS_KIND_MAX). */
 static const struct fz_field f_emu_hdr[] = { /* the region offsets only rarely: they are
 					     * checked against the geometry, one rule for all */
@@ -171,6 +188,7 @@ const struct fz_field *fz_fields_of(unsigned kind)
 	case ZLFS_KIND_XVALUE: return f_xnode;
 	case ZLFS_KIND_DENTRY: return f_dentry;
 	case ZLFS_KIND_DMARK: return f_dmark;
+	case ZLFS_KIND_IPACK: return f_pack;
 	case ZLFS_KIND_MAX: return f_zent;
 	default: return f_hdr;
 	}

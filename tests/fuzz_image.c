@@ -4,7 +4,8 @@
  * errors are fine.
  *
  * Setup builds small emulated base images through the daemon's own FUSE operations
- * (fuzz_fuse.c): a plain one (6 logs) and an encrypted one (10 logs, a key file), each with a
+ * (fuzz_fuse.c): a plain one (6 logs, mkfs --packed-inodes: its small inodes in inode packs)
+ * and an encrypted one (10 logs, a key file, every inode a block of its own), each with a
  * directory of files, an indirect tree, xattrs over a chain of xattr nodes and value nodes,
  * an inline and a long symlink, a hard link, then an orphan in a checkpoint and files fsync'ed after it by a
  * process that dies (roll-forward work), and a power cut. Each input is:
@@ -161,6 +162,7 @@ static void make_base(struct base *b, uint64_t size, unsigned nr_logs, int enc, 
 	}
 	if (zemu_create(b->path, &o) || zdev_open(b->path, &oo, &dev))
 		die("create", EIO);
+	mo.packed_inodes = !enc; /* the plain base's small inodes in packs, the other's whole */
 	mo.compress = compress; /* every new file in compressed clusters */
 	mo.compress_alg = compress ? ZLFS_CLUSTER_LZ4 : 0;
 	if (zlfs_mkfs(dev, &mo, &sbi))
@@ -185,6 +187,8 @@ static void make_base(struct base *b, uint64_t size, unsigned nr_logs, int enc, 
 scan:
 	if (fz_img_open(&b->img, b->path))
 		die("scan", EIO);
+	if (!enc && !b->img.nbykind[ZLFS_KIND_IPACK]) /* the mutations need packs to hit */
+		die("the plain base holds no inode pack", EINVAL);
 	b->len = b->img.file_len;
 	b->pristine = malloc(b->len);
 	fd = open(b->path, O_RDONLY);

@@ -555,7 +555,7 @@ static const struct {
 	{"map", ZLFS_KIND_MAP}, {"summary", ZLFS_KIND_SUMMARY}, {"inode", ZLFS_KIND_INODE},
 	{"dnode", ZLFS_KIND_DNODE}, {"indnode", ZLFS_KIND_INDNODE}, {"xattr", ZLFS_KIND_XATTR},
 	{"xvalue", ZLFS_KIND_XVALUE}, {"dentry", ZLFS_KIND_DENTRY},
-	{"dmark", ZLFS_KIND_DMARK}};
+	{"dmark", ZLFS_KIND_DMARK}, {"pack", ZLFS_KIND_IPACK}};
 
 int fz_set(struct fz_img *img, struct fz_edit *e, const char *kname, const char *field,
 	   uint32_t idx, uint64_t val, uint32_t where)

@@ -7,7 +7,8 @@
  * every flush boundary and at sampled writes in between (whole and torn), mounted again
  * (recovery), compared with what was made durable, and checked with fsck.zlfs.
  *
- * The workloads are in test_crash_workloads.c (compressed files' in test_crash_compress.c),
+ * The workloads are in test_crash_workloads.c (compressed files' in test_crash_compress.c,
+ * inode packs' in test_crash_packed.c),
  * the check of one crash point in test_crash_check.c, the model and the operations they share
  * in crash_testutil.h. This file records a workload and chooses its crash points; each
  * workload is a case of its own (CK_RUN_CASE=<name> runs one).
@@ -66,6 +67,9 @@ static const struct workload_def workloads[] = {
 	{"compressed", 64ULL << 20, workload_compressed, 10, 1, 0, "compress=lz4", "--compress"},
 	/* new names made durable by dentry marks, SQLite's journal: every flush boundary */
 	{"dentry", 64ULL << 20, workload_dentry, 12, 1},
+	/* inode packs: small files packed, a zone of packs collected by GC, its inodes
+	 * fsync'ed and unlinked after; the checkpoints that pack and GC every operation */
+	{"packed", 64ULL << 20, workload_packed, 30, 0, 0, "nogc", "--packed-inodes"},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

@@ -314,6 +314,166 @@ START_TEST(t_layout_logs_follow_limits)
 }
 END_TEST
 
+
+/* ---- inode packs (PACKED_INODES) ------------------------------------------------------ */
+
+static struct zlfs_inode pk_in[ZLFS_PACK_SLOTS];
+static uint8_t pk_out[ZLFS_BLOCK_SIZE] __attribute__((aligned(8)));
+
+/* A small regular file's inode NID with every field a slot keeps set to something. */
+static void small_inode(struct zlfs_inode *in, uint32_t nid)
+{
+	memset(in, 0, sizeof(*in));
+	zlfs_blk_init(in, ZLFS_KIND_INODE, nid, nid, 9);
+	in->mode = le32_put(0100644);
+	in->uid = le32_put(1000 + nid);
+	in->gid = le32_put(100);
+	in->nlink = le32_put(1);
+	in->generation = le32_put(nid * 7);
+	in->size = le64_put(3 * ZLFS_BLOCK_SIZE);
+	in->blocks = le64_put(3);
+	in->atime_ns = le64_put(1);
+	in->mtime_ns = le64_put(2);
+	in->ctime_ns = le64_put(3);
+	in->crtime_ns = le64_put(4);
+	memset(in->nonce, (int)nid, sizeof(in->nonce));
+	in->dir_entries = 0;
+}
+
+/* A pack of N slots of the inodes NIDS, sealed under S's seed. */
+static void build_pack(const struct zlfs_sb_info *s, uint32_t n, const uint32_t *nids)
+{
+	struct zlfs_inode_pack *pk = (void *)blk;
+
+	memset(blk, 0, sizeof(blk));
+	zlfs_blk_init(pk, ZLFS_KIND_IPACK, 0, 0, 9);
+	pk->nr_slots = le32_put(n);
+	for (uint32_t i = 0; i < n; i++) {
+		small_inode(&pk_in[i], nids[i]);
+		ck_assert_int_eq(zlfs_pack_fill(pk, i, &pk_in[i]), 0);
+	}
+	zlfs_blk_seal(pk, s->seed);
+}
+
+static void packed_sb(struct zlfs_sb_info *s)
+{
+	good_sb(s);
+	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_PACKED_INODES;
+}
+
+/* Fill then expand gives back the same 4 KiB inode, header from the pack; what does not fit a
+ * slot is refused. */
+START_TEST(t_pack_round_trip)
+{
+	struct zlfs_sb_info s;
+	uint32_t nids[ZLFS_PACK_SLOTS];
+	char why[256];
+
+	packed_sb(&s);
+	for (uint32_t i = 0; i < ZLFS_PACK_SLOTS; i++)
+		nids[i] = 5 + 3 * i;
+	build_pack(&s, ZLFS_PACK_SLOTS, nids);
+	pk_in[3].addr[31] = le32_put(zlfs_zone_start_blk(&s, s.main_zone_first) + 1); /* the
+										      * last word a slot keeps */
+	ck_assert_int_eq(zlfs_pack_fill(blk, 3, &pk_in[3]), 0);
+	zlfs_blk_seal(blk, s.seed);
+	ck_assert_msg(!zlfs_pack_check(&s, blk, why, sizeof(why)), "%s", why);
+	for (uint32_t i = 0; i < ZLFS_PACK_SLOTS; i++) {
+		zlfs_pack_expand(blk, i, pk_out);
+		ck_assert_int_eq(memcmp(pk_out, &pk_in[i], ZLFS_CSUM_OFF), 0);
+	}
+	pk_in[0].addr[ZLFS_PACK_ADDRS] = le32_put(77); /* past the slot's words */
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	small_inode(&pk_in[0], 5);
+	pk_in[0].nid[0] = le32_put(8); /* an index node */
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	small_inode(&pk_in[0], 5);
+	pk_in[0].hdr.kind = le16_put(ZLFS_KIND_DNODE);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	small_inode(&pk_in[0], 5);
+	ck_assert_int_eq(zlfs_pack_fill(blk, ZLFS_PACK_SLOTS, &pk_in[0]), -E2BIG);
+}
+END_TEST
+
+/* Crafted packs: each field out of its range is refused by zlfs_pack_check. */
+START_TEST(t_pack_check_refuses)
+{
+	struct zlfs_sb_info s;
+	struct zlfs_inode_pack *pk = (void *)blk;
+	const uint32_t nids[3] = {4, 9, 12};
+	char why[256];
+
+	packed_sb(&s);
+	build_pack(&s, 3, nids);
+	ck_assert_int_eq(zlfs_pack_check(&s, blk, why, sizeof(why)), 0);
+#define REFUSED(edit)                                                                          \
+	do {                                                                                   \
+		build_pack(&s, 3, nids);                                                       \
+		edit;                                                                          \
+		ck_assert_int_eq(zlfs_pack_check(&s, blk, why, sizeof(why)), -EUCLEAN);        \
+	} while (0)
+	REFUSED(pk->nr_slots = le32_put(0));
+	REFUSED(pk->nr_slots = le32_put(ZLFS_PACK_SLOTS + 1));
+	REFUSED(pk->nr_slots = le32_put(4)); /* slot 3 is empty: nid 0 */
+	REFUSED(pk->nr_slots = le32_put(2)); /* slot 2 past nr_slots but not zero */
+	REFUSED(pk->slot[1].nid = le32_put(4)); /* not ascending: twice the same nid */
+	REFUSED(pk->slot[2].nid = le32_put(s.max_nid));
+	REFUSED(pk->slot[0].nid = 0);
+	REFUSED(pk->hdr.flags = le16_put(ZLFS_NODE_FSYNC)); /* a pack is never rolled forward */
+	REFUSED(pk->hdr.index = le32_put(4));
+	REFUSED(pk->hdr.ino = le32_put(4));
+	REFUSED(pk->reserved = le32_put(1));
+	REFUSED(pk->pad[100] = 1);
+	REFUSED(pk->slot[1].mode = le32_put(0170000)); /* the slot's inode: no file type */
+	REFUSED(pk->slot[2].xattr_nid = le32_put(s.max_nid));
+	REFUSED(s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_PACKED_INODES);
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_PACKED_INODES;
+	build_pack(&s, 3, nids);
+	ck_assert_int_eq(zlfs_pack_check_head(&s, blk, why, sizeof(why)), 0);
+	pk->slot[1].mode = le32_put(0170000); /* the head check leaves the inode to its reader */
+	ck_assert_int_eq(zlfs_pack_check_head(&s, blk, why, sizeof(why)), 0);
+#undef REFUSED
+}
+END_TEST
+
+/* NAT entries naming slots: only with the feature, only slots 0-14, only of an inode; the
+ * superblock's max_nid stays below the slot bits; a pack's summary entry only with it. */
+START_TEST(t_pack_nat_and_limits)
+{
+	struct zlfs_sb_info s, p;
+	uint32_t addr, slot_bits = 3u << ZLFS_NAT_SLOT_SHIFT;
+	char why[256];
+
+	good_sb(&s);
+	packed_sb(&p);
+	addr = zlfs_zone_start_blk(&p, p.main_zone_first);
+	ck_assert_int_eq(zlfs_nat_entry_check(&p, 7, addr, 7 | slot_bits, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_nat_entry_check(&p, 7, addr, 7, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_nat_entry_check(&s, 7, addr, 7 | slot_bits, why, sizeof(why)),
+			 -EUCLEAN); /* no feature: an inode number out of range */
+	ck_assert_int_eq(zlfs_nat_entry_check(&p, 7, addr, 8 | slot_bits, why, sizeof(why)),
+			 -EUCLEAN); /* a node of inode 8 in a slot: only inodes are packed */
+	ck_assert_int_eq(zlfs_nat_entry_check(&p, 7, addr, 7 | 0xfu << ZLFS_NAT_SLOT_SHIFT, why,
+					      sizeof(why)), 0); /* slot 14, the last */
+	ck_assert_int_eq(zlfs_nat_entry_check(&p, 0, addr, 0 | slot_bits, why, sizeof(why)),
+			 -EUCLEAN); /* nid 0 */
+	ck_assert_int_eq(zlfs_sum_entry_check(&p, 0, ZLFS_SUM_PACK, why, sizeof(why)), 0);
+	ck_assert_int_eq(zlfs_sum_entry_check(&s, 0, ZLFS_SUM_PACK, why, sizeof(why)), -EUCLEAN);
+	ck_assert_int_eq(zlfs_sum_entry_check(&p, 5, ZLFS_SUM_PACK, why, sizeof(why)), -EUCLEAN);
+	ck_assert_uint_lt(ZLFS_MAX_NID_PACKED, 1u << ZLFS_NAT_SLOT_SHIFT);
+	ck_assert_uint_ge(ZLFS_MAX_NID, 1u << ZLFS_NAT_SLOT_SHIFT);
+	ck_assert_uint_eq(ZLFS_MAX_NID_PACKED % ZLFS_NAT_PER_BLOCK, 0);
+	p.max_nid = ZLFS_MAX_NID; /* a layout without the feature may have it; with it, not */
+	p.nat_blocks = ZLFS_MAX_NID / ZLFS_NAT_PER_BLOCK;
+	s.max_nid = p.max_nid;
+	s.nat_blocks = p.nat_blocks;
+	ck_assert_int_eq(zlfs_sb_check_layout(&p, why, sizeof(why)), -EUCLEAN);
+	ck_assert_msg(strstr(why, "max_nid"), "%s", why);
+	if (zlfs_sb_check_layout(&s, why, sizeof(why))) /* only max_nid differs: any other */
+		ck_assert_msg(!strstr(why, "max_nid"), "%s", why); /* refusal is the meta size's */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("format");
@@ -329,6 +489,9 @@ int main(void)
 	tcase_add_test(tc, t_layout_small_zone_segments);
 	tcase_add_test(tc, t_layout_refusals);
 	tcase_add_test(tc, t_layout_logs_follow_limits);
+	tcase_add_test(tc, t_pack_round_trip);
+	tcase_add_test(tc, t_pack_check_refuses);
+	tcase_add_test(tc, t_pack_nat_and_limits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

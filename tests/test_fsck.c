@@ -17,8 +17,9 @@
  * The tests live by concern in test_fsck_modes.c (modes, exit codes, repairs, a power cut in
  * a repair), test_fsck_device.c (write pointers and zones that disagree with the checkpoint,
  * a lost fsync'ed write), test_fsck_flips.c (single bit flips in metadata blocks) and
- * test_fsck_encrypt.c (an encrypted root) and test_fsck_walk.c (the walk at thousands of
- * inodes); what they share is in fsck_testutil.h. This file
+ * test_fsck_encrypt.c (an encrypted root), test_fsck_walk.c (the walk at thousands of
+ * inodes) and test_fsck_packed.c (inode packs: a damaged slot, a damaged pack, GC of a zone
+ * of packs, zlfs-dump); what they share is in fsck_testutil.h. This file
  * puts them in order.
  */
 #include "fsck_testutil.h"
@@ -33,7 +34,10 @@ static const char *const fsck_order[] = {
 	"t_offline_zone_is_device_error", "t_offline_meta_zone", "t_sb_newest_flipped",
 	"t_cp_newest_flipped", "t_nat_flipped", "t_inode_flipped", "t_dentry_flipped",
 	"t_wp_behind_partial", "t_lost_fsynced_write", "t_powercut_during_repair",
-	"t_stats_show_scan", "t_encrypted_root", "t_walk_many_files", NULL,
+	"t_stats_show_scan", "t_encrypted_root", "t_walk_many_files", "t_packed_slot_damaged",
+	"t_packed_pack_flipped", "t_packed_gc_zone", "t_packed_dump", "t_packed_read_enomem",
+	"t_packed_nat_fail_first", "t_packed_nat_fail_third", "t_packed_gc_owed",
+	"t_packed_gc_unknown_slots", NULL,
 };
 
 int main(void)
@@ -46,6 +50,7 @@ int main(void)
 	tu_collect(&g_tests, fsck_flips_tests);
 	tu_collect(&g_tests, fsck_encrypt_tests);
 	tu_collect(&g_tests, fsck_walk_tests);
+	tu_collect(&g_tests, fsck_packed_tests);
 	tcase_set_timeout(tc, 600);
 	tu_add_tests(&g_tests, tc, fsck_order);
 	if (tu_unplaced(&g_tests))

@@ -124,11 +124,17 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * Set by the first chattr that sets one: an older reader would call such an inode damaged,
  * and one that skipped the bits would let an immutable file be changed. */
 #define ZLFS_FEAT_INCOMPAT_ATTR_FLAGS (1u << 8)
+/* The inodes of small files may be stored several to a block (struct zlfs_inode_pack), the
+ * NAT entry naming the slot in the top bits of its ino (ZLFS_NAT_SLOT_SHIFT), and node ids
+ * stay below ZLFS_MAX_NID_PACKED. An older reader would take the slot bits for an inode
+ * number and a pack for a damaged node (docs/design.md, "Packed inodes"). */
+#define ZLFS_FEAT_INCOMPAT_PACKED_INODES (1u << 9)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
 	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS |                          \
-	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK | ZLFS_FEAT_INCOMPAT_ATTR_FLAGS)
+	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK | ZLFS_FEAT_INCOMPAT_ATTR_FLAGS |                      \
+	 ZLFS_FEAT_INCOMPAT_PACKED_INODES)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -197,6 +203,7 @@ enum zlfs_blk_kind {
 	ZLFS_KIND_CP_REMAP,   /* owners of data blocks whose segment summary is stale */
 	ZLFS_KIND_XVALUE,     /* node block (XATTR_NODES): part of one xattr's value */
 	ZLFS_KIND_DMARK,      /* node log (DENTRY_MARK): a new file's name, in its fsync group */
+	ZLFS_KIND_IPACK,      /* node log (PACKED_INODES): several small inodes in one block */
 	ZLFS_KIND_MAX
 };
 
@@ -384,6 +391,8 @@ static_assert(sizeof(struct zlfs_cp_remap) == ZLFS_BLOCK_SIZE, "remap block size
  * checkpoint's copy of an open segment's summary (KIND_CP_SUMMARY, hdr.index = log type). */
 #define ZLFS_SUM_ENTRIES (ZLFS_SEG_BLOCKS_MAX - 1)
 #define ZLFS_SUM_NODE 0xffffu
+/* PACKED_INODES: the entry of an inode pack, with nid 0 (the pack names its slots' nids). */
+#define ZLFS_SUM_PACK 0xfffeu
 struct zlfs_summary {
 	struct zlfs_blkhdr hdr;
 	le32 nid[ZLFS_SUM_ENTRIES];
@@ -405,6 +414,12 @@ struct zlfs_nat_entry {
 	le32 version; /* bumped when the nid is freed, so stale node copies are told apart */
 };
 #define ZLFS_NAT_PER_BLOCK (ZLFS_PAYLOAD / 12)
+/* PACKED_INODES: an inode stored in slot k of the pack at blkaddr has ino = nid | (k + 1) <<
+ * ZLFS_NAT_SLOT_SHIFT; top bits 0 mean a whole block, as without the feature (nids stay below
+ * ZLFS_MAX_NID_PACKED < 2^28, so the bits are free). Only inodes are packed: the low bits of
+ * a slotted entry equal its nid. metacache.c splits the two at the NAT block boundary. */
+#define ZLFS_NAT_SLOT_SHIFT 28
+#define ZLFS_NAT_INO_MASK ((1u << ZLFS_NAT_SLOT_SHIFT) - 1u)
 struct zlfs_nat_block {
 	struct zlfs_blkhdr hdr;
 	struct zlfs_nat_entry e[ZLFS_NAT_PER_BLOCK]; /* fills the payload exactly */
@@ -507,6 +522,55 @@ struct zlfs_node {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_node) == ZLFS_BLOCK_SIZE, "node block size");
+
+/* ---- inode packs (PACKED_INODES) -----------------------------------------------------------
+ * The inode of a small file - no index node (nid[] all 0), nothing in its address area past
+ * the first ZLFS_PACK_ADDRS words (32 addresses or 128 bytes of inline data), no fsync count -
+ * may be stored as a slot of a pack block rather than as a block of its own. The slot keeps
+ * every other field of struct zlfs_inode; the header fields come from the pack (kind INODE,
+ * index = ino = the slot's nid, cp_ver and seq the pack's, flags 0) and the omitted ones are
+ * zero, so expanding a slot gives back exactly the 4 KiB inode it was made from. A pack is
+ * written only by a checkpoint (flags 0, never rolled forward); slots [0, nr_slots) are used,
+ * in ascending nid order, the others all zero. Its segment summary entry is {0, SUM_PACK}.
+ * The SIT counts a pack valid while the NAT entry of any of its slots' nids names it. */
+#define ZLFS_PACK_SLOTS 15u /* slot + 1 fits the NAT's 4 bits */
+#define ZLFS_PACK_ADDRS 32u
+struct zlfs_pack_slot {
+	le32 nid;           /* the inode; 0: an unused slot (all zero) */
+	le32 generation;
+	le32 mode;
+	le32 uid;
+	le32 gid;
+	le32 nlink;
+	le32 flags;
+	le32 xattr_nid;
+	le32 parent_ino;
+	le32 rdev;
+	le32 dir_depth;
+	le32 inline_size;
+	le32 dir_entries;
+	uint8_t compress_alg;
+	uint8_t cluster_log;
+	le16 compress_pad;
+	le64 size;
+	le64 blocks;
+	le64 atime_ns;
+	le64 mtime_ns;
+	le64 ctime_ns;
+	le64 crtime_ns;
+	uint8_t nonce[16];
+	le32 addr[ZLFS_PACK_ADDRS]; /* the inode's addr[0, 32): the rest is zero */
+};
+static_assert(sizeof(struct zlfs_pack_slot) == 248, "pack slot size");
+struct zlfs_inode_pack {
+	struct zlfs_blkhdr hdr; /* kind IPACK, flags 0, index 0, ino 0 */
+	le32 nr_slots;          /* 1..ZLFS_PACK_SLOTS */
+	le32 reserved;          /* 0 */
+	struct zlfs_pack_slot slot[ZLFS_PACK_SLOTS];
+	uint8_t pad[ZLFS_PAYLOAD - 8 - ZLFS_PACK_SLOTS * sizeof(struct zlfs_pack_slot)]; /* 0 */
+	le64 csum;
+};
+static_assert(sizeof(struct zlfs_inode_pack) == ZLFS_BLOCK_SIZE, "inode pack size");
 
 /* xattr node: entries packed from data[0], each 4-byte aligned:
  * u8 name_index, u8 name_len, le16 value_size, name, value. */
@@ -715,6 +779,8 @@ int zlfs_why(int err, char *why, size_t len, const char *fmt, ...)
 #define ZLFS_XATTR_INDEX_ACL 4u /* system. (POSIX_ACL): posix_acl_access, posix_acl_default */
 /* Node ids: mkfs gives one per 8 blocks, at most 2^28, rounded up to whole NAT blocks. */
 #define ZLFS_MAX_NID (((1u << 28) / ZLFS_NAT_PER_BLOCK + 1u) * ZLFS_NAT_PER_BLOCK)
+/* With PACKED_INODES one NAT block fewer: every nid is below 2^28, free of the slot bits. */
+#define ZLFS_MAX_NID_PACKED (((1u << 28) / ZLFS_NAT_PER_BLOCK) * ZLFS_NAT_PER_BLOCK)
 /* Blocks a file's tree addresses (data.c), and so its largest size in bytes. */
 #define ZLFS_FILE_MAX_BLOCKS                                                                   \
 	((uint64_t)ZLFS_INODE_ADDRS + 2ULL * ZLFS_NODE_ADDRS +                                 \
@@ -763,6 +829,21 @@ int zlfs_sum_entry_check(const struct zlfs_sb_info *sbi, uint32_t nid, uint16_t 
 /* A node block read for NID, of any node kind: its header and every field its kind has. */
 int zlfs_node_check(const struct zlfs_sb_info *sbi, uint32_t nid, const void *blk, char *why,
 		    size_t len);
+/* An inode pack read from a node log: header, slot count, every slot's nid (ascending, in
+ * range), unused slots and padding zero, and each slot as an inode (zlfs_node_check's rules).
+ * Its checksum is the caller's (zlfs_blk_verify). */
+int zlfs_pack_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
+/* zlfs_pack_check but for the slots' inode fields: for a reader that checks the one inode it
+ * expands. */
+int zlfs_pack_check_head(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
+/* Slot SLOT of pack PACK expanded into the 4 KiB inode it stands for, at OUT (unsealed). */
+void zlfs_pack_expand(const void *pack, uint32_t slot, void *out);
+/* Inode IN (4 KiB) fits a pack slot: no index node, address words past ZLFS_PACK_ADDRS, fsync
+ * count or reserved field in use (else it stays a whole block). */
+int zlfs_pack_fits(const void *in);
+/* Inode IN (4 KiB, nid in its header) into slot SLOT of pack PACK: 0, or -E2BIG when it does
+ * not fit (zlfs_pack_fits). The caller sets nr_slots and seals the pack. */
+int zlfs_pack_fill(void *pack, uint32_t slot, const void *in);
 /* The hash a name (its disk form: ciphertext in an encrypted directory) is placed by. */
 uint32_t zlfs_name_hash(const struct zlfs_sb_info *sbi, const void *name, size_t len);
 /* A dentry mark (DENTRY_MARK) read by recovery: header, parent, type and name. */

@@ -136,6 +136,9 @@ static int sb_check_tables(const struct zlfs_sb_info *s, char *why, size_t len)
 	uint64_t meta = (uint64_t)s->nat_blocks + s->sit_blocks;
 	uint64_t map = (meta + ZLFS_MAP_PER_BLOCK - 1) / ZLFS_MAP_PER_BLOCK;
 	uint64_t half = (uint64_t)s->meta_zones / 2 * zlfs_cap_blocks(s);
+	/* with PACKED_INODES a nid must leave the NAT's slot bits free */
+	uint32_t max_nid = s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES ? ZLFS_MAX_NID_PACKED
+									       : ZLFS_MAX_NID;
 
 	if (!zlfs_nr_logs_valid(s->nr_logs, s->revision < zlfs_reader_revision() ?
 						   s->revision : zlfs_reader_revision()))
@@ -149,11 +152,11 @@ static int sb_check_tables(const struct zlfs_sb_info *s, char *why, size_t len)
 	if (s->root_ino != ZLFS_ROOT_INO)
 		return RANGE(why, len, "superblock root_ino", s->root_ino, ZLFS_ROOT_INO,
 			     ZLFS_ROOT_INO);
-	if (s->max_nid <= s->root_ino || s->max_nid > ZLFS_MAX_NID ||
+	if (s->max_nid <= s->root_ino || s->max_nid > max_nid ||
 	    (uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK < s->max_nid)
 		return RANGE(why, len, "superblock max_nid", s->max_nid, s->root_ino + 1,
-			     (uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK < ZLFS_MAX_NID ?
-				     (uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK : ZLFS_MAX_NID);
+			     (uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK < max_nid ?
+				     (uint64_t)s->nat_blocks * ZLFS_NAT_PER_BLOCK : max_nid);
 	if ((uint64_t)s->nat_blocks > ((uint64_t)s->max_nid + ZLFS_NAT_PER_BLOCK - 1) /
 					      ZLFS_NAT_PER_BLOCK)
 		return RANGE(why, len, "superblock nat_blocks", s->nat_blocks, 1,
@@ -353,6 +356,15 @@ int zlfs_nat_entry_check(const struct zlfs_sb_info *s, uint32_t nid, uint32_t ad
 	if (!zlfs_addr_is_main(s, addr))
 		return bad(why, len, "NAT entry of nid %u: blkaddr = %u is not a block of the main "
 			   "area", nid, addr);
+	if ((s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && ino >> ZLFS_NAT_SLOT_SHIFT) {
+		uint32_t slot1 = ino >> ZLFS_NAT_SLOT_SHIFT;
+
+		if (slot1 > ZLFS_PACK_SLOTS || (ino & ZLFS_NAT_INO_MASK) != nid)
+			return bad(why, len, "NAT entry of nid %u: ino = 0x%x names slot %u of an "
+				   "inode pack (slots 0-%u, of inodes only: low bits = the nid)", nid,
+				   ino, slot1 - 1, ZLFS_PACK_SLOTS - 1);
+		ino &= ZLFS_NAT_INO_MASK;
+	}
 	if (ino == ZLFS_NID_NULL || ino >= s->max_nid)
 		return RANGE(why, len, "NAT entry ino", ino, 1, s->max_nid - 1);
 	return 0;
@@ -384,6 +396,9 @@ int zlfs_sum_entry_check(const struct zlfs_sb_info *s, uint32_t nid, uint16_t of
 {
 	if (nid >= s->max_nid)
 		return RANGE(why, len, "summary entry nid", nid, 0, s->max_nid - 1);
+	if (ofs == ZLFS_SUM_PACK && nid == ZLFS_NID_NULL &&
+	    (s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
+		return 0;
 	if (ofs != ZLFS_SUM_NODE && ofs >= ZLFS_NODE_ADDRS)
 		return bad(why, len, "summary entry ofs = %u is neither a slot below %u nor 0x%x", ofs,
 			   ZLFS_NODE_ADDRS, ZLFS_SUM_NODE);
@@ -811,7 +826,7 @@ const char *zlfs_kind_name(unsigned kind)
 		[ZLFS_KIND_DNODE] = "direct node",	[ZLFS_KIND_INDNODE] = "indirect node",
 		[ZLFS_KIND_XATTR] = "xattr node",	[ZLFS_KIND_DENTRY] = "dentry block",
 		[ZLFS_KIND_CP_REMAP] = "remap list",	[ZLFS_KIND_XVALUE] = "xattr value node",
-		[ZLFS_KIND_DMARK] = "dentry mark",
+		[ZLFS_KIND_DMARK] = "dentry mark",	[ZLFS_KIND_IPACK] = "inode pack",
 	};
 
 	if (kind >= ZLFS_KIND_MAX || !names[kind])

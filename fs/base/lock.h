@@ -22,6 +22,7 @@ enum lock_rank {
 	LR_ICHILD = 40,  /* an inode lock taken for the inode itself (keyed) */
 	LR_LOG = 50,     /* one log's append position and open segment (keyed by log) */
 	LR_NCACHE = 60,  /* node cache: hash, refs, dirty list, read-in-progress pages */
+	LR_NPACK = 65,   /* inode packs' live slots (PACKED_INODES) */
 	LR_NAT = 70,     /* NAT entries, nid allocation, orphans */
 	LR_SEG = 80,     /* SIT, zone states, free space */
 	LR_DCACHE = 90,  /* directory block cache and name indexes */

@@ -52,6 +52,19 @@ static void ref_block(struct chk *c, uint32_t addr, uint32_t ino, const char *wh
 	c->rep->blocks++;
 }
 
+/* The current copy of node NID, of inode INO, referenced as WHAT: its block, or the inode pack
+ * holding it, which all its live slots reference once together. */
+static void ref_node(struct chk *c, uint32_t nid, uint32_t ino, const char *what)
+{
+	struct nat_ent e = chk_nat(c, nid);
+
+	if (e.packed && in_main(c->fs, e.blkaddr) && bit(c->packref, e.blkaddr))
+		return;
+	ref_block(c, e.blkaddr, ino, what);
+	if (e.packed && in_main(c->fs, e.blkaddr))
+		c->packref[e.blkaddr / 8] |= (uint8_t)(1u << (e.blkaddr % 8));
+}
+
 /* A data pointer: a block, or a reservation (counted, to match the checkpoint's total); a
  * compressed cluster's marker is no block (check_clusters sees to its place). */
 static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
@@ -77,6 +90,7 @@ static void check_clusters(struct chk *c, const le32 *slots, uint32_t n, uint64_
 	uint32_t ino = c->file->nid, log = c->clog, m = zlfs_cluster_slots(n, log), i;
 	uint32_t addr[1u << ZLFS_CLUSTER_LOG_MAX];
 	char why[200];
+	int ret;
 
 	if (!log) {
 		for (i = node_next_ptr(slots, 0, n); i < n; i = node_next_ptr(slots, i + 1, n))
@@ -102,10 +116,16 @@ static void check_clusters(struct chk *c, const le32 *slots, uint32_t n, uint64_
 			continue;
 		for (uint32_t j = 0; j < 1u << log; j++)
 			addr[j] = le32_get(slots[i + j]);
-		if (data_cluster_check(c->fs, c->file, first + i, addr))
+		ret = data_cluster_check(c->fs, c->file, first + i, addr);
+		if (ret == -ENOMEM) { /* fsck's own trouble, not the image's */
+			zlog_err("inode %u: no memory to check compressed cluster %llu", ino,
+				 (unsigned long long)((first + i) >> log));
+			c->rep->incomplete = 1;
+		} else if (ret) {
 			finding(c, ZLFS_FIND_ERROR, "inode %u: compressed cluster %llu (%s %u, slot %u) "
 				"does not decompress to what its header says", ino,
 				(unsigned long long)((first + i) >> log), what, nid, i);
+		}
 	}
 }
 
@@ -245,7 +265,7 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 		c->rep->incomplete = 1;
 		return ret;
 	}
-	ref_block(c, chk_nat(c, nid).blkaddr, ino, "node");
+	ref_node(c, nid, ino, "node");
 	n = np->buf;
 	kind = le16_get(n->hdr.kind);
 	if (le32_get(n->hdr.ino) != ino || kind != node_kind_expected(depth) ||
@@ -325,7 +345,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	uint32_t i, xnid = le32_get(in->xattr_nid);
 
 	check_inode_fields(c, np);
-	ref_block(c, chk_nat(c, np->nid).blkaddr, np->nid, "inode");
+	ref_node(c, np->nid, np->nid, "inode");
 	c->file = np;
 	c->clog = data_cluster_log(np);
 	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
@@ -463,7 +483,7 @@ int inode_usable(struct chk *c, uint32_t ino, struct node_page **np)
 		return 1;
 	c->rep->incomplete = 1;
 	if (ret == -EUCLEAN) /* its block is the inode's, damaged or not: not a leak */
-		ref_block(c, chk_nat(c, ino).blkaddr, ino, "inode");
+		ref_node(c, ino, ino, "inode");
 	if (ret != -EUCLEAN || !node_explain(c->fs, ino, why, sizeof(why))) {
 		finding(c, ZLFS_FIND_ERROR, "inode %u unreadable (%s)", ino, strerror(-ret));
 		return 0;

@@ -21,6 +21,9 @@ struct chk {
 	struct zlfs_fs *fs;
 	struct zlfs_check_report *rep;
 	uint8_t *ref;        /* per device block: referenced by the tree walk */
+	uint8_t *packref;    /* per device block: referenced as an inode pack (its first slot
+			      * set ref, the others find this) */
+	uint32_t pack_checked; /* the inode pack whose checksum and header the walk checked last */
 	uint32_t *links;     /* per nid: names found in reachable directories */
 	uint32_t *parent;    /* per nid: directory holding its (last seen) name */
 	uint8_t *seen;       /* per nid: SEEN_* */

@@ -12,6 +12,7 @@
 static void chk_free(struct chk *c)
 {
 	free(c->ref);
+	free(c->packref);
 	free(c->links);
 	free(c->parent);
 	free(c->subdirs);
@@ -29,6 +30,7 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 
 	c.nblocks = fs->sb.nr_zones * zlfs_zone_blocks(&fs->sb);
 	c.ref = calloc(c.nblocks / 8 + 1, 1);
+	c.packref = calloc(c.nblocks / 8 + 1, 1);
 	c.links = calloc(n, sizeof(*c.links));
 	c.parent = calloc(n, sizeof(*c.parent));
 	c.subdirs = calloc(n, sizeof(*c.subdirs));
@@ -37,7 +39,7 @@ int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)
 	c.iflags = calloc(n, 1);
 	c.named_lost = calloc(n, 1);
 	c.named_enc = calloc(n, 1);
-	if (c.ref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc &&
+	if (c.ref && c.packref && c.links && c.parent && c.subdirs && c.seen && c.named_lost && c.named_enc &&
 	    c.nlink && c.iflags) {
 		check_zones(&c);
 		check_tree(&c);

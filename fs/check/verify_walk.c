@@ -29,16 +29,46 @@ static void visit_inode(struct chk *c, uint32_t ino, struct todo *t)
 	node_put(c->fs, np);
 }
 
-/* Inode INO of a file, checked from BLK, its block as read ahead (the NAT's address), without
- * a trip through the node cache: 0, or -1 when it must go the usual way (a cached page may be
- * newer; a damaged block is reported there; a directory's entries need its page). */
+/* Inode INO, slot E->slot of the inode pack BLK read ahead, expanded into OUT and checked as
+ * an inode: the pack's checksum and header once for all its slots (the walk meets them one
+ * after another), the expansion never hashed. 0, or -1 to go the usual way. */
+static int visit_pack_slot(struct chk *c, uint32_t ino, const struct nat_ent *e,
+			   const uint8_t *blk, uint8_t *out)
+{
+	const struct zlfs_inode_pack *pk = (const void *)blk;
+	char why[8]; /* unused: a slot that does not check is reported the usual way */
+
+	if (c->pack_checked != e->blkaddr) {
+		if (zlfs_blk_verify(blk, c->fs->sb.seed, ZLFS_KIND_IPACK) ||
+		    zlfs_pack_check_head(&c->fs->sb, blk, why, sizeof(why)))
+			return -1;
+		c->pack_checked = e->blkaddr;
+	}
+	if (e->slot >= le32_get(pk->nr_slots) || le32_get(pk->slot[e->slot].nid) != ino)
+		return -1;
+	zlfs_pack_expand(blk, e->slot, out);
+	return zlfs_node_check(&c->fs->sb, ino, out, why, sizeof(why)) ? -1 : 0;
+}
+
+/* Inode INO of a file, checked from BLK, its block as read ahead (the NAT's address; of an
+ * inode pack, the slot the NAT names), without a trip through the node cache: 0, or -1 when
+ * it must go the usual way (a cached page may be newer; a damaged block is reported there; a
+ * directory's entries need its page). */
 static int visit_file_block(struct chk *c, uint32_t ino, const uint8_t *blk)
 {
+	_Alignas(8) uint8_t slot[ZLFS_BLOCK_SIZE];
 	struct node_page page = {.nid = ino, .buf = (void *)blk, .refs = 1};
+	struct nat_ent e = chk_nat(c, ino);
 	char why[8];
 
-	if (!blk || node_cached(c->fs, ino) || node_block_check(c->fs, ino, blk, why, sizeof(why)) ||
-	    le16_get(inode_of(&page)->hdr.kind) != ZLFS_KIND_INODE ||
+	if (!blk || node_cached(c->fs, ino))
+		return -1;
+	if (e.packed ? visit_pack_slot(c, ino, &e, blk, slot)
+		     : node_block_check(c->fs, ino, blk, why, sizeof(why)))
+		return -1;
+	if (e.packed)
+		page.buf = slot;
+	if (le16_get(inode_of(&page)->hdr.kind) != ZLFS_KIND_INODE ||
 	    S_ISDIR(le32_get(inode_of(&page)->mode)))
 		return -1;
 	inode_seen(c, &page);

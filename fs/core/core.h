@@ -25,6 +25,8 @@
  *                     append at once, each zone still sees its writes in order
  *   60 ncache_lock    node cache: hash chains, page refs, dirty flags and list, pages being
  *                     read in. A page's contents belong to its inode's lock.
+ *   65 npack_lock     PACKED_INODES: the table of inode packs' live slots (npack.c); under
+ *                     it a pack may be read and the NAT asked about its slots
  *   70 nat_lock       the NAT's cached pages (a miss reads one under it) and dirty bits,
  *                     nid allocation, the free-nid list, the freed and nofast sets, node and
  *                     inode counts, the orphan list
@@ -70,8 +72,33 @@
  * forms are in format.h. */
 struct nat_ent {
 	uint32_t blkaddr;
-	uint32_t ino;
+	uint32_t ino;      /* the owner alone: the disk form's slot bits are in packed/slot */
 	uint32_t version;
+	uint8_t packed;    /* PACKED_INODES: the inode is slot SLOT of the pack at blkaddr */
+	uint8_t slot;
+};
+
+/* E decoded from its disk form (zlfs_nat_entry_check passed): the slot bits out of ino. */
+static inline void nat_ent_split(const struct zlfs_sb_info *sb, struct nat_ent *e)
+{
+	e->packed = e->slot = 0;
+	if ((sb->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && e->ino >> ZLFS_NAT_SLOT_SHIFT) {
+		e->packed = 1;
+		e->slot = (uint8_t)((e->ino >> ZLFS_NAT_SLOT_SHIFT) - 1u);
+		e->ino &= ZLFS_NAT_INO_MASK;
+	}
+}
+
+/* The disk form of E's ino: the owner, with the slot bits of a packed inode. */
+static inline uint32_t nat_ent_disk_ino(const struct nat_ent *e)
+{
+	return e->packed ? e->ino | (uint32_t)(e->slot + 1u) << ZLFS_NAT_SLOT_SHIFT : e->ino;
+}
+
+/* PACKED_INODES: the table of the slots of inode packs still live (npack.c), npack_lock. */
+struct npack_tab {
+	struct npack_ent *e; /* open addressing by block address */
+	uint32_t cap, n;
 };
 
 struct seg_ent {
@@ -205,6 +232,8 @@ struct zlfs_fs {
 	struct zlock rename_lock, gc_lock;
 	struct zrwlock cp_lock;
 	struct zlock ncache_lock, nat_lock, seg_lock, stats_lock;
+	struct zlock npack_lock;    /* the live slots of inode packs (npack.c) */
+	struct npack_tab npack;
 	pthread_cond_t ncache_cond; /* a page finished reading in */
 	struct ilock_table *ilocks;
 	struct zdev *dev;
@@ -286,6 +315,8 @@ struct zlfs_fs {
 						    * together, and read back in one read-ahead */
 	uint32_t owed_of[ZLFS_NR_LOG_TYPES]; /* atomic, by active log: changed blocks in memory
 					      * (seg_owe) */
+	uint32_t owing_share[ZLFS_NR_LOG_TYPES]; /* ncache_lock: dirty inodes the checkpoint
+						  * packs, by log type (node_owe) */
 	struct iattr_cache *icache; /* its own lock */
 	uint32_t node_ra_next;      /* where a sequential run of node misses would go on */
 
@@ -448,6 +479,10 @@ int seg_append(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uin
  * when none was. */
 int seg_append_n(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
 		 uint32_t nid, uint16_t ofs, uint32_t *addr);
+/* seg_append_n for blocks that go to slots OFS[0], OFS[1]... of node NID, not consecutive
+ * ones: a run of a compressed file's clusters, each's stored blocks after its marker. */
+int seg_append_slots(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
+		     uint32_t nid, const uint16_t *ofs, uint32_t *addr);
 /* Stamp a metadata block with the current checkpoint version and the next sequence number,
  * and seal its checksum: every metadata block written after mount goes through here. */
 void blk_seal(struct zlfs_fs *fs, void *buf);
@@ -479,10 +514,6 @@ uint64_t seg_free_blocks(struct zlfs_fs *fs);
 uint64_t seg_free_blocks_plus(struct zlfs_fs *fs, uint64_t dead);
 /* Blocks reserved by fallocate (ZLFS_ADDR_PREALLOC pointers), and a change of their count. */
 uint64_t seg_prealloc(struct zlfs_fs *fs);
-/* seg_append_n for blocks that go to slots OFS[0], OFS[1]... of node NID, not consecutive
- * ones: a run of a compressed file's clusters, each's stored blocks after its marker. */
-int seg_append_slots(struct zlfs_fs *fs, enum zlfs_log_type type, const void *buf, uint32_t n,
-		     uint32_t nid, const uint16_t *ofs, uint32_t *addr);
 void seg_prealloc_add(struct zlfs_fs *fs, int64_t delta);
 /* The zones the reservations take, rounded up (atomics only: GC's levels ask it). */
 uint32_t seg_prealloc_zones(struct zlfs_fs *fs);
@@ -531,6 +562,7 @@ struct node_page {
 	int hot;                    /* belongs to a directory: written to the hot node log */
 	int reading;                /* being read in: others wait on ncache_cond */
 	uint8_t owed_type;          /* while dirty: the log type its room is kept in (seg_owe) */
+	uint8_t owes_share;         /* while dirty: owes a share of a pack, not a block */
 	int refs;
 	uint64_t data_gen;          /* an inode's: changes whenever its data does (readahead.c) */
 	uint64_t heat_at;           /* an inode's, under its lock: fs->user_bytes + 1 when its
@@ -621,6 +653,40 @@ void node_destroy(struct zlfs_fs *fs);
 int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
 /* A copy of NID's NAT entry into E (zeros past the table): 0, or -EIO as nat_set. */
 int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e);
+/* As nat_set for inode NID stored in slot SLOT of the pack at ADDR (npack.c). */
+int nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot);
+#define FREE_NIDS_MAX 4096 /* free nids kept at hand (16 KiB; nat.c, sized by node_init) */
+/* nat.c, for node.c: nat_set with nat_lock held; nat_get from a cached NAT page only
+ * (-ENOENT when it is not cached: no device read). */
+int nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino);
+int nat_peek(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e);
+
+/* ---- npack.c: inode packs (PACKED_INODES) -------------------------------------------------- */
+/* The copy of a node at OLD (its NAT entry before a write, free or move) died: a whole block
+ * is marked dead in the SIT, a pack slot only when it was the pack's last live one. */
+void node_addr_dead(struct zlfs_fs *fs, const struct nat_ent *old);
+/* Slot SLOT of the pack BLK, checked (checksum, header, the slot holds NID), expanded into
+ * inode NID's 4 KiB form at OUT and sealed (OUT must not be BLK): 0, or -EUCLEAN saying why
+ * in WHY. The inode's own fields are the caller's to check (node_block_check). */
+int npack_slot(struct zlfs_fs *fs, uint32_t nid, uint32_t slot, const void *blk, void *out,
+	       char *why, size_t len);
+/* npack_slot for the pack read from ADDR, a damaged one logged. */
+int npack_expand(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot,
+		 const void *blk, void *out);
+/* NID's current copy, whose NAT entry is E, into BUF in the 4 KiB form (not checked when it
+ * is a whole block: node_block_check). */
+int node_read_current(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *e, void *buf);
+/* Write the inodes IN[0, N) (4 KiB forms, N <= ZLFS_PACK_SLOTS, each fitting a slot) as one
+ * pack to log LOG, their NAT entries re-pointed and their old copies dead. */
+int npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n, enum zlfs_log_type log);
+/* INODE (4 KiB form) fits a pack slot. */
+int npack_fits(const void *inode);
+/* GC met the valid pack at ADDR with no slot the NAT names (a slot's death could not work
+ * out its live slots: node_addr_dead): work them out again, and mark it dead if none is. */
+int npack_settle(struct zlfs_fs *fs, uint32_t addr);
+/* A checkpoint is durable: drop the table's tombstones (cp_lock exclusive). */
+void npack_ckpt_done(struct zlfs_fs *fs);
+void npack_destroy(struct zlfs_fs *fs);
 
 /* ---- metacache.c ----------------------------------------------------------------------- */
 #define MCACHE_DEFAULT_BUDGET (32u << 20) /* NAT and SIT pages together */

@@ -6,8 +6,8 @@
  * re-pointed; a node block is rewritten through the node cache, which only moves its NAT
  * entry. Owners come from the segment summaries and are checked against the owner's pointer
  * before anything moves. Which zone, when and how much is gc_policy.c's.
- * May call: gc_policy.c, gc_ahead.c, segment.c, node.c, ilock.c, format.h, zdev.h, lock.h,
- * log.h.
+ * May call: gc_policy.c, gc_ahead.c, segment.c, node.c, npack.c (npack_settle), ilock.c,
+ * format.h, zdev.h, lock.h, log.h.
  *
  * Locks: one collector at a time (gc_lock, held by the caller); each step holds cp_lock
  * shared. Victim blocks are read with no inode lock, so users are not held off while GC
@@ -209,9 +209,16 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 	return ret;
 }
 
-/* A node block moves by being written again (at the next checkpoint); only its NAT entry
- * changes. */
-static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
+/* E names the copy of a node at ADDR: the whole block (SLOT < 0) or slot SLOT of the pack. */
+static int nat_names(const struct nat_ent *e, uint32_t addr, int slot)
+{
+	return e->blkaddr == addr && (slot < 0 ? !e->packed : e->packed && e->slot == slot);
+}
+
+/* A node block (SLOT < 0) or an inode in slot SLOT of the pack at ADDR moves by being
+ * written again (at the next checkpoint); only its NAT entry changes. 1 if it was moved,
+ * 0 if that copy is no longer the node's. */
+static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, int slot)
 {
 	struct node_page *np;
 	struct nat_ent e;
@@ -221,10 +228,10 @@ static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
 	if (nid >= fs->sb.max_nid)
 		return 0;
 	ret = nat_get(fs, nid, &e);
-	if (ret || e.blkaddr != addr)
+	if (ret || !nat_names(&e, addr, slot))
 		return ret; /* a newer copy exists: this one died when it was written */
 	il = gc_lock_owner(fs, nid, &e);
-	if (!il || e.blkaddr != addr) {
+	if (!il || !nat_names(&e, addr, slot)) {
 		ilock_drop(fs, il);
 		return 0;
 	}
@@ -232,10 +239,40 @@ static int gc_move_node(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
 	if (!ret) {
 		node_dirty(fs, np);
 		node_put(fs, np);
-		ATOMIC_ADD(&fs->gc_bytes, ZLFS_BLOCK_SIZE);
 	}
 	ilock_drop(fs, il);
-	return ret;
+	return ret ? ret : 1;
+}
+
+/* Move the inodes of the pack at ADDR that still live there: each slot the NAT names. */
+static int gc_move_pack(struct zlfs_fs *fs, uint32_t addr, struct gc_window *w)
+{
+	const struct zlfs_inode_pack *pk;
+	const uint8_t *data;
+	char why[200];
+	int ret = gc_block(fs, w, addr, &data), moved = 0;
+
+	if (ret)
+		return ret;
+	pk = (const void *)data;
+	if (zlfs_blk_verify(pk, fs->sb.seed, ZLFS_KIND_IPACK) ||
+	    zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why))) {
+		if (!seg_is_valid(fs, addr))
+			return 0;
+		zlog_err("GC: the inode pack at block %u is damaged: run fsck.zlfs", addr);
+		return -EUCLEAN;
+	}
+	for (uint32_t i = 0; ret >= 0 && i < le32_get(pk->nr_slots); i++) {
+		ret = gc_move_node(fs, addr, le32_get(pk->slot[i].nid), (int)i);
+		moved |= ret > 0;
+	}
+	if (moved && ret >= 0) /* the slots moved go out packed again: one block */
+		ATOMIC_ADD(&fs->gc_bytes, ZLFS_BLOCK_SIZE);
+	/* none named, still valid: its live slots were never worked out (logged then); else the
+	 * zone would never empty and be picked again each round */
+	if (!moved && ret >= 0 && seg_is_valid(fs, addr))
+		return npack_settle(fs, addr);
+	return ret < 0 ? ret : 0;
 }
 
 /* Move the valid block ADDR of the victim, whose summary entry is NID/OFS. */
@@ -245,8 +282,14 @@ static int gc_move(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs
 	const uint8_t *data;
 	int ret;
 
-	if (ofs == ZLFS_SUM_NODE)
-		return gc_move_node(fs, addr, nid);
+	if (ofs == ZLFS_SUM_NODE) {
+		ret = gc_move_node(fs, addr, nid, -1);
+		if (ret > 0)
+			ATOMIC_ADD(&fs->gc_bytes, ZLFS_BLOCK_SIZE);
+		return ret < 0 ? ret : 0;
+	}
+	if (ofs == ZLFS_SUM_PACK)
+		return gc_move_pack(fs, addr, w);
 	ret = gc_block(fs, w, addr, &data); /* read before the owner is locked */
 	return ret ? ret : gc_move_data(fs, addr, nid, ofs, data);
 }

@@ -507,8 +507,9 @@ static int gc_split(struct zlfs_fs *fs, uint32_t mz, uint64_t to[3])
 }
 
 /* Whether the nodes a pass re-points may need a zone: each of the victim's MOVED valid
- * blocks dirties at most one node (its owner, or itself), and a node log's open zone takes
- * them when its room covers them and what its changed nodes already owe. Under seg_lock. */
+ * blocks dirties at most one node (its owner, or itself) or, of an inode pack, the inodes
+ * that owe one block between them (node_owe), and a node log's open zone takes them when its
+ * room covers them and what its changed nodes already owe. Under seg_lock. */
 static int gc_nodes_need_zone(const struct zlfs_fs *fs, uint64_t moved)
 {
 	static const enum zlfs_log_type nodes[] = {ZLFS_LOG_HOT_NODE, ZLFS_LOG_WARM_NODE,

@@ -160,6 +160,7 @@ static int nat_decode(const struct zlfs_fs *fs, struct mpage *p, uint32_t blk,
 			zlog_err("NAT block %u is damaged: %s", blk, why);
 			return -EUCLEAN;
 		}
+		nat_ent_split(&fs->sb, e);
 	}
 	return 0;
 }
@@ -287,7 +288,7 @@ static int mcache_encode_nat(struct zlfs_fs *fs, uint32_t b, struct zlfs_nat_blo
 		return c_err(fs->nat_cache);
 	for (i = 0; i < ZLFS_NAT_PER_BLOCK; i++) {
 		nb->e[i].blkaddr = le32_put(p->u.nat[i].blkaddr);
-		nb->e[i].ino = le32_put(p->u.nat[i].ino);
+		nb->e[i].ino = le32_put(nat_ent_disk_ino(&p->u.nat[i]));
 		nb->e[i].version = le32_put(p->u.nat[i].version);
 	}
 	return 0;

@@ -129,8 +129,8 @@ static uint32_t layout_meta(struct zlfs_sb_info *s, uint32_t main_zones, uint32_
 
 	if (nids < 1024)
 		nids = 1024;
-	if (nids > (1u << 28))
-		nids = 1u << 28;
+	if (nids > ZLFS_MAX_NID_PACKED) /* below 2^28 in whole NAT blocks, with or without packs */
+		nids = ZLFS_MAX_NID_PACKED;
 	s->nat_blocks = (uint32_t)div_up(nids, ZLFS_NAT_PER_BLOCK);
 	s->max_nid = s->nat_blocks * ZLFS_NAT_PER_BLOCK;
 	s->sit_blocks = (uint32_t)div_up((uint64_t)main_zones * s->segs_per_zone, ZLFS_SIT_PER_BLOCK);
@@ -471,6 +471,8 @@ static void mkfs_fill_identity(struct zlfs_sb_info *s, const struct zlfs_mkfs_op
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_INLINE_DATA; /* small files in their inode */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_XATTR_NODES; /* xattrs past one node */
 	s->feat_incompat |= ZLFS_FEAT_INCOMPAT_DENTRY_MARK; /* a new file's fsync: no checkpoint */
+	if (o->packed_inodes)
+		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_PACKED_INODES;
 	if (o->compress) {
 		s->feat_incompat |= ZLFS_FEAT_INCOMPAT_COMPRESS;
 		s->compress_alg = o->compress_alg;

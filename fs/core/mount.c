@@ -247,6 +247,7 @@ static void fs_locks_init(struct zlfs_fs *fs)
 	zrw_init(&fs->cp_lock, LR_CP, "cp_lock", 1);
 	zlock_init(&fs->ncache_lock, LR_NCACHE, "ncache_lock");
 	pthread_cond_init(&fs->ncache_cond, NULL);
+	zlock_init(&fs->npack_lock, LR_NPACK, "npack_lock");
 	zlock_init(&fs->nat_lock, LR_NAT, "nat_lock");
 	zlock_init(&fs->seg_lock, LR_SEG, "seg_lock");
 	zlock_init(&fs->stats_lock, LR_STATS, "stats_lock");
@@ -261,6 +262,7 @@ static void fs_locks_destroy(struct zlfs_fs *fs)
 	zrw_destroy(&fs->cp_lock);
 	zlock_destroy(&fs->ncache_lock);
 	pthread_cond_destroy(&fs->ncache_cond);
+	zlock_destroy(&fs->npack_lock);
 	zlock_destroy(&fs->nat_lock);
 	zlock_destroy(&fs->seg_lock);
 	zlock_destroy(&fs->stats_lock);

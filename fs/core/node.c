@@ -4,7 +4,9 @@
  * Owns: allocating and freeing nids, the in-memory NAT (nid -> block address), reading and
  * verifying node blocks, keeping changed nodes in memory until they are written, and writing
  * them to the node logs by temperature. Moving a node rewrites only its NAT entry.
- * May call: segment.c (seg_append, seg_mark, seg_read), icache.c, format.h, lock.h, log.h.
+ * May call: nat.c (the NAT and nids), npack.c (inode packs: reading a slot, writing packs,
+ * the death of an old copy), segment.c (seg_append, seg_read), icache.c, format.h, lock.h,
+ * log.h.
  *
  * Locks (core.h): the NAT and nid bits are under nat_lock; the cache's structure - chains,
  * refs, dirty flags and list - under ncache_lock; a page's contents under its inode's lock.
@@ -26,190 +28,6 @@
 static uint32_t nhash(const struct zlfs_fs *fs, uint32_t nid)
 {
 	return (nid * 2654435761u) % fs->ncache_buckets;
-}
-
-/* ---- the NAT ------------------------------------------------------------------------------ */
-
-#define FREE_NIDS_MAX 4096       /* free nids kept at hand (16 KiB) */
-#define FREE_NIDS_SCAN 64        /* NAT blocks one refill looks at, at most */
-
-static int nat_set_locked(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
-{
-	struct nat_ent *e = nat_ent_locked(fs, nid);
-
-	if (!e)
-		return mcache_error(fs, 0);
-	e->blkaddr = addr;
-	e->ino = ino;
-	if (!fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK]) {
-		fs->nat_dirty[nid / ZLFS_NAT_PER_BLOCK] = 1;
-		__atomic_add_fetch(&fs->dirty_meta, 1, __ATOMIC_RELAXED);
-	}
-	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-int nat_set(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t ino)
-{
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = nat_set_locked(fs, nid, addr, ino);
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-/* NID's NAT entry into E. CACHED_ONLY: only from a page already cached, -ENOENT if it is
- * not (no device read: read-ahead under ncache_lock keeps only nodes it can check). */
-static int nat_copy(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e, int cached_only)
-{
-	const struct nat_ent *p = NULL;
-	int ret = -ENOENT;
-
-	memset(e, 0, sizeof(*e));
-	if (nid >= fs->sb.max_nid)
-		return 0;
-	zlock_lock(&fs->nat_lock);
-	if (!cached_only || nat_block_cached_locked(fs, nid / ZLFS_NAT_PER_BLOCK)) {
-		p = nat_ent_locked(fs, nid);
-		ret = p ? 0 : mcache_error(fs, 0);
-	}
-	if (p)
-		*e = *p;
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-int nat_get(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e) { return nat_copy(fs, nid, e, 0); }
-
-static int nat_peek(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e)
-{
-	return nat_copy(fs, nid, e, 1);
-}
-
-/* Collect free nids from nid_hint to the end of its NAT block, and move the hint past them.
- * A block never written is free throughout and is not read; one that was is read once (then
- * cached). Nids freed since the last checkpoint are held back. -EIO when the block cannot be
- * read. */
-static int nid_collect(struct zlfs_fs *fs, uint32_t *held)
-{
-	uint32_t nid = fs->nid_hint, b = nid / ZLFS_NAT_PER_BLOCK, end = (b + 1) * ZLFS_NAT_PER_BLOCK;
-	int unwritten = nat_block_unused_locked(fs, b);
-
-	if (end > fs->sb.max_nid)
-		end = fs->sb.max_nid;
-	for (; nid < end && fs->nr_free_nids < FREE_NIDS_MAX; nid++) {
-		const struct nat_ent *e;
-
-		if (nid == ZLFS_NID_NULL)
-			continue;
-		if (!unwritten) {
-			if (!(e = nat_ent_locked(fs, nid)))
-				return mcache_error(fs, 0);
-			if (e->blkaddr != ZLFS_ADDR_NULL)
-				continue;
-		}
-		if (nidset_has(&fs->nid_freed, nid)) {
-			(*held)++;
-			continue;
-		}
-		fs->free_nids[fs->nr_free_nids++] = nid;
-	}
-	fs->nid_hint = nid < fs->sb.max_nid ? nid : 0;
-	return 0;
-}
-
-/* Refill the free list from the NAT where the last refill stopped: FREE_NIDS_SCAN blocks, or
- * on until one free nid is found. New inodes' nids, and so their NAT pages, stay close. The
- * list is reversed, since nids are taken from its end. -ENOSPC when the whole table was
- * looked at and nothing is free, -EAGAIN when only nids freed since the last checkpoint are. */
-static int nid_refill(struct zlfs_fs *fs)
-{
-	uint32_t blocks = fs->sb.nat_blocks + 1, held = 0, i, t;
-	int ret;
-
-	for (i = 0; i < blocks && (i < FREE_NIDS_SCAN || !fs->nr_free_nids) &&
-		    fs->nr_free_nids < FREE_NIDS_MAX; i++)
-		if ((ret = nid_collect(fs, &held)))
-			return ret;
-	for (i = 0; i < fs->nr_free_nids / 2; i++) {
-		t = fs->free_nids[i];
-		fs->free_nids[i] = fs->free_nids[fs->nr_free_nids - 1 - i];
-		fs->free_nids[fs->nr_free_nids - 1 - i] = t;
-	}
-	return fs->nr_free_nids ? 0 : held ? -EAGAIN : -ENOSPC;
-}
-
-/* A listed nid that is no longer free (recovery or fsck gave it an owner) is skipped. */
-static int nid_take(struct zlfs_fs *fs, uint32_t *nid)
-{
-	int ret;
-
-	for (;;) {
-		const struct nat_ent *e;
-
-		if (!fs->nr_free_nids && (ret = nid_refill(fs)))
-			return ret;
-		*nid = fs->free_nids[--fs->nr_free_nids];
-		if (!(e = nat_ent_locked(fs, *nid)))
-			return mcache_error(fs, 0);
-		if (e->blkaddr == ZLFS_ADDR_NULL && !nidset_has(&fs->nid_freed, *nid))
-			return 0;
-	}
-}
-
-uint32_t nid_resume_point(struct zlfs_fs *fs)
-{
-	uint32_t nid;
-
-	zlock_lock(&fs->nat_lock);
-	nid = fs->nr_free_nids ? fs->free_nids[fs->nr_free_nids - 1] : fs->nid_hint;
-	zlock_unlock(&fs->nat_lock);
-	return nid;
-}
-
-int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
-{
-	uint32_t cand;
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = nid_take(fs, &cand);
-	if (!ret)
-		ret = nat_set_locked(fs, cand, ZLFS_ADDR_NEW, ino ? ino : cand);
-	if (!ret) {
-		/* its name is durable only by a checkpoint, or (DENTRY_MARK) a dentry mark */
-		if (!ino)
-			nidset_add(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK ? &fs->fresh
-										      : &fs->nofast,
-				   cand);
-		fs->valid_nodes++;
-		if (!ino)
-			fs->valid_inodes++;
-		*nid = cand;
-	}
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-int node_is_fresh(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = nidset_has(&fs->fresh, ino) || nidset_has(&fs->nofast, ino);
-	zlock_unlock(&fs->nat_lock);
-	return ret;
-}
-
-int node_is_new(struct zlfs_fs *fs, uint32_t ino)
-{
-	int ret;
-
-	zlock_lock(&fs->nat_lock);
-	ret = nidset_has(&fs->fresh, ino);
-	zlock_unlock(&fs->nat_lock);
-	return ret;
 }
 
 /* ---- the cache ----------------------------------------------------------------------------- */
@@ -281,6 +99,41 @@ static void dirty_list_del(struct zlfs_fs *fs, struct node_page *np)
 	np->dnext = np->dprev = NULL;
 }
 
+/* Room a dirty page keeps in its log (DELTA 1) or gives back (-1), under ncache_lock: a
+ * block, or of an inode the checkpoint packs, its share of a pack. node_flush_packs packs a
+ * log type's inodes ZLFS_PACK_SLOTS to a block, so the first of each ZLFS_PACK_SLOTS owes the
+ * block. Counting one block per such inode made a zone of packs collected by GC owe up to
+ * ZLFS_PACK_SLOTS times what the checkpoint writes (forced GC, ENOSPC near full). */
+static void node_owe(struct zlfs_fs *fs, struct node_page *np, int delta)
+{
+	uint32_t *n = &fs->owing_share[np->owed_type];
+
+	if (!np->owes_share)
+		seg_owe(fs, np->owed_type, delta);
+	else if (delta > 0 && (*n)++ % ZLFS_PACK_SLOTS == 0)
+		seg_owe(fs, np->owed_type, 1);
+	else if (delta < 0 && --*n % ZLFS_PACK_SLOTS == 0)
+		seg_owe(fs, np->owed_type, -1);
+}
+
+static int node_owes_share(const struct zlfs_fs *fs, const struct node_page *np)
+{
+	return (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && npack_fits(np->buf);
+}
+
+/* A dirty page changed: whether it still fits a pack (it may have grown out of one, or
+ * shrunk into one) decides what it owes. Under ncache_lock. */
+static void node_owe_again(struct zlfs_fs *fs, struct node_page *np)
+{
+	int share = node_owes_share(fs, np);
+
+	if (!np->dirty || share == np->owes_share)
+		return;
+	node_owe(fs, np, -1);
+	np->owes_share = (uint8_t)share;
+	node_owe(fs, np, 1);
+}
+
 /* Under ncache_lock. */
 static void node_clean(struct zlfs_fs *fs, struct node_page *np)
 {
@@ -288,7 +141,7 @@ static void node_clean(struct zlfs_fs *fs, struct node_page *np)
 		return;
 	__atomic_store_n(&np->dirty, 0, __ATOMIC_RELAXED);
 	dirty_list_del(fs, np);
-	seg_owe(fs, np->owed_type, -1);
+	node_owe(fs, np, -1);
 	__atomic_sub_fetch(&fs->nr_dirty_nodes, 1, __ATOMIC_RELAXED);
 }
 
@@ -351,6 +204,36 @@ static int node_ra_wanted(const struct zlfs_fs *fs, uint32_t addr)
 	       addr <= fs->node_ra_next + NODE_RA_SLACK;
 }
 
+/* Keep the slots of the inode pack PK read from ADDR that are their inodes' current copies
+ * and not cached, as clean pages (ncache_lock held). A pack that does not check keeps none. */
+static void node_ra_keep_pack(struct zlfs_fs *fs, uint32_t addr, const void *pk)
+{
+	const struct zlfs_inode_pack *p = pk;
+	uint32_t i, n = le32_get(p->nr_slots), nid;
+	struct node_page *np;
+	struct nat_ent e;
+	char why[200];
+
+	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) ||
+	    zlfs_blk_verify(pk, fs->sb.seed, ZLFS_KIND_IPACK) ||
+	    zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why)))
+		return;
+	for (i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++) {
+		nid = le32_get(p->slot[i].nid);
+		if (ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
+		    !e.packed || e.slot != i || ncache_add(fs, nid, &np))
+			continue;
+		zlfs_pack_expand(pk, i, np->buf);
+		zlfs_blk_seal(np->buf, fs->sb.seed);
+		if (zlfs_node_check(&fs->sb, nid, np->buf, why, sizeof(why))) {
+			ncache_remove(fs, np); /* a damaged slot is read (and reported) on demand */
+			continue;
+		}
+		np->refs = 0;
+		iattr_update(fs, np);
+	}
+}
+
 /* Keep block BUF read from ADDR as the clean page of its node, if it is one. The NAT is
  * checked under ncache_lock: a node that is written or freed meanwhile is cached (skipped)
  * or has moved (its entry no longer names ADDR). */
@@ -363,8 +246,12 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 
 	char why[160]; /* unused: a block read ahead that does not check is simply not kept */
 
+	if (le16_get(h->kind) == ZLFS_KIND_IPACK) {
+		node_ra_keep_pack(fs, addr, buf);
+		return;
+	}
 	if (!node_is_kind(le16_get(h->kind)) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid ||
-	    ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
+	    ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr || e.packed ||
 	    node_block_check(fs, nid, buf, why, sizeof(why)) || ncache_add(fs, nid, &np))
 		return;
 	memcpy(np->buf, buf, ZLFS_BLOCK_SIZE);
@@ -372,22 +259,29 @@ static void node_ra_keep(struct zlfs_fs *fs, uint32_t addr, const void *buf)
 	iattr_update(fs, np);
 }
 
-/* Read the block of NP (a page marked reading) from ADDR, and N - 1 more after it. */
-static int node_read_in(struct zlfs_fs *fs, struct node_page *np, uint32_t addr, uint32_t n)
+/* Read the block of NP (a page marked reading) whose NAT entry is E, and N - 1 more after it.
+ * Of a pack, the slot is expanded and the other slots are kept as read ahead. */
+static int node_read_in(struct zlfs_fs *fs, struct node_page *np, const struct nat_ent *e,
+			uint32_t n)
 {
-	uint8_t *ra = n > 1 ? zdev_buf_alloc((size_t)n * ZLFS_BLOCK_SIZE) : NULL;
+	uint32_t addr = e->blkaddr;
+	uint8_t *ra = n > 1 || e->packed ? zdev_buf_alloc((size_t)n * ZLFS_BLOCK_SIZE) : NULL;
 	int ret;
 
 	if (!ra)
 		n = 1;
-	ret = n > 1 ? seg_read_run(fs, addr, n, ra) : seg_read(fs, addr, np->buf);
-	if (!ret && n > 1)
-		memcpy(np->buf, ra, ZLFS_BLOCK_SIZE);
+	if (!ra && e->packed) /* a pack needs its one block, not the read ahead */
+		ra = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	/* no early return: ncache_lock is taken below, on every path, as node_get expects */
+	ret = ra ? seg_read_run(fs, addr, n, ra) : e->packed ? -ENOMEM : seg_read(fs, addr, np->buf);
+	if (!ret && ra)
+		ret = e->packed ? npack_expand(fs, np->nid, addr, e->slot, ra, np->buf)
+				: (memcpy(np->buf, ra, ZLFS_BLOCK_SIZE), 0);
 	if (!ret)
 		ret = node_check(fs, np->nid, addr, np->buf);
 	zlock_lock(&fs->ncache_lock);
 	if (!ret) {
-		for (uint32_t i = 1; i < n && fs->nr_cached < NCACHE_MAX; i++)
+		for (uint32_t i = !e->packed; i < n && fs->nr_cached < NCACHE_MAX; i++)
 			node_ra_keep(fs, addr + i, ra + (size_t)i * ZLFS_BLOCK_SIZE);
 		np->reading = 0;
 		iattr_update(fs, np);
@@ -430,7 +324,8 @@ void node_keep_run(struct zlfs_fs *fs, uint32_t addr, uint32_t n, const void *bu
 		const struct zlfs_blkhdr *h = (const void *)((const uint8_t *)buf +
 							     (size_t)i * ZLFS_BLOCK_SIZE);
 
-		if (inodes || le16_get(h->kind) != ZLFS_KIND_INODE)
+		if (inodes || (le16_get(h->kind) != ZLFS_KIND_INODE &&
+				le16_get(h->kind) != ZLFS_KIND_IPACK))
 			node_ra_keep(fs, addr + i, h);
 	}
 	zlock_unlock(&fs->ncache_lock);
@@ -482,7 +377,7 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 		n = seg_valid_span(fs, addr, NODE_RA);
 	fs->node_ra_next = addr + n;
 	zlock_unlock(&fs->ncache_lock);
-	ret = node_read_in(fs, np, addr, n); /* returns with ncache_lock held */
+	ret = node_read_in(fs, np, &e, n); /* returns with ncache_lock held */
 	if (ret)
 		ncache_remove(fs, np);
 	pthread_cond_broadcast(&fs->ncache_cond);
@@ -494,7 +389,7 @@ int node_get(struct zlfs_fs *fs, uint32_t nid, struct node_page **out)
 
 int node_explain(struct zlfs_fs *fs, uint32_t nid, char *why, size_t len)
 {
-	uint8_t *buf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	uint8_t *buf = zdev_buf_alloc(2 * ZLFS_BLOCK_SIZE);
 	struct nat_ent e;
 	int ret = buf ? nat_get(fs, nid, &e) : -ENOMEM;
 
@@ -503,8 +398,10 @@ int node_explain(struct zlfs_fs *fs, uint32_t nid, char *why, size_t len)
 		ret = -ENOENT;
 	if (!ret)
 		ret = seg_read(fs, e.blkaddr, buf);
+	if (!ret && e.packed) /* the pack's own damage, or the slot's inode below */
+		ret = npack_slot(fs, nid, e.slot, buf, buf + ZLFS_BLOCK_SIZE, why, len);
 	if (!ret)
-		ret = node_block_check(fs, nid, buf, why, len);
+		ret = node_block_check(fs, nid, buf + (e.packed ? ZLFS_BLOCK_SIZE : 0), why, len);
 	zdev_buf_free(buf);
 	return ret;
 }
@@ -560,9 +457,14 @@ void node_put_unchanged(struct zlfs_fs *fs, struct node_page *np)
 /* Whoever changed a page holds it until here: the last chance to refresh its attributes. */
 void node_put(struct zlfs_fs *fs, struct node_page *np)
 {
-	if (np && __atomic_load_n(&np->dirty, __ATOMIC_RELAXED))
+	if (!np)
+		return;
+	if (__atomic_load_n(&np->dirty, __ATOMIC_RELAXED))
 		iattr_update(fs, np);
-	node_put_unchanged(fs, np);
+	zlock_lock(&fs->ncache_lock);
+	node_owe_again(fs, np); /* a dirty page may have changed since node_dirty */
+	np->refs--;
+	zlock_unlock(&fs->ncache_lock);
 }
 
 void node_ref(struct zlfs_fs *fs, struct node_page *np)
@@ -580,8 +482,11 @@ void node_dirty(struct zlfs_fs *fs, struct node_page *np)
 		__atomic_store_n(&np->dirty, 1, __ATOMIC_RELAXED);
 		dirty_list_add(fs, np);
 		np->owed_type = (uint8_t)node_temp(np);
-		seg_owe(fs, np->owed_type, 1);
+		np->owes_share = (uint8_t)node_owes_share(fs, np);
+		node_owe(fs, np, 1);
 		__atomic_add_fetch(&fs->nr_dirty_nodes, 1, __ATOMIC_RELAXED);
+	} else {
+		node_owe_again(fs, np);
 	}
 	zlock_unlock(&fs->ncache_lock);
 	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);
@@ -595,9 +500,9 @@ void node_set_hot(struct zlfs_fs *fs, struct node_page *np, int hot)
 	if (np->hot != hot) {
 		__atomic_store_n(&np->hot, hot, __ATOMIC_RELAXED);
 		if (np->dirty) { /* its room is now kept in the other log */
-			seg_owe(fs, np->owed_type, -1);
+			node_owe(fs, np, -1);
 			np->owed_type = (uint8_t)node_temp(np);
-			seg_owe(fs, np->owed_type, 1);
+			node_owe(fs, np, 1);
 		}
 	}
 	zlock_unlock(&fs->ncache_lock);
@@ -642,7 +547,7 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 	zlock_unlock(&fs->nat_lock);
 	zlock_unlock(&fs->ncache_lock);
 	iattr_drop(fs, nid);
-	seg_mark(fs, e.blkaddr, 0);
+	node_addr_dead(fs, &e);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
@@ -655,22 +560,21 @@ static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flag
 {
 	struct zlfs_blkhdr *h = (struct zlfs_blkhdr *)copy;
 	struct nat_ent e;
-	uint32_t old, addr;
+	uint32_t addr;
 	int ret = nat_get(fs, np->nid, &e);
 
 	if (ret)
 		return ret;
-	old = e.blkaddr;
 	memcpy(copy, np->buf, ZLFS_BLOCK_SIZE);
 	h->flags = le16_put(flags);
 	blk_seal(fs, copy);
 	ret = seg_append(fs, log, copy, np->nid, ZLFS_SUM_NODE, &addr);
 	if (ret)
 		return ret;
-	seg_mark(fs, old, 0);
 	ret = nat_set(fs, np->nid, addr, le32_get(h->ino));
 	if (ret)
 		return ret;
+	node_addr_dead(fs, &e);
 	zlock_lock(&fs->ncache_lock);
 	node_clean(fs, np);
 	zlock_unlock(&fs->ncache_lock);
@@ -690,6 +594,62 @@ static struct node_page *dirty_first(struct zlfs_fs *fs)
 	return np;
 }
 
+/* The dirty inodes that fit a pack slot, held, in dirty-list order. */
+static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t *n)
+{
+	struct node_page *np, **v = NULL, **g;
+	uint32_t cap = 0;
+	int ret = 0;
+
+	*n = 0;
+	zlock_lock(&fs->ncache_lock);
+	for (np = fs->dirty_head; np && !ret; np = np->dnext) {
+		if (!npack_fits(np->buf))
+			continue;
+		if (*n == cap) {
+			if (!(g = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v)))) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = g;
+			cap = cap ? cap * 2 : 64;
+		}
+		np->refs++;
+		v[(*n)++] = np;
+	}
+	zlock_unlock(&fs->ncache_lock);
+	*out = v;
+	return ret;
+}
+
+/* The dirty inodes that fit, ZLFS_PACK_SLOTS to a pack, a pack per node log. */
+static int node_flush_packs(struct zlfs_fs *fs)
+{
+	struct node_page **v, *grp[ZLFS_PACK_SLOTS];
+	const void *bufs[ZLFS_PACK_SLOTS];
+	uint32_t n, i, j, k;
+	int ret = dirty_packable(fs, &v, &n);
+
+	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE; t++) {
+		for (i = 0; !ret && i < n; i = j) {
+			for (j = i, k = 0; j < n && k < ZLFS_PACK_SLOTS; j++)
+				if (node_temp(v[j]) == (enum zlfs_log_type)t)
+					grp[k++] = v[j];
+			for (uint32_t m = 0; m < k; m++)
+				bufs[m] = grp[m]->buf;
+			ret = k ? npack_write(fs, bufs, k, (enum zlfs_log_type)t) : 0;
+			zlock_lock(&fs->ncache_lock);
+			for (uint32_t m = 0; !ret && m < k; m++)
+				node_clean(fs, grp[m]);
+			zlock_unlock(&fs->ncache_lock);
+		}
+	}
+	for (i = 0; i < n; i++)
+		node_put(fs, v[i]);
+	free(v);
+	return ret;
+}
+
 int node_flush_all(struct zlfs_fs *fs)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
@@ -698,6 +658,8 @@ int node_flush_all(struct zlfs_fs *fs)
 
 	/* Under cp_lock exclusive (checkpoints) or alone (mount, fsck): nothing else dirties a
 	 * page meanwhile, and each write takes its page off the list. */
+	if (!ret && (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
+		ret = node_flush_packs(fs);
 	while (!ret && (np = dirty_first(fs))) {
 		ret = node_write_to(fs, np, 0, node_temp(np), copy);
 		node_put(fs, np);
@@ -836,6 +798,7 @@ void node_ckpt_done(struct zlfs_fs *fs)
 	nidset_clear(&fs->fresh);
 	nidset_clear(&fs->nid_freed);
 	zlock_unlock(&fs->nat_lock);
+	npack_ckpt_done(fs);
 }
 
 /* Drop clean, unused pages once the cache is over its bound. Dirty pages wait for the
@@ -890,6 +853,7 @@ void node_destroy(struct zlfs_fs *fs)
 	zlock_unlock(&fs->ncache_lock);
 	free(fs->ncache);
 	fs->ncache = NULL;
+	npack_destroy(fs);
 	nidset_free(&fs->nofast);
 	nidset_free(&fs->fresh);
 	nidset_free(&fs->nid_freed);

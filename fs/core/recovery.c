@@ -3,7 +3,8 @@
  *
  * Owns: finding the node blocks an fsync made durable after the newest checkpoint, and
  * putting them back into the NAT, the SIT and the segment summaries.
- * May call: node.c (nat_set), segment.c (seg_mark, blk_seal), format.h, zdev.h, log.h.
+ * May call: nat.c (nat_get, nat_set), npack.c (a checkpointed copy in a pack: read, and its
+ * death), segment.c (seg_mark, blk_seal), format.h, zdev.h, log.h.
  *
  * fsync makes the file's data durable, then writes its changed nodes into one zone under the
  * version of the checkpoint still to come, its inode last with the FSYNC flag, and flushes;
@@ -80,7 +81,8 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 static int is_node_kind(unsigned k)
 {
 	return k == ZLFS_KIND_INODE || k == ZLFS_KIND_DNODE || k == ZLFS_KIND_INDNODE ||
-	       k == ZLFS_KIND_XATTR || k == ZLFS_KIND_XVALUE || k == ZLFS_KIND_DMARK;
+	       k == ZLFS_KIND_XATTR || k == ZLFS_KIND_XVALUE || k == ZLFS_KIND_DMARK ||
+	       k == ZLFS_KIND_IPACK; /* a checkpoint's, never rolled forward (index 0) */
 }
 
 /* A node block written under the checkpoint still to come (whatever its flags)? */
@@ -334,8 +336,8 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 		return ret;
 	old = e.blkaddr;
 	ret = zdev_read(fs->dev, r->buf, ZLFS_BLOCK_SIZE, (uint64_t)rn->addr * ZLFS_BLOCK_SIZE);
-	if (!ret && old != ZLFS_ADDR_NULL)
-		ret = zdev_read(fs->dev, r->old, ZLFS_BLOCK_SIZE, (uint64_t)old * ZLFS_BLOCK_SIZE);
+	if (!ret && old != ZLFS_ADDR_NULL) /* a whole block, or a pack's slot expanded */
+		ret = node_read_current(fs, rn->nid, &e, r->old);
 	if (ret)
 		return ret;
 	if (old != ZLFS_ADDR_NULL && node_block_check(fs, rn->nid, r->old, why, sizeof(why))) {
@@ -351,9 +353,10 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 		if (le32_get(((struct zlfs_blkhdr *)r->buf)->ino) == rn->nid)
 			fs->valid_inodes++;
 	}
-	seg_mark(fs, old, 0);
 	seg_mark(fs, rn->addr, 1);
 	ret = nat_set(fs, rn->nid, rn->addr, le32_get(((struct zlfs_blkhdr *)r->buf)->ino));
+	if (!ret) /* after the NAT moved: a pack's other slots are asked about then */
+		node_addr_dead(fs, &e);
 	return ret ? ret : note_owner(r, rn->addr, rn->nid, ZLFS_SUM_NODE);
 }
 
@@ -517,9 +520,6 @@ static void keep_fsynced(struct rec *r)
 /* The dentry marks of the groups taken, in write order, go to the file layer (which links
  * their names after the mount); until it has, their blocks count as valid so that no zone
  * holding one is reset by settle_post_cp_zones. */
-static int keep_dmarks(struct rec *r)
-{
-	struct zlfs_fs *fs = r->fs;
 static int by_dmark_ino_seq(const void *a, const void *b)
 {
 	const struct rec_dmark *x = a, *y = b;
@@ -548,6 +548,9 @@ static size_t one_dmark_per_inode(struct rec_dmark *v, size_t n)
 	return out;
 }
 
+static int keep_dmarks(struct rec *r)
+{
+	struct zlfs_fs *fs = r->fs;
 	struct rec_dmark *kept;
 	size_t i, out = 0;
 
@@ -579,12 +582,12 @@ static size_t one_dmark_per_inode(struct rec_dmark *v, size_t n)
 		}
 		kept[out++] = r->dmarks[r->nodes[i].count];
 	}
-	qsort(kept, out, sizeof(*kept), by_dmark_seq);
-	free(fs->rec_dmarks);
-	fs->rec_dmarks = kept;
 	out = one_dmark_per_inode(kept, out);
 	for (i = 0; i < out; i++)
 		seg_mark(fs, kept[i].addr, 1);
+	qsort(kept, out, sizeof(*kept), by_dmark_seq);
+	free(fs->rec_dmarks);
+	fs->rec_dmarks = kept;
 	fs->nr_rec_dmarks = (uint32_t)out;
 	return 0;
 }

@@ -40,6 +40,7 @@ struct zlfs_mkfs_opts {
 				* layout); by default it is encrypted and everything inherits */
 	unsigned ovp_percent;  /* 0: default */
 	unsigned nr_logs;      /* 2, 4, 6, 7, 10; 0: the most the zone limits and size allow */
+	int packed_inodes;     /* set the PACKED_INODES feature (docs/design.md, "Packed inodes") */
 	int compress;          /* set the COMPRESS feature (docs/compression.md) */
 	unsigned compress_alg; /* with it: new files' algorithm when a mount names none (0: plain) */
 	unsigned cluster_log;  /* with it: ZLFS_CLUSTER_LOG_MIN..MAX; 0: the minimum */

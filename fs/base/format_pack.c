@@ -1,0 +1,138 @@
+/*
+ * format_pack.c - inode packs (PACKED_INODES): a slot's conversion to and from the 4 KiB
+ * inode it stands for, and the checks a pack read from a device must pass.
+ *
+ * Owns: zlfs_pack_fill (which inodes fit a slot, and how), zlfs_pack_expand (the inverse) and
+ * zlfs_pack_check (format.h, "inode packs"; docs/format.md, "Inode packs").
+ * May call: format_check.c's zlfs_node_check (each slot is checked as the inode it expands
+ * to), libc. Pure functions of the superblock and the block.
+ */
+#include "format_int.h"
+
+#include <string.h>
+
+/* The fields a slot and an inode share, in one list so that fill and expand cannot drift. */
+#define PACK_FIELDS(X)                                                                         \
+	X(generation) X(mode) X(uid) X(gid) X(nlink) X(flags) X(xattr_nid) X(parent_ino)         \
+	X(rdev) X(dir_depth) X(inline_size) X(dir_entries) X(compress_alg) X(cluster_log)        \
+	X(compress_pad) X(size) X(blocks) X(atime_ns) X(mtime_ns) X(ctime_ns) X(crtime_ns)
+
+int zlfs_pack_fits(const void *inode)
+{
+	const struct zlfs_inode *in = inode;
+	uint32_t i;
+
+	if (le32_get(in->ofs) || le32_get(in->reserved)) /* fsync_nodes: a marker's, never packed */
+		return 0;
+	for (i = 0; i < ZLFS_INODE_NIDS; i++)
+		if (in->nid[i])
+			return 0;
+	for (i = ZLFS_PACK_ADDRS; i < ZLFS_INODE_ADDRS; i++)
+		if (in->addr[i])
+			return 0;
+	return 1;
+}
+
+int zlfs_pack_fill(void *pack, uint32_t slot, const void *inode)
+{
+	struct zlfs_pack_slot *p = &((struct zlfs_inode_pack *)pack)->slot[slot];
+	const struct zlfs_inode *in = inode;
+
+	if (slot >= ZLFS_PACK_SLOTS || le16_get(in->hdr.kind) != ZLFS_KIND_INODE ||
+	    !zlfs_pack_fits(in))
+		return -E2BIG;
+	memset(p, 0, sizeof(*p));
+	p->nid = in->hdr.index;
+#define X(f) p->f = in->f;
+	PACK_FIELDS(X)
+#undef X
+	memcpy(p->nonce, in->nonce, sizeof(p->nonce));
+	memcpy(p->addr, in->addr, sizeof(p->addr));
+	return 0;
+}
+
+void zlfs_pack_expand(const void *pack, uint32_t slot, void *out)
+{
+	const struct zlfs_inode_pack *pk = pack;
+	const struct zlfs_pack_slot *p = &pk->slot[slot];
+	struct zlfs_inode *in = out;
+
+	memset(in, 0, sizeof(*in));
+	in->hdr = pk->hdr;
+	in->hdr.kind = le16_put(ZLFS_KIND_INODE);
+	in->hdr.flags = 0;
+	in->hdr.index = p->nid;
+	in->hdr.ino = p->nid;
+#define X(f) in->f = p->f;
+	PACK_FIELDS(X)
+#undef X
+	memcpy(in->nonce, p->nonce, sizeof(p->nonce));
+	memcpy(in->addr, p->addr, sizeof(p->addr));
+}
+
+static int all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/* Slot I of PK, in use, as the inode it expands to. */
+static int pack_slot_inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode_pack *pk,
+				 uint32_t i, char *why, size_t len)
+{
+	uint32_t nid = le32_get(pk->slot[i].nid);
+	struct zlfs_inode in;
+	char inner[160];
+
+	zlfs_pack_expand(pk, i, &in);
+	if (zlfs_node_check(s, nid, &in, inner, sizeof(inner)))
+		return bad(why, len, "inode pack slot %u (inode %u): %s", i, nid, inner);
+	return 0;
+}
+
+int zlfs_pack_check(const struct zlfs_sb_info *s, const void *blk, char *why, size_t len)
+{
+	const struct zlfs_inode_pack *pk = blk;
+
+	if (zlfs_pack_check_head(s, blk, why, len))
+		return -EUCLEAN;
+	for (uint32_t i = 0; i < le32_get(pk->nr_slots); i++)
+		if (pack_slot_inode_check(s, pk, i, why, len))
+			return -EUCLEAN;
+	return 0;
+}
+
+int zlfs_pack_check_head(const struct zlfs_sb_info *s, const void *blk, char *why, size_t len)
+{
+	const struct zlfs_inode_pack *pk = blk;
+	uint32_t n = le32_get(pk->nr_slots), i;
+
+	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
+		return bad(why, len, "inode pack on a filesystem without PACKED_INODES");
+	if (le16_get(pk->hdr.kind) != ZLFS_KIND_IPACK || pk->hdr.flags || pk->hdr.index ||
+	    pk->hdr.ino)
+		return bad(why, len, "inode pack header: kind %u, flags 0x%x, index %u, ino %u "
+			   "(a pack is kind %u with the other three 0)", le16_get(pk->hdr.kind),
+			   le16_get(pk->hdr.flags), le32_get(pk->hdr.index), le32_get(pk->hdr.ino),
+			   ZLFS_KIND_IPACK);
+	if (n < 1 || n > ZLFS_PACK_SLOTS)
+		return RANGE(why, len, "inode pack nr_slots", n, 1, ZLFS_PACK_SLOTS);
+	if (pk->reserved || !all_zero(pk->pad, sizeof(pk->pad)))
+		return bad(why, len, "inode pack: reserved bytes are not zero");
+	for (i = 0; i < n; i++) {
+		uint32_t nid = le32_get(pk->slot[i].nid), prev = i ? le32_get(pk->slot[i - 1].nid) : 0;
+
+		if (nid == ZLFS_NID_NULL || nid >= s->max_nid || nid <= prev)
+			return bad(why, len, "inode pack slot %u: nid %u (slots hold nids in [1, %u), "
+				   "ascending, after %u)", i, nid, s->max_nid, prev);
+	}
+	for (; i < ZLFS_PACK_SLOTS; i++)
+		if (!all_zero(&pk->slot[i], sizeof(pk->slot[i])))
+			return bad(why, len, "inode pack slot %u is past nr_slots = %u but not zero", i,
+				   n);
+	return 0;
+}

@@ -1,0 +1,435 @@
+/*
+ * test_fsck_packed.c - inode packs (mkfs --packed-inodes; docs/design.md, "Packed inodes")
+ * under fsck.zlfs, GC and zlfs-dump: a tree of small files whose inodes a checkpoint packed,
+ * one slot made invalid (resealed), a whole pack's checksum broken, a zone full of packs
+ * collected, the dump of a packed inode and of its pack, and a pack read or written while
+ * an allocation, a read or a NAT update fails (injected through --wrap), the room a zone
+ * of packs collected owes, and GC of a pack whose live slots were never worked out. Part of test_fsck
+ * (test_fsck.c orders the tests).
+ */
+#include "fsck_testutil.h"
+
+#include "core.h"
+#include "files.h"
+#include "zdev_emu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NPK 240   /* small files, their inodes packed by the checkpoint of the unmount */
+#define NCHURN 40 /* files whose fsyncs move the node log on to another zone */
+
+static uint32_t pk_ino[NPK], churn_ino[NCHURN], pk_dir;
+
+static size_t pk_size(int i) { return i % 5 ? 30 + (size_t)i : 4096 * (size_t)(1 + i % 3); }
+
+/* /p/fNNN: NPK files, most inline (30-270 bytes), every fifth one to three blocks; /c/cNN:
+ * NCHURN more. mkfs --packed-inodes; the unmount's checkpoint packs them. */
+static void populate_packed(const char *name)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+	struct zlfs_fs *fs;
+	uint32_t cdir;
+	char nm[32];
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(tu_sh("%s -q -f --packed-inodes %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       img), 0);
+	fs = mount_rw(img, 0);
+	pk_dir = mk(fs, ZLFS_ROOT_INO, "p", 1, 0);
+	cdir = mk(fs, ZLFS_ROOT_INO, "c", 1, 0);
+	for (int i = 0; i < NPK; i++) {
+		snprintf(nm, sizeof(nm), "f%03d", i);
+		pk_ino[i] = mk(fs, pk_dir, nm, 0, pk_size(i));
+	}
+	for (int i = 0; i < NCHURN; i++) {
+		snprintf(nm, sizeof(nm), "c%02d", i);
+		churn_ino[i] = mk(fs, cdir, nm, 0, 100);
+	}
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+
+static struct nat_ent nat_of(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct nat_ent e;
+
+	ck_assert_int_eq(nat_get(fs, nid, &e), 0);
+	return e;
+}
+
+/* Inode INO's mtime changed: dirty in the cache, written at the next fsync or checkpoint. */
+static void touch_inode(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+
+	ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+	inode_touch(fs, np, INODE_MTIME);
+	node_dirty(fs, np);
+	node_put(fs, np);
+}
+
+/* fsyncs of the churn files until the node log has left the zone of the packs (full, not
+ * open), which it returns. */
+static uint32_t churn_past_packs(struct zlfs_fs *fs)
+{
+	uint32_t zone = nat_of(fs, pk_ino[0]).blkaddr / zlfs_zone_blocks(&fs->sb);
+
+	for (int r = 0; r < 600 / NCHURN && seg_zone_state(fs, zone) == ZONE_OPEN; r++)
+		for (int i = 0; i < NCHURN; i++) {
+			touch_inode(fs, churn_ino[i]);
+			ck_assert_int_eq(files_fsync(fs, churn_ino[i]), 0);
+		}
+	ck_assert_int_eq(seg_zone_state(fs, zone), ZONE_USED);
+	return zone;
+}
+
+/* How many of the files' inodes are in packs; every file reads back its pattern. */
+static int packed_and_intact(struct zlfs_fs *fs, uint32_t skip)
+{
+	int packed = 0;
+
+	for (int i = 0; i < NPK; i++) {
+		if (pk_ino[i] == skip)
+			continue;
+		packed += nat_of(fs, pk_ino[i]).packed;
+		ck_assert_msg(same_data(fs, pk_ino[i], pk_size(i)), "file %d (inode %u)", i,
+			      pk_ino[i]);
+	}
+	return packed;
+}
+
+/* A packed tree in image NAME, checked clean, every file packed or not read back; the NAT
+ * entry of file I, which must be in a pack. */
+static struct nat_ent packed_tree(const char *name, int i)
+{
+	struct zlfs_fs *fs;
+	struct nat_ent e;
+
+	populate_packed(name);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_int_ge(packed_and_intact(fs, 0), NPK * 9 / 10);
+	e = nat_of(fs, pk_ino[i]);
+	files_unmount(fs);
+	ck_assert(e.packed);
+	return e;
+}
+
+struct slot_edit {
+	uint32_t slot;
+	uint32_t mode;
+};
+
+static void set_slot_mode(uint8_t *b, void *arg)
+{
+	struct zlfs_inode_pack *pk = (void *)b;
+	const struct slot_edit *e = arg;
+
+	pk->slot[e->slot].mode = le32_put(e->mode);
+}
+
+static void flip_byte(uint8_t *b, void *arg)
+{
+	b[*(size_t *)arg] ^= 0x10;
+}
+
+/* One slot of a pack made no inode (no file type in its mode), the pack resealed. -n: that inode is damaged
+ * and the pack's other inodes are not (4); -y drops it, the pack stays for the others (1); a
+ * second -n is clean and every other file reads back. */
+START_TEST(t_packed_slot_damaged)
+{
+	struct slot_edit ed = {.mode = 0170000};
+	struct nat_ent e = packed_tree("pkslot.img", NPK / 2 + 1);
+	uint32_t victim = pk_ino[NPK / 2 + 1], ino;
+	struct zlfs_fs *fs;
+	struct node_page *d;
+	char s[120];
+
+	ed.slot = e.slot;
+	edit_block(e.blkaddr, ZLFS_KIND_IPACK, set_slot_mode, &ed, 1);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	snprintf(s, sizeof(s), "inode %u is damaged: inode mode = 0170000 is no file type", victim);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+	snprintf(s, sizeof(s), "inode %u is damaged", pk_ino[NPK / 2]);
+	ck_assert(!said(s)); /* its neighbour in the pack, or in the next one */
+	ck_assert_int_eq(fsck("-y", img), 1);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, pk_dir, &d), 0);
+	snprintf(s, sizeof(s), "f%03d", NPK / 2 + 1);
+	ck_assert_int_eq(dir_lookup(fs, d, s, strlen(s), &ino, NULL), -ENOENT);
+	node_put(fs, d);
+	packed_and_intact(fs, victim);
+	ck_assert(nat_of(fs, pk_ino[NPK / 2]).blkaddr == e.blkaddr || e.slot == 0);
+	files_unmount(fs);
+}
+END_TEST
+
+/* A bit flipped in a pack (its checksum broken): every inode of it is damaged (4); -y drops
+ * them and, once no slot is live, frees the block (1); a second -n is clean. */
+START_TEST(t_packed_pack_flipped)
+{
+	size_t byte = 2000;
+	struct zlfs_fs *fs;
+	struct nat_ent e;
+	char s[120];
+	int in_pack = 0;
+
+	populate_packed("pkflip.img");
+	fs = mount_rw(img, 1);
+	e = nat_of(fs, pk_ino[NPK / 3]);
+	for (int i = 0; i < NPK; i++)
+		in_pack += nat_of(fs, pk_ino[i]).blkaddr == e.blkaddr;
+	files_unmount(fs);
+	ck_assert(e.packed);
+	ck_assert_int_gt(in_pack, 1);
+	edit_block(e.blkaddr, ZLFS_KIND_IPACK, flip_byte, &byte, 0);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	snprintf(s, sizeof(s), "inode %u is damaged: bad checksum", pk_ino[NPK / 3]);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+	ck_assert_int_eq(fsck("-y", img), 1);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	for (int i = 0; i < NPK; i++) {
+		struct nat_ent f = nat_of(fs, pk_ino[i]);
+
+		ck_assert_uint_ne(f.blkaddr, e.blkaddr);
+		if (f.blkaddr)
+			ck_assert(same_data(fs, pk_ino[i], pk_size(i)));
+	}
+	files_unmount(fs);
+}
+END_TEST
+
+/* GC of a zone that holds the packs: the node log is moved on to another zone (fsyncs of
+ * other files, each a whole block), then the zone is migrated. Every inode leaves it, is
+ * packed again by the checkpoint, reads back; the zone is free; fsck is clean. */
+START_TEST(t_packed_gc_zone)
+{
+	struct zlfs_fs *fs;
+	uint32_t zone, zb;
+	int moved = 0;
+
+	populate_packed("pkgc.img");
+	fs = mount_rw(img, 0);
+	zb = zlfs_zone_blocks(&fs->sb);
+	zone = churn_past_packs(fs);
+	ck_assert_int_eq(gc_migrate_zone(fs, zone), 0);
+	ck_assert_int_eq(files_sync(fs), 0);
+	ck_assert_int_eq(seg_zone_state(fs, zone), ZONE_FREE);
+	for (int i = 0; i < NPK; i++) {
+		struct nat_ent e = nat_of(fs, pk_ino[i]);
+
+		ck_assert_uint_ne(e.blkaddr / zb, zone);
+		moved += e.packed;
+	}
+	ck_assert_int_ge(moved, NPK * 9 / 10);
+	ck_assert_int_ge(packed_and_intact(fs, 0), NPK * 9 / 10);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	packed_and_intact(fs, 0);
+	files_unmount(fs);
+}
+END_TEST
+
+/* A zone of packs collected: the inodes moved owe the room of the packs they go out in (not
+ * a block each), GC counts a block per pack moved, and the checkpoint settles the debt. */
+START_TEST(t_packed_gc_owed)
+{
+	struct zlfs_fs *fs;
+	uint32_t zone, valid;
+	uint64_t owed0, owed, gcb0;
+
+	populate_packed("pkgcowed.img");
+	fs = mount_rw(img, 0);
+	zone = churn_past_packs(fs);
+	valid = seg_zone_valid(fs, zone);
+	owed0 = seg_owed_blocks(fs);
+	gcb0 = fs->gc_bytes;
+	ck_assert_int_eq(gc_migrate_zone(fs, zone), 0);
+	owed = seg_owed_blocks(fs);
+	ck_assert_uint_ge(valid, 10); /* mostly packs of up to ZLFS_PACK_SLOTS inodes */
+	/* at most a block per valid block moved, and one per node log type for a part pack */
+	ck_assert_msg(owed <= owed0 + valid + 3, "owed %llu -> %llu for %u valid blocks",
+		      (unsigned long long)owed0, (unsigned long long)owed, valid);
+	ck_assert_uint_le((fs->gc_bytes - gcb0) / ZLFS_BLOCK_SIZE, valid);
+	ck_assert_int_eq(files_sync(fs), 0);
+	ck_assert_uint_eq(seg_owed_blocks(fs), 0);
+	ck_assert_int_eq(seg_zone_state(fs, zone), ZONE_FREE);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
+/* zlfs-dump: a packed inode names its slot; its block lists the pack's slots, live. */
+START_TEST(t_packed_dump)
+{
+	struct nat_ent e = packed_tree("pkdump.img", 7);
+	char s[80];
+
+	ck_assert_int_eq(tu_sh("%s --json -i %u %s > %s", tu_bin(bin, sizeof(bin), "zlfs-dump"),
+			       pk_ino[7], img, out), 0);
+	snprintf(s, sizeof(s), "\"pack_slot\": %u", e.slot);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+	ck_assert_int_eq(tu_sh("%s --json -b %u %s > %s", tu_bin(bin, sizeof(bin), "zlfs-dump"),
+			       e.blkaddr, img, out), 0);
+	ck_assert(said("\"header_kind\": \"inode pack\""));
+	ck_assert(said("\"kind\": \"inode pack\""));
+	snprintf(s, sizeof(s), "\"nid\": %u", pk_ino[7]);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+	ck_assert(said("\"live\": true"));
+}
+END_TEST
+
+/* ---- failures injected: this binary is linked with --wrap=zdev_buf_alloc and
+ * --wrap=nat_set_packed (tests/CMakeLists.txt); calls from other objects of the library come
+ * here, and fail while a test asks ---- */
+
+void *__real_zdev_buf_alloc(size_t len);
+void *__wrap_zdev_buf_alloc(size_t len);
+int __real_nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot);
+int __wrap_nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot);
+
+int __real_seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
+int __wrap_seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
+
+static int fail_bufs;        /* every device buffer allocation returns NULL */
+static int fail_seg_reads;   /* every block read of the node layer fails with -EIO */
+static int nat_set_fail_at;  /* the Nth call from now on fails with -EIO (0: none) */
+static uint32_t nat_set_addr; /* the pack address of the call that failed */
+
+void *__wrap_zdev_buf_alloc(size_t len)
+{
+	return fail_bufs ? NULL : __real_zdev_buf_alloc(len);
+}
+
+int __wrap_seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf)
+{
+	return fail_seg_reads ? -EIO : __real_seg_read(fs, addr, buf);
+}
+
+int __wrap_nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot)
+{
+	if (nat_set_fail_at > 0 && !--nat_set_fail_at) {
+		nat_set_addr = addr;
+		return -EIO;
+	}
+	return __real_nat_set_packed(fs, nid, addr, slot);
+}
+
+/* A packed inode read while no read buffer can be had fails with -ENOMEM, ncache_lock
+ * balanced (the test build checks the lock order), and reads once memory is back. */
+START_TEST(t_packed_read_enomem)
+{
+	struct zlfs_fs *fs;
+	struct node_page *np;
+
+	populate_packed("pkenomem.img");
+	fs = mount_rw(img, 1);
+	ck_assert(nat_of(fs, pk_ino[7]).packed); /* the NAT page is cached: only the node is read */
+	fail_bufs = 1;
+	ck_assert_int_eq(node_get(fs, pk_ino[7], &np), -ENOMEM);
+	fail_bufs = 0;
+	ck_assert_int_eq(node_get(fs, pk_ino[7], &np), 0);
+	node_put(fs, np);
+	ck_assert(same_data(fs, pk_ino[7], pk_size(7)));
+	files_unmount(fs);
+}
+END_TEST
+
+/* The checkpoint packs the NPK inodes dirtied; the NAT update of the FAILth slot written fails.
+ * The pack then written is named by FAIL - 1 NAT entries; its block dies with them. */
+static void pack_with_nat_failure(const char *name, int fail)
+{
+	struct zlfs_fs *fs;
+	struct nat_ent named[ZLFS_PACK_SLOTS];
+	int nnamed = 0;
+
+	populate_packed(name);
+	fs = mount_rw(img, 0);
+	for (int i = 0; i < NPK; i++)
+		touch_inode(fs, pk_ino[i]);
+	nat_set_fail_at = fail;
+	ck_assert_int_eq(files_sync(fs), -EIO);
+	ck_assert_int_eq(nat_set_fail_at, 0);
+	for (int i = 0; i < NPK; i++) {
+		struct nat_ent e = nat_of(fs, pk_ino[i]);
+
+		if (e.packed && e.blkaddr == nat_set_addr)
+			named[nnamed++] = e;
+	}
+	ck_assert_int_eq(nnamed, fail - 1);
+	ck_assert_int_eq(seg_is_valid(fs, nat_set_addr), nnamed > 0);
+	for (int i = 0; i < nnamed; i++) /* what a rewrite of the named inodes would do */
+		node_addr_dead(fs, &named[i]);
+	ck_assert_int_eq(seg_is_valid(fs, nat_set_addr), 0);
+	files_unmount(fs); /* after a failed checkpoint: what it returns is not the point */
+}
+
+/* No slot of the pack named: its block is dead at once. */
+START_TEST(t_packed_nat_fail_first)
+{
+	pack_with_nat_failure("pknatfail1.img", 1);
+}
+END_TEST
+
+/* Two slots named, the rest not: the pack dies with those two. */
+START_TEST(t_packed_nat_fail_third)
+{
+	pack_with_nat_failure("pknatfail3.img", 3);
+}
+END_TEST
+
+/* Every slot of a pack dies by an fsync while the pack cannot be read (its live slots not
+ * worked out, the pack kept valid): GC of its zone works them out again and the zone empties. */
+START_TEST(t_packed_gc_unknown_slots)
+{
+	struct zlfs_fs *fs;
+	uint32_t pack, zone;
+	int slots = 0;
+
+	populate_packed("pkunknown.img");
+	fs = mount_rw(img, 0);
+	pack = nat_of(fs, pk_ino[0]).blkaddr;
+	for (int i = 0; i < NPK; i++) {
+		if (nat_of(fs, pk_ino[i]).blkaddr != pack)
+			continue;
+		touch_inode(fs, pk_ino[i]);
+		fail_seg_reads = 1;
+		ck_assert_int_eq(files_fsync(fs, pk_ino[i]), 0);
+		fail_seg_reads = 0;
+		ck_assert_uint_ne(nat_of(fs, pk_ino[i]).blkaddr, pack);
+		slots++;
+	}
+	ck_assert_int_ge(slots, 2);
+	ck_assert_int_eq(seg_is_valid(fs, pack), 1); /* kept: a lost inode is worse than space */
+	zone = churn_past_packs(fs);
+	ck_assert_uint_eq(zone, pack / zlfs_zone_blocks(&fs->sb));
+	ck_assert_int_eq(gc_migrate_zone(fs, zone), 0);
+	ck_assert_int_eq(seg_is_valid(fs, pack), 0);
+	ck_assert_int_eq(files_sync(fs), 0);
+	ck_assert_int_eq(seg_zone_state(fs, zone), ZONE_FREE);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
+int fsck_packed_tests(const TTest **t)
+{
+	int n = 0;
+
+	t[n++] = t_packed_read_enomem;
+	t[n++] = t_packed_nat_fail_first;
+	t[n++] = t_packed_nat_fail_third;
+	t[n++] = t_packed_gc_owed;
+	t[n++] = t_packed_gc_unknown_slots;
+
+	t[n++] = t_packed_slot_damaged;
+	t[n++] = t_packed_pack_flipped;
+	t[n++] = t_packed_gc_zone;
+	t[n++] = t_packed_dump;
+	return n;
+}
