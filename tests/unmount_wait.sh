@@ -8,6 +8,9 @@
 #      image another program holds (flock(1)); a second zlfs on it is a bind mount of the
 #      first (as root; otherwise it fails at once too).
 #   3. A daemon killed with -9 leaves no mark behind: fsck.zlfs goes on at once.
+#   4. A daemon in the background whose mount rolled fsync'ed files forward after a power cut
+#      exits once unmounted (the recovery's write-buffer threads once outlived the fork as
+#      waiters the child counted, and the exit waited on them for ever).
 # Exit 77 (skipped) without /dev/fuse or fusermount3.
 set -uo pipefail
 BUILD=${1:?usage: unmount_wait.sh BUILD_DIR}
@@ -99,5 +102,36 @@ fusermount3 -u "$MNT" 2>/dev/null
 at_once "fsck.zlfs after kill -9 of the daemon" 0 "clean" "$B/fsck.zlfs" -n --wait 60 "$IMG"
 [[ $fail == 0 ]] && echo "PASS: no mark outlives a killed daemon"
 
-[[ $fail == 0 ]] && echo "3 passed, 0 failed" || echo "FAIL"
+# ---- 4. a recovering daemon in the background exits after its unmount -----------------------
+"$B/zlfs" -f -o dev_direct "$IMG" "$MNT" 2>/dev/null &
+daemon=$!
+for ((i = 0; i < 100; i++)); do
+	grep -q " $MNT " /proc/self/mountinfo && break
+	sleep 0.1
+done
+for i in 1 2 3; do # fsync'ed, no checkpoint after: the next mount rolls them forward
+	head -c 262144 /dev/urandom >"$T/r$i"
+	dd if="$T/r$i" of="$MNT/r$i" bs=64k conv=fsync status=none || bad "write r$i"
+done
+{ kill -9 "$daemon" && wait "$daemon"; } 2>/dev/null
+fusermount3 -u "$MNT" 2>/dev/null
+"$B/zlfs-emu" powercut "$IMG" >/dev/null || bad "zlfs-emu powercut"
+"$B/zlfs" "$IMG" "$MNT" 2>"$T/recover.err" || { bad "mount after the power cut"; cat "$T/recover.err"; }
+grep -q "recovered" "$T/recover.err" || bad "the mount after the power cut recovered nothing: $(cat "$T/recover.err")"
+pid=$(pgrep -f -x "$B/zlfs $IMG $MNT")
+for i in 1 2 3; do cmp -s "$T/r$i" "$MNT/r$i" || bad "r$i (fsync'ed) differs after the cut"; done
+fusermount3 -u "$MNT" || bad "unmount after the recovery"
+for ((i = 0; i < 300 && ${pid:-0} > 0; i++)); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+	bad "the daemon (pid $pid) is still running 30 s after its unmount"
+	kill -9 "$pid"
+fi
+[[ -n $pid ]] || bad "no daemon found for $IMG"
+"$B/fsck.zlfs" -n --wait 60 "$IMG" >/dev/null || bad "fsck.zlfs after the recovering daemon's unmount"
+[[ $fail == 0 ]] && echo "PASS: a daemon that recovered in the background exits after its unmount"
+
+[[ $fail == 0 ]] && echo "4 passed, 0 failed" || echo "FAIL"
 exit $fail

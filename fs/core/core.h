@@ -392,6 +392,10 @@ struct zlfs_mount_opts {
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */
 void zlfs_serving(struct zlfs_fs *fs);
+/* The daemon is about to fork into the background: no thread of the mount may be left
+ * waiting on a lock or condition variable the child inherits (the write buffer's flushers,
+ * which a recovering mount starts, are stopped; the child starts its own). */
+void zlfs_before_fork(struct zlfs_fs *fs);
 /* Write a clean checkpoint (unless read-only) and release everything. */
 int zlfs_unmount(struct zlfs_fs *fs);
 /* A log's zone holds its write pointer WP_BLK past the segment the checkpoint left open at

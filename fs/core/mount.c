@@ -382,6 +382,11 @@ void zlfs_serving(struct zlfs_fs *fs)
 	zdev_mark_serving(fs->dev); /* a failure is logged; it only makes tools wait longer */
 }
 
+void zlfs_before_fork(struct zlfs_fs *fs)
+{
+	wbuf_park(fs->wb);
+}
+
 int zlfs_unmount(struct zlfs_fs *fs)
 {
 	int ret = 0;

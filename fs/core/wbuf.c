@@ -317,20 +317,37 @@ int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out)
 	return 0;
 }
 
+/* Stop this process's flushers once everything queued is written. */
+static void flushers_stop(struct wbuf *wb)
+{
+	if (wb->flusher_pid != getpid())
+		return;
+	pthread_mutex_lock(&wb->lock);
+	wb->stop = 1;
+	pthread_cond_broadcast(&wb->work);
+	pthread_mutex_unlock(&wb->lock);
+	for (int i = 0; i < wb->nflushers; i++)
+		pthread_join(wb->flusher[i], NULL);
+	pthread_mutex_lock(&wb->lock);
+	wb->stop = 0;
+	wb->nflushers = 0;
+	wb->flusher_pid = 0;
+	pthread_mutex_unlock(&wb->lock);
+}
+
+void wbuf_park(struct wbuf *wb)
+{
+	if (wb)
+		flushers_stop(wb);
+}
+
 void wbuf_destroy(struct wbuf *wb)
 {
 	uint32_t i;
 
 	if (!wb)
 		return;
-	if (wb->flusher_pid == getpid()) {
-		pthread_mutex_lock(&wb->lock);
-		wb->stop = 1;
-		pthread_cond_broadcast(&wb->work);
-		pthread_mutex_unlock(&wb->lock);
-		for (i = 0; i < (uint32_t)wb->nflushers; i++)
-			pthread_join(wb->flusher[i], NULL);
-	}
+	flushers_stop(wb);
 	for (i = 0; wb->slots && i < wb->nslots; i++)
 		zdev_buf_free(wb->slots[i].data);
 	free(wb->slots);

@@ -56,6 +56,11 @@ struct wbuf;
 
 int wbuf_init(struct zdev *dev, const struct wbuf_opts *o, struct wbuf **out);
 void wbuf_destroy(struct wbuf *wb);
+/* Write what is staged and stop the flusher threads, so that none waits on the buffer's
+ * condition variables across a fork(): a child would find them counted as waiters that no
+ * thread of its own is, and destroying them would wait for ever. The next write starts
+ * flushers again in whichever process makes it. */
+void wbuf_park(struct wbuf *wb);
 /* Stage one block for LOG at block BLK of ZONE, which must follow the log's previous block.
  * May wait for a free slot; fails with the flusher's sticky error after a write error. */
 int wbuf_add(struct wbuf *wb, int log, uint32_t zone, uint32_t blk, const void *buf);

@@ -318,6 +318,8 @@ static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_o
 			fuse_session_destroy(se);
 		return z ? (zfuse_destroy(z), 1) : (files_unmount(fs), 1);
 	}
+	if (!fo->foreground)
+		zlfs_before_fork(fs);
 	fuse_daemonize(fo->foreground);
 	if (!fo->foreground)
 		zlog_set_syslog(1);
