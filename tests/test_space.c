@@ -11,7 +11,8 @@
  * the middle (daemon killed, the emulator's unflushed writes dropped) keeps every file that
  * was fsync'ed and leaves fsck clean. t_reserved_clean_zones takes what is clean with a
  * reservation while the rest of the free space is dead blocks: a write must get GC to
- * collect them rather than fail.
+ * collect them rather than fail. t_direct_until_full fills it with O_DIRECT writes: the
+ * one that finds no room says ENOSPC, not EIO.
  */
 #include "testutil.h"
 
@@ -400,6 +401,52 @@ START_TEST(t_reserved_clean_zones)
 }
 END_TEST
 
+/* O_DIRECT writes of 1 MiB (several requests in flight: the kernel's asynchronous direct
+ * I/O) into a filesystem until it is full: the write that finds no room fails with ENOSPC,
+ * never EIO (a request cut short by the room running out was answered with the bytes it
+ * wrote, and the kernel counts a short piece of an O_DIRECT write as an I/O error); every
+ * write that returned reads back; fsck clean. Several rounds, each on a fresh image. */
+START_TEST(t_direct_until_full)
+{
+	struct zemu_create_opts o = {.size = 64ULL << 20, .zone_size = 2 << 20};
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	char p[600];
+	size_t done = 0;
+	ssize_t n = 0;
+	pid_t pid;
+	int fd;
+
+	tu_fresh_fs("direct.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(pid, 0);
+	fd = open(at_mnt(p, sizeof(p), "d"), O_CREAT | O_WRONLY | O_DIRECT, 0644);
+	ck_assert_int_ge(fd, 0);
+	for (;;) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = pat(7, done + i);
+		n = pwrite(fd, buf, sizeof(buf), (off_t)done);
+		if (n != (ssize_t)sizeof(buf))
+			break;
+		done += sizeof(buf);
+	}
+	ck_assert_msg(n < 0 && errno == ENOSPC, "the write past the room: %zd (%s) after %zu MiB",
+		      n, n < 0 ? strerror(errno) : "short", done >> 20);
+	ck_assert_uint_gt(done, 16u << 20);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	for (size_t off = 0; off < done; off += sizeof(buf)) {
+		ck_assert_int_eq(pread(fd, buf, sizeof(buf), (off_t)off), (ssize_t)sizeof(buf));
+		for (size_t i = 0; i < sizeof(buf); i += 509)
+			ck_assert_msg(buf[i] == pat(7, off + i), "byte %zu", off + i);
+	}
+	close(fd);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -411,6 +458,7 @@ int main(void)
 	tc = tcase_create("space");
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, t_reserved_clean_zones);
+	tcase_add_loop_test(tc, t_direct_until_full, 0, 4);
 	tcase_add_loop_test(tc, t_rocksdb_pattern, 0, 2);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

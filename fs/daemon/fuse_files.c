@@ -367,7 +367,10 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	bulk_write_leave(z, bulk);
 	if (q.done && (fi->flags & O_DIRECT) && !fi->writepage)
 		iref_direct_written(z, fino(ino)); /* before the reply: the next open sees it */
-	if (ret < 0 && !q.done)
+	/* The kernel turns a short reply to an O_DIRECT write into EIO (its asynchronous
+	 * direct I/O counts any short piece as an error): say why instead. The bytes written
+	 * before the failure stay, as after a failed write(2) that wrote some. */
+	if (ret < 0 && (!q.done || (fi->flags & O_DIRECT)))
 		reply_err(req, ret);
 	else
 		fuse_reply_write(req, q.done); /* short only when the second try failed too */
