@@ -296,6 +296,7 @@ static int fix_pointer(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs
  * inode, its nodes and blocks freed as unreachable, in the rounds that follow. */
 static int fix_drop_inode(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
 {
+	uint32_t owner;
 	struct nat_ent e;
 	int ret = nat_get(fs, f->a, &e);
 
@@ -304,6 +305,13 @@ static int fix_drop_inode(struct fsck_run *r, struct zlfs_fs *fs, const struct z
 	if (e.blkaddr == ZLFS_ADDR_NULL || f->a == ZLFS_ROOT_INO)
 		return -EAGAIN;
 	orphan_del(fs, f->a);
+	if (e.packed && !npack_slot_owner(fs, e.blkaddr, e.slot, &owner) && owner != f->a) {
+		/* the slot is another inode's (or none's): only the entry naming it goes */
+		node_free_stray(fs, f->a);
+		said(r, "inode %u: its NAT entry named slot %u of inode pack %u, which holds %s %u; "
+		     "entry dropped", f->a, e.slot, e.blkaddr, owner ? "inode" : "no inode", owner);
+		return 0;
+	}
 	node_free(fs, f->a);
 	said(r, "inode %u: damaged, dropped (its contents are lost)", f->a);
 	return 0;

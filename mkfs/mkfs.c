@@ -39,8 +39,10 @@ static void usage(FILE *f)
 		"                           when a mount names no compress= (default: none)\n"
 		"        --cluster-blocks N blocks of a compressed file's cluster: 4, 8, 16, 32\n"
 		"                           or 64 (default 4, 16 KiB)\n"
-		"      --packed-inodes      store the inodes of small files up to 15 to a block\n"
-		"                           (docs/design.md, \"Packed inodes\")\n"
+		"      --no-packed-inodes   give every inode a block of its own (by default the\n"
+		"                           inodes of small files are stored up to 15 to a block:\n"
+		"                           docs/design.md, \"Packed inodes\"; zlfs before 2026-12\n"
+		"                           mounts only images made without them)\n"
 		"      --encrypt            enable per-file encryption, with the master key from:\n"
 		"        --keyfile FILE     a 64-byte key file (zlfs-ctl genkey FILE), or\n"
 		"        --passphrase       a passphrase asked on the terminal (twice), or\n"
@@ -197,7 +199,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		{"features", required_argument, NULL, 'F'}, {"plain-root", no_argument, NULL, 'p'},
 		{"wait", required_argument, NULL, 'w'},	 {"root-dir", required_argument, NULL, 'd'},
 		{"timestamp", required_argument, NULL, 'T'}, {"uuid", required_argument, NULL, 'U'},
-		{"packed-inodes", no_argument, NULL, 'k'}, {"compress", optional_argument, NULL, 'C'}, {"cluster-blocks", required_argument, NULL, 'B'},
+		{"packed-inodes", no_argument, NULL, 'k'}, {"no-packed-inodes", no_argument, NULL, 'n'}, {"compress", optional_argument, NULL, 'C'}, {"cluster-blocks", required_argument, NULL, 'B'},
 		{NULL, 0, NULL, 0}};
 	int c;
 
@@ -241,6 +243,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 		case 'E': a->encrypt = 1; break;
 		case 'p': a->o.plain_root = 1; break;
 		case 'k': a->o.packed_inodes = 1; break;
+		case 'n': a->o.packed_inodes = 0; break;
 		case 'd': a->root_dir = optarg; break;
 		case 'T':
 			if (parse_timestamp(optarg, &a->timestamp)) {
@@ -552,7 +555,8 @@ static int load_root_dir(struct mkfs_args *a)
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = {.passphrase_fd = -1, .wait_secs = ZDEV_WAIT_DEFAULT};
+	struct mkfs_args a = {.passphrase_fd = -1, .wait_secs = ZDEV_WAIT_DEFAULT,
+			      .o.packed_inodes = 1};
 	struct zdev_open_opts oo;
 	struct zlfs_sb_info sbi;
 	struct zdev *dev;

@@ -123,6 +123,18 @@ void populate(const char *name, const char *log)
 	populate_tree();
 }
 
+/* The same with a block for every inode (mkfs --no-packed-inodes): damage to one inode's
+ * block is damage to that inode alone. */
+void populate_whole(const char *name)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(tu_sh("%s -q -f --no-packed-inodes %s",
+			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
+	populate_tree();
+}
+
 /* The same on a filesystem without the ONE_FLUSH feature (stamped as a mkfs of revision 3
  * before it made one flush per fsync): an fsync flushes its data before its nodes. */
 void populate_two_flush(const char *name)
@@ -232,6 +244,14 @@ uint64_t sb_scan_time(void)
 int json_valid(void)
 {
 	return tu_sh("python3 -c 'import json,sys; json.load(open(sys.argv[1]))' %s", out) == 0;
+}
+
+unsigned nat_kind_of(struct zlfs_fs *fs, uint32_t nid)
+{
+	struct nat_ent e;
+
+	ck_assert_int_eq(nat_get(fs, nid, &e), 0);
+	return e.packed ? ZLFS_KIND_IPACK : ZLFS_KIND_INODE;
 }
 
 uint32_t nat_addr_of(struct zlfs_fs *fs, uint32_t nid)

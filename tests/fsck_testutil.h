@@ -44,6 +44,8 @@ uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, int dir, size
 int same_data(struct zlfs_fs *fs, uint32_t ino, size_t size);
 void populate(const char *name, const char *log);
 void populate_encrypted(const char *name);
+/* populate with mkfs --no-packed-inodes: every inode in a block of its own. */
+void populate_whole(const char *name);
 void populate_two_flush(const char *name);
 void set_nlink(uint32_t ino, uint32_t n);
 struct zlfs_fs *mount_expect_lost_found(uint32_t ino, size_t size);
@@ -67,6 +69,8 @@ uint32_t main_first(void);
 uint64_t sb_scan_time(void);
 uint32_t data_block_of(uint32_t ino, uint64_t idx);
 /* The block the mounted FS's NAT gives node NID (the test fails if it cannot be read). */
+/* The kind of block inode NID is in: ZLFS_KIND_INODE, or ZLFS_KIND_IPACK for a packed one. */
+unsigned nat_kind_of(struct zlfs_fs *fs, uint32_t nid);
 uint32_t nat_addr_of(struct zlfs_fs *fs, uint32_t nid);
 void expect_device_error_everywhere(uint32_t first);
 /* Edit device block ADDR of the image in place: it must verify as a block of KIND; EDIT

@@ -37,7 +37,8 @@ static const char *const fsck_order[] = {
 	"t_stats_show_scan", "t_encrypted_root", "t_walk_many_files", "t_packed_slot_damaged",
 	"t_packed_pack_flipped", "t_packed_gc_zone", "t_packed_dump", "t_packed_read_enomem",
 	"t_packed_nat_fail_first", "t_packed_nat_fail_third", "t_packed_gc_owed",
-	"t_packed_gc_unknown_slots", NULL,
+	"t_packed_gc_unknown_slots", "t_packed_ckpt_enomem", "t_packed_stray_nat",
+	"t_packed_fsync_nearfull", NULL,
 };
 
 int main(void)

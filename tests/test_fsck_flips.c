@@ -193,7 +193,7 @@ START_TEST(t_inode_flipped)
 	struct node_page *d;
 	char s[80];
 
-	populate("inoflip.img", NULL);
+	populate_whole("inoflip.img"); /* a pack's flip: t_packed_pack_flipped */
 	first = main_first();
 	fs = mount_rw(img, 1);
 	addr = nat_addr_of(fs, ino_f1);

@@ -293,6 +293,11 @@ void *__wrap_zdev_buf_alloc(size_t len);
 int __real_nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot);
 int __wrap_nat_set_packed(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot);
 
+int __real_npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n,
+		       enum zlfs_log_type log);
+int __wrap_npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n,
+		       enum zlfs_log_type log);
+
 int __real_seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 int __wrap_seg_read(struct zlfs_fs *fs, uint32_t addr, void *buf);
 
@@ -300,6 +305,16 @@ static int fail_bufs;        /* every device buffer allocation returns NULL */
 static int fail_seg_reads;   /* every block read of the node layer fails with -EIO */
 static int nat_set_fail_at;  /* the Nth call from now on fails with -EIO (0: none) */
 static uint32_t nat_set_addr; /* the pack address of the call that failed */
+static int pack_enomem_at;   /* the Nth pack written from now on fails with -ENOMEM (0: none) */
+
+/* Out of memory as npack_write's own buffer would be: before anything is written. */
+int __wrap_npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n,
+		       enum zlfs_log_type log)
+{
+	if (pack_enomem_at > 0 && !--pack_enomem_at)
+		return -ENOMEM;
+	return __real_npack_write(fs, in, n, log);
+}
 
 void *__wrap_zdev_buf_alloc(size_t len)
 {
@@ -364,7 +379,7 @@ static void pack_with_nat_failure(const char *name, int fail)
 	ck_assert_int_eq(nnamed, fail - 1);
 	ck_assert_int_eq(seg_is_valid(fs, nat_set_addr), nnamed > 0);
 	for (int i = 0; i < nnamed; i++) /* what a rewrite of the named inodes would do */
-		node_addr_dead(fs, &named[i]);
+		node_addr_dead(fs, named[i].ino, &named[i]);
 	ck_assert_int_eq(seg_is_valid(fs, nat_set_addr), 0);
 	files_unmount(fs); /* after a failed checkpoint: what it returns is not the point */
 }
@@ -417,6 +432,131 @@ START_TEST(t_packed_gc_unknown_slots)
 }
 END_TEST
 
+
+/* The checkpoint packs the NPK inodes dirtied; the third pack cannot be had (no memory):
+ * packing stops there and the inodes left go out as whole blocks, the checkpoint succeeds
+ * (it once failed, leaving the filesystem read-only), every file reads back, fsck clean. */
+START_TEST(t_packed_ckpt_enomem)
+{
+	struct zlfs_fs *fs;
+	int packed, whole = 0;
+
+	populate_packed("pkckenomem.img");
+	fs = mount_rw(img, 0);
+	for (int i = 0; i < NPK; i++)
+		touch_inode(fs, pk_ino[i]);
+	pack_enomem_at = 3;
+	ck_assert_int_eq(files_sync(fs), 0);
+	ck_assert_int_eq(pack_enomem_at, 0);
+	ck_assert(!fs->readonly);
+	packed = packed_and_intact(fs, 0);
+	for (int i = 0; i < NPK; i++)
+		whole += nat_of(fs, pk_ino[i]).packed == 0 && pk_size(i) < 4096;
+	ck_assert_int_ge(packed, 2 * (ZLFS_PACK_SLOTS - 1)); /* the two packs before it */
+	ck_assert_int_ge(whole, ZLFS_PACK_SLOTS);           /* the rest, whole */
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
+/* Inode VICTIM's NAT entry made to name the slot inode OWNER holds in its pack, OWNER the
+ * pack's last live slot (the others moved out by fsyncs): a crafted NAT naming one slot
+ * twice. VICTIM's death must not kill OWNER's slot: the pack stays valid (it was marked
+ * dead when the death was taken for the slot's owner's). */
+START_TEST(t_packed_stray_nat)
+{
+	struct nat_ent e = packed_tree("pkstray.img", 20), v;
+	uint32_t owner = pk_ino[20], victim = pk_ino[NPK - 1];
+	struct zlfs_fs *fs;
+	char s[160];
+
+	fs = mount_rw(img, 0);
+	for (int i = 0; i < NPK; i++) {
+		if (pk_ino[i] == owner || nat_of(fs, pk_ino[i]).blkaddr != e.blkaddr)
+			continue;
+		touch_inode(fs, pk_ino[i]); /* out of the pack, a whole block */
+		ck_assert_int_eq(files_fsync(fs, pk_ino[i]), 0);
+	}
+	v = nat_of(fs, victim);
+	ck_assert_uint_ne(v.blkaddr, e.blkaddr);
+	ck_assert_int_eq(nat_set_packed(fs, victim, e.blkaddr, e.slot), 0);
+	ck_assert_int_eq(files_unmount(fs), 0);
+
+	/* the library, on a copy: VICTIM freed on a fresh mount (no pack met yet) leaves the
+	 * pack valid */
+	ck_assert_int_eq(tu_sh("cp --sparse=always %s %s.keep", img, img), 0);
+	fs = mount_rw(img, 0);
+	ck_assert_int_eq(seg_is_valid(fs, e.blkaddr), 1);
+	node_free(fs, victim);
+	ck_assert_int_eq(seg_is_valid(fs, e.blkaddr), 1);
+	ck_assert(same_data(fs, owner, pk_size(20)));
+	files_unmount(fs);
+	ck_assert_int_eq(tu_sh("mv %s.keep %s", img, img), 0);
+
+	/* fsck: VICTIM is damaged (its slot holds another inode); -y drops only its entry */
+	ck_assert_int_eq(fsck("-n", img), 4);
+	ck_assert_int_eq(fsck("-y", img), 1);
+	snprintf(s, sizeof(s), "inode %u: its NAT entry named slot %u of inode pack %u, which "
+		 "holds inode %u; entry dropped", victim, e.slot, e.blkaddr, owner);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(seg_is_valid(fs, e.blkaddr), 1);
+	ck_assert(same_data(fs, owner, pk_size(20)));
+	ck_assert_uint_eq(nat_of(fs, owner).blkaddr, e.blkaddr);
+	files_unmount(fs);
+}
+END_TEST
+
+/* Near full, fsyncs of many small inodes each owing only a share of a pack: written whole,
+ * each would take a block it never owed, the rest from the GC reserve, until the node log
+ * met ENOSPC and the filesystem went read-only. Packed by a checkpoint, then all dirtied,
+ * the data log filled to ENOSPC, then each fsync'ed: every fsync succeeds, nothing goes
+ * read-only, every file reads back, fsck clean. */
+#define NEARFULL_FILES 6000
+START_TEST(t_packed_fsync_nearfull)
+{
+	struct zemu_create_opts o = {.size = 256 << 20, .zone_size = 2 << 20};
+	static uint32_t ino[NEARFULL_FILES];
+	static uint8_t chunk[64 << 10];
+	struct node_page *np;
+	struct zlfs_fs *fs;
+	uint32_t dir, big;
+	uint64_t off = 0;
+	char nm[32];
+	int ret;
+
+	tu_fresh_fs("pknearfull.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(tu_sh("%s -q -f --packed-inodes %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       img), 0);
+	fs = mount_rw(img, 0);
+	dir = mk(fs, ZLFS_ROOT_INO, "s", 1, 0);
+	for (int i = 0; i < NEARFULL_FILES; i++) {
+		snprintf(nm, sizeof(nm), "f%04d", i);
+		ino[i] = mk(fs, dir, nm, 0, 40);
+	}
+	big = mk(fs, ZLFS_ROOT_INO, "big", 0, 0);
+	ck_assert_int_eq(files_sync(fs), 0); /* packed; none is new to the next fsync */
+	ck_assert(nat_of(fs, ino[NEARFULL_FILES / 2]).packed);
+	for (int i = 0; i < NEARFULL_FILES; i++)
+		touch_inode(fs, ino[i]);
+	memset(chunk, 0x5a, sizeof(chunk));
+	ck_assert_int_eq(inode_get(fs, big, &np), 0);
+	while ((ret = data_write(fs, np, chunk, sizeof(chunk), off)) == (int)sizeof(chunk))
+		off += sizeof(chunk);
+	node_put(fs, np);
+	ck_assert_msg(ret == -ENOSPC || (ret >= 0 && ret < (int)sizeof(chunk)), "fill: %d", ret);
+	ck_assert_uint_gt(off, 128u << 20);
+	for (int i = 0; i < NEARFULL_FILES; i++)
+		ck_assert_msg((ret = files_fsync(fs, ino[i])) == 0, "fsync of file %d: %d", i, ret);
+	ck_assert(!fs->readonly);
+	for (int i = 0; i < NEARFULL_FILES; i += 97)
+		ck_assert(same_data(fs, ino[i], 40));
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
 int fsck_packed_tests(const TTest **t)
 {
 	int n = 0;
@@ -426,6 +566,9 @@ int fsck_packed_tests(const TTest **t)
 	t[n++] = t_packed_nat_fail_third;
 	t[n++] = t_packed_gc_owed;
 	t[n++] = t_packed_gc_unknown_slots;
+	t[n++] = t_packed_ckpt_enomem;
+	t[n++] = t_packed_stray_nat;
+	t[n++] = t_packed_fsync_nearfull;
 
 	t[n++] = t_packed_slot_damaged;
 	t[n++] = t_packed_pack_flipped;

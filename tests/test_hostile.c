@@ -57,6 +57,42 @@ static uint32_t node_addr(uint32_t nid)
 	return a;
 }
 
+struct slot_set {
+	uint32_t slot;
+	struct set32 f;
+};
+
+/* The le32 at byte OFF of the inode in slot SLOT, as its 4 KiB form has it, set: the slot
+ * expanded, changed and filled again. The field must be one a slot keeps. */
+static void put32_slot(uint8_t *b, void *arg)
+{
+	const struct slot_set *s = arg;
+	static uint8_t in[ZLFS_BLOCK_SIZE], back[ZLFS_BLOCK_SIZE];
+
+	zlfs_pack_expand(b, s->slot, in);
+	put32(in, (void *)&s->f);
+	ck_assert_int_eq(zlfs_pack_fill(b, s->slot, in), 0);
+	zlfs_pack_expand(b, s->slot, back);
+	ck_assert(!memcmp(back + s->f.off, &s->f.val, 4));
+}
+
+/* Set the le32 at byte OFF of inode INO's 4 KiB form to VAL, resealed: in its block, or in
+ * its slot of an inode pack (mkfs packs small inodes by default). */
+static void set_inode_field(uint32_t ino, size_t off, uint32_t val)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct slot_set s = {.f = {off, le32_put(val)}};
+	struct nat_ent e;
+
+	ck_assert_int_eq(nat_get(fs, ino, &e), 0);
+	files_unmount(fs);
+	s.slot = e.slot;
+	if (e.packed)
+		edit_block(e.blkaddr, ZLFS_KIND_IPACK, put32_slot, &s, 1);
+	else
+		set_field(e.blkaddr, ZLFS_KIND_INODE, off, val);
+}
+
 /* Name NP NAME in the root, close the library's mount; fsck must call it clean. */
 static uint32_t name_in_root(struct zlfs_fs *fs, struct node_page *root, struct node_page *np,
 			     const char *name, uint8_t type)
@@ -147,7 +183,7 @@ static uint32_t damaged_symlink(const char *name)
 
 	populate(name, NULL);
 	ino = add_symlink();
-	set_field(node_addr(ino), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, size), 5000);
+	set_inode_field(ino, offsetof(struct zlfs_inode, size), 5000);
 	return ino;
 }
 
@@ -184,7 +220,8 @@ START_TEST(t_inline_file_size)
 		{offsetof(struct zlfs_inode, size), 5000, "inode size of an inline file"},
 		{offsetof(struct zlfs_inode, inline_size), 5000, "inode inline_size"},
 		{offsetof(struct zlfs_inode, blocks), 1, "inode blocks of an inline file"},
-		{offsetof(struct zlfs_inode, addr) + 200, 7, "byte 200 of an inline file"},
+		/* past the size, within the 128 bytes a packed inode keeps */
+		{offsetof(struct zlfs_inode, addr) + 110, 7, "byte 110 of an inline file"},
 	};
 	struct zlfs_fs *fs;
 	struct node_page *np;
@@ -193,7 +230,7 @@ START_TEST(t_inline_file_size)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		populate("inline.img", NULL);
 		ino = add_inline_file();
-		set_field(node_addr(ino), ZLFS_KIND_INODE, bad[i].off, bad[i].val);
+		set_inode_field(ino, bad[i].off, bad[i].val);
 		fs = mount_rw(img, 1);
 		ck_assert_int_eq(inode_get(fs, ino, &np), -EUCLEAN);
 		ck_assert(same_data(fs, ino_f1, F1_SIZE));
@@ -210,7 +247,7 @@ START_TEST(t_dir_depth)
 	struct zlfs_fs *fs;
 
 	populate("depth.img", NULL);
-	set_field(node_addr(ino_d), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, dir_depth), 40);
+	set_inode_field(ino_d, offsetof(struct zlfs_inode, dir_depth), 40);
 	reported("inode dir_depth = 40");
 	repaired();
 	fs = mount_expect_lost_found(ino_f1, F1_SIZE); /* its only file, named nowhere now */
@@ -252,7 +289,7 @@ START_TEST(t_foreign_node)
 	char v[8];
 
 	populate("foreign.img", NULL);
-	set_field(node_addr(ino_f1), ZLFS_KIND_INODE, offsetof(struct zlfs_inode, xattr_nid),
+	set_inode_field(ino_f1, offsetof(struct zlfs_inode, xattr_nid),
 		  ino_f2);
 	fs = mount_rw(img, 1);
 	ck_assert_int_eq(inode_get(fs, ino_f1, &np), 0);

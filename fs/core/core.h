@@ -82,7 +82,9 @@ struct nat_ent {
 static inline void nat_ent_split(const struct zlfs_sb_info *sb, struct nat_ent *e)
 {
 	e->packed = e->slot = 0;
-	if ((sb->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && e->ino >> ZLFS_NAT_SLOT_SHIFT) {
+	/* a free entry names no slot, whatever its ino says (zlfs_nat_entry_check lets it be) */
+	if ((sb->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) &&
+	    e->blkaddr != ZLFS_ADDR_NULL && e->ino >> ZLFS_NAT_SLOT_SHIFT) {
 		e->packed = 1;
 		e->slot = (uint8_t)((e->ino >> ZLFS_NAT_SLOT_SHIFT) - 1u);
 		e->ino &= ZLFS_NAT_INO_MASK;
@@ -622,6 +624,10 @@ void node_ref(struct zlfs_fs *fs, struct node_page *np);
 void node_dirty(struct zlfs_fs *fs, struct node_page *np);
 /* Free NID: its block becomes invalid and the NAT entry empty. */
 void node_free(struct zlfs_fs *fs, uint32_t nid);
+/* node_free for a NID whose NAT entry names a pack slot holding another inode (a crafted or
+ * damaged NAT, npack_slot_owner; fsck's repair): the entry is emptied and the slot, its
+ * owner's, stays live. */
+void node_free_stray(struct zlfs_fs *fs, uint32_t nid);
 /* INO's next fsync writes a checkpoint: roll-forward could not redo what changed. */
 void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino);
 /* Write every dirty node to its log. */
@@ -668,7 +674,10 @@ int nat_peek(struct zlfs_fs *fs, uint32_t nid, struct nat_ent *e);
 /* ---- npack.c: inode packs (PACKED_INODES) -------------------------------------------------- */
 /* The copy of a node at OLD (its NAT entry before a write, free or move) died: a whole block
  * is marked dead in the SIT, a pack slot only when it was the pack's last live one. */
-void node_addr_dead(struct zlfs_fs *fs, const struct nat_ent *old);
+void node_addr_dead(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *old);
+/* The nid the pack at ADDR holds in slot SLOT (0: none) into OWNER: 0, or a negative errno
+ * (-EUCLEAN: the pack is damaged). */
+int npack_slot_owner(struct zlfs_fs *fs, uint32_t addr, uint32_t slot, uint32_t *owner);
 /* Slot SLOT of the pack BLK, checked (checksum, header, the slot holds NID), expanded into
  * inode NID's 4 KiB form at OUT and sealed (OUT must not be BLK): 0, or -EUCLEAN saying why
  * in WHY. The inode's own fields are the caller's to check (node_block_check). */

@@ -515,7 +515,7 @@ void node_fsync_needs_checkpoint(struct zlfs_fs *fs, uint32_t ino)
 	zlock_unlock(&fs->nat_lock);
 }
 
-void node_free(struct zlfs_fs *fs, uint32_t nid)
+static void node_free_copy(struct zlfs_fs *fs, uint32_t nid, int stray)
 {
 	struct node_page *np;
 	struct nat_ent e, *ep;
@@ -547,7 +547,18 @@ void node_free(struct zlfs_fs *fs, uint32_t nid)
 	zlock_unlock(&fs->nat_lock);
 	zlock_unlock(&fs->ncache_lock);
 	iattr_drop(fs, nid);
-	node_addr_dead(fs, &e);
+	if (!stray)
+		node_addr_dead(fs, nid, &e);
+}
+
+void node_free(struct zlfs_fs *fs, uint32_t nid)
+{
+	node_free_copy(fs, nid, 0);
+}
+
+void node_free_stray(struct zlfs_fs *fs, uint32_t nid)
+{
+	node_free_copy(fs, nid, 1);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
@@ -574,7 +585,7 @@ static int node_write_to(struct zlfs_fs *fs, struct node_page *np, uint16_t flag
 	ret = nat_set(fs, np->nid, addr, le32_get(h->ino));
 	if (ret)
 		return ret;
-	node_addr_dead(fs, &e);
+	node_addr_dead(fs, np->nid, &e);
 	zlock_lock(&fs->ncache_lock);
 	node_clean(fs, np);
 	zlock_unlock(&fs->ncache_lock);
@@ -622,7 +633,9 @@ static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t 
 	return ret;
 }
 
-/* The dirty inodes that fit, ZLFS_PACK_SLOTS to a pack, a pack per node log. */
+/* The dirty inodes that fit, ZLFS_PACK_SLOTS to a pack, a pack per node log. Out of memory,
+ * packing stops and the rest are written as whole blocks (node_flush_all): a checkpoint
+ * that failed for it would leave the filesystem read-only. */
 static int node_flush_packs(struct zlfs_fs *fs)
 {
 	struct node_page **v, *grp[ZLFS_PACK_SLOTS];
@@ -630,7 +643,9 @@ static int node_flush_packs(struct zlfs_fs *fs)
 	uint32_t n, i, j, k;
 	int ret = dirty_packable(fs, &v, &n);
 
-	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE; t++) {
+	if (ret == -ENOMEM) /* those listed so far */
+		ret = 0;
+	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE && !ret; t++) {
 		for (i = 0; !ret && i < n; i = j) {
 			for (j = i, k = 0; j < n && k < ZLFS_PACK_SLOTS; j++)
 				if (node_temp(v[j]) == (enum zlfs_log_type)t)
@@ -647,7 +662,7 @@ static int node_flush_packs(struct zlfs_fs *fs)
 	for (i = 0; i < n; i++)
 		node_put(fs, v[i]);
 	free(v);
-	return ret;
+	return ret == -ENOMEM ? 0 : ret; /* a group left dirty goes whole */
 }
 
 int node_flush_all(struct zlfs_fs *fs)
@@ -732,6 +747,26 @@ static int node_write_dmark(struct zlfs_fs *fs, uint32_t ino, const struct node_
 }
 
 /* Called with INO locked exclusively and cp_lock shared. */
+/* Only the GC reserve is left and an fsync would write INO whole where it is in a pack, or
+ * dirty owing only its share of one: it would take a block where a fifteenth was owed, and
+ * fsyncs of thousands of small files near full took the reserve and met ENOSPC
+ * (t_packed_fsync_nearfull). A checkpoint, which packs the dirty ones, is what such an
+ * fsync takes instead (a clean inode in a pack is already durable). */
+static int leaves_pack_near_full(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	struct nat_ent e;
+	int share;
+
+	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) || seg_room_for_user(fs))
+		return 0;
+	zlock_lock(&fs->ncache_lock);
+	np = ncache_find(fs, ino);
+	share = np && np->dirty && np->owes_share;
+	zlock_unlock(&fs->ncache_lock);
+	return share || (!nat_get(fs, ino, &e) && e.packed);
+}
+
 int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
@@ -745,6 +780,8 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 	if (nidset_has(&fs->nofast, ino) || (fresh && (!dm || !group)))
 		ret = -EAGAIN; /* roll-forward cannot redo it, or would leave the file nameless */
 	zlock_unlock(&fs->nat_lock);
+	if (!ret && leaves_pack_near_full(fs, ino))
+		ret = -EAGAIN;
 	/* A mark of an earlier fsync in this checkpoint's groups stays with them: recovery keeps
 	 * every copy up to the last whole marker, so one mark per name suffices. */
 	if (!fresh || (dm && dm->on_device))

@@ -94,19 +94,45 @@ static int pt_insert(struct zlfs_fs *fs, uint32_t addr, uint16_t live)
 	return 0;
 }
 
-/* The live slots of the pack at ADDR as the NAT says now (the pack read once). */
-static int pack_live_from_nat(struct zlfs_fs *fs, uint32_t addr, uint16_t *live)
+/* The pack at ADDR read and its head checked into *OUT (the caller frees it): 0, or a
+ * negative errno (-EUCLEAN: damaged). */
+static int pack_read(struct zlfs_fs *fs, uint32_t addr, struct zlfs_inode_pack **out)
 {
 	struct zlfs_inode_pack *pk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	int ret = pk ? seg_read(fs, addr, pk) : -ENOMEM;
 	char why[200];
 
 	if (!ret && (zlfs_blk_verify(pk, fs->sb.seed, ZLFS_KIND_IPACK) ||
-		     zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why)))) {
-		zlog_err("inode pack at block %u is damaged: run fsck.zlfs", addr);
+		     zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why))))
 		ret = -EUCLEAN;
-	}
+	if (ret)
+		zdev_buf_free(pk);
+	*out = ret ? NULL : pk;
+	return ret;
+}
+
+static uint32_t slot_owner(const struct zlfs_inode_pack *pk, uint32_t slot)
+{
+	return slot < le32_get(pk->nr_slots) ? le32_get(pk->slot[slot].nid) : 0;
+}
+
+/* The live slots of the pack at ADDR as the NAT says now (the pack read once), and in OWNER
+ * (unless NULL) the nid slot SLOT holds. */
+static int pack_live_from_nat(struct zlfs_fs *fs, uint32_t addr, uint32_t slot, uint16_t *live,
+			      uint32_t *owner)
+{
+	struct zlfs_inode_pack *pk;
+	int ret = pack_read(fs, addr, &pk);
+
 	*live = 0;
+	if (owner)
+		*owner = 0;
+	if (ret == -EUCLEAN)
+		zlog_err("inode pack at block %u is damaged: run fsck.zlfs", addr);
+	if (ret)
+		return ret;
+	if (owner)
+		*owner = slot_owner(pk, slot);
 	for (uint32_t i = 0; !ret && i < le32_get(pk->nr_slots); i++) {
 		struct nat_ent e;
 
@@ -118,12 +144,25 @@ static int pack_live_from_nat(struct zlfs_fs *fs, uint32_t addr, uint16_t *live)
 	return ret;
 }
 
-void node_addr_dead(struct zlfs_fs *fs, const struct nat_ent *old)
+int npack_slot_owner(struct zlfs_fs *fs, uint32_t addr, uint32_t slot, uint32_t *owner)
+{
+	struct zlfs_inode_pack *pk;
+	int ret = pack_read(fs, addr, &pk);
+
+	*owner = ret ? 0 : slot_owner(pk, slot);
+	zdev_buf_free(pk);
+	return ret;
+}
+
+void node_addr_dead(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *old)
 {
 	struct npack_ent *p;
+	uint32_t owner;
 	uint16_t live;
 	int ret = 0, dead = 0;
 
+	if (old->blkaddr == ZLFS_ADDR_NULL || old->blkaddr == ZLFS_ADDR_NEW)
+		return;
 	if (!old->packed) {
 		seg_mark(fs, old->blkaddr, 0);
 		return;
@@ -131,10 +170,15 @@ void node_addr_dead(struct zlfs_fs *fs, const struct nat_ent *old)
 	zlock_lock(&fs->npack_lock);
 	p = pt_find(fs, old->blkaddr);
 	if (!p) {
-		ret = pack_live_from_nat(fs, old->blkaddr, &live);
+		/* The slot was live until its NAT entry moved, if it was NID's; one holding
+		 * another inode (a crafted NAT naming a slot twice) is left as its owner's
+		 * entry says. (A pack met before was read or written with its slots' nids
+		 * checked, and the daemon frees only inodes it has read from their slots.) */
+		ret = pack_live_from_nat(fs, old->blkaddr, old->slot, &live, &owner);
 		if (!ret)
-			ret = pt_insert(fs, old->blkaddr, live | (uint16_t)(1u << old->slot));
-		p = ret ? NULL : pt_find(fs, old->blkaddr);
+			ret = pt_insert(fs, old->blkaddr,
+					owner == nid ? live | (uint16_t)(1u << old->slot) : live);
+		p = ret || owner != nid ? NULL : pt_find(fs, old->blkaddr);
 	}
 	if (p && !(p->live & PACK_DEAD)) {
 		p->live &= (uint16_t)~(1u << old->slot);
@@ -158,7 +202,7 @@ int npack_settle(struct zlfs_fs *fs, uint32_t addr)
 
 	zlock_lock(&fs->npack_lock);
 	if (!pt_find(fs, addr)) { /* a table entry is authoritative: its last death marks it */
-		ret = pack_live_from_nat(fs, addr, &live);
+		ret = pack_live_from_nat(fs, addr, 0, &live, NULL);
 		dead = !ret && !live;
 		if (!ret) /* a tombstone: a death between its NAT change and here marks nothing */
 			ret = pt_insert(fs, addr, dead ? PACK_DEAD : live);
@@ -271,7 +315,7 @@ static int pack_name_slots(struct zlfs_fs *fs, const void *const *v, uint32_t n,
 			ret = nat_set_packed(fs, nid, addr, i);
 		if (!ret) {
 			named |= (uint16_t)(1u << i);
-			node_addr_dead(fs, &old);
+			node_addr_dead(fs, nid, &old);
 		}
 	}
 	if (!named) {

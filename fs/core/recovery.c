@@ -356,7 +356,7 @@ static int apply_node(struct rec *r, const struct rnode *rn)
 	seg_mark(fs, rn->addr, 1);
 	ret = nat_set(fs, rn->nid, rn->addr, le32_get(((struct zlfs_blkhdr *)r->buf)->ino));
 	if (!ret) /* after the NAT moved: a pack's other slots are asked about then */
-		node_addr_dead(fs, &e);
+		node_addr_dead(fs, rn->nid, &e);
 	return ret ? ret : note_owner(r, rn->addr, rn->nid, ZLFS_SUM_NODE);
 }
 
