@@ -400,7 +400,7 @@ static void visit(struct walk *w, fuse_ino_t dir, const char *name)
 
 			t->parent = dir;
 			t->ino = e.ino;
-			snprintf(t->name, sizeof(t->name), "%s", name);
+			snprintf(t->name, sizeof(t->name), "%.*s", (int)sizeof(t->name) - 1, name);
 		}
 	}
 	read_xattrs(w, e.ino);
