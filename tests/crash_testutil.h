@@ -142,6 +142,7 @@ void workload_dirs(void);
 void workload_small(void);
 void workload_checkpoint(void);
 void workload_full(void);
+void workload_reserve(void);
 void workload_encrypted(void);
 void workload_threads(void);
 void workload_falloc(void);

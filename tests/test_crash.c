@@ -48,6 +48,8 @@ static const struct workload_def workloads[] = {
 	{"small", 64ULL << 20, workload_small, 12, 0},
 	{"checkpoint", 64ULL << 20, workload_checkpoint, 4, 1},
 	{"full", 64ULL << 20, workload_full, 6, 0},
+	/* foreground GC taking zones of the reserve for the users' warm log */
+	{"reserve", 64ULL << 20, workload_reserve, 12, 0, 0, NULL, "--logs 4"},
 	{"encrypted", 256ULL << 20, workload_encrypted, 20, 0, 1},
 	{"threads", 64ULL << 20, workload_threads, 20, 0},
 	/* the same four writers with the warm data lanes: their files in four open zones */

@@ -4,8 +4,8 @@
  * checkpoints, a full device, four writers at once, an encrypted root, fallocate, RocksDB's
  * preallocate-write-punch, fsync's one flush with each zone's unflushed writes lost alone, and
  * small appends on partial blocks held in memory, small files kept inline and converted,
- * extended attributes grown past one node and shrunk (compressed files' are in
- * test_crash_compress.c).
+ * extended attributes grown past one node and shrunk, GC at the reserve of a folded layout
+ * (compressed files' are in test_crash_compress.c).
  * Each notes in the model (crash_testutil.h) what every fsync made durable. Part of test_crash
  * (test_crash.c).
  */
@@ -430,6 +430,48 @@ void workload_full(void)
 	s = stage_next();
 	stage_take(s, "full/after");
 	stage_seal(s);
+}
+
+/* GC at the reserve on a folded layout (--logs 4: moved data goes to the users' warm log).
+ * Two files' blocks interleaved until no room is left, one of each pair deleted: every zone
+ * half dead, only the reserve free. Then overwrites, each fsync'ed, find their room through
+ * foreground GC, which takes zones of the reserve for the warm log that users may not fill
+ * meanwhile (segment.c, reserve_paid): power fails while a victim moves into such a zone,
+ * while users wait for it, and in the checkpoint that frees it. */
+void workload_reserve(void)
+{
+	struct stage *s;
+	char rel[32];
+	int i, n, err = 0;
+
+	mkdir_path("r");
+	for (n = 0; !err; n++) {
+		ck_assert_int_lt(n, MAX_FILES / 2 - 8);
+		snprintf(rel, sizeof(rel), "r/a%03d", n);
+		err = write_file_room(rel, 2100 + (uint32_t)n, 192 * 1024);
+		snprintf(rel, sizeof(rel), "r/b%03d", n);
+		if (!err)
+			err = write_file_room(rel, 2500 + (uint32_t)n, 192 * 1024);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+	for (i = 0; i < n - 1; i++) { /* the last pair is cut short */
+		snprintf(rel, sizeof(rel), "r/b%03d", i);
+		unlink_path(rel);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+	for (i = 0; i < 60; i++) { /* about a fifth of the device: GC takes zones of the reserve */
+		snprintf(rel, sizeof(rel), "r/a%03d", i % (n - 1));
+		write_file(rel, 3000 + (uint32_t)i, 192 * 1024, 0, 1);
+		s = stage_next();
+		stage_take(s, rel);
+		stage_seal(s);
+	}
 }
 
 /* Four writers at once, each on its own file: overwrites at random places, each made durable

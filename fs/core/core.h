@@ -125,6 +125,10 @@ struct zlog_state {
 	uint32_t nr_entries;
 	struct zlfs_summary sum;
 	uint8_t *sumbuf;    /* where the summary is sealed for writing */
+	/* The zone came out of the GC reserve (nodes or GC took it with no free zone above
+	 * it): user data sharing the log leaves its room alone until the reserve is whole
+	 * again. Under seg_lock. */
+	uint8_t reserve_paid;
 };
 
 enum zone_state {

@@ -521,17 +521,28 @@ static int gc_nodes_need_zone(const struct zlfs_fs *fs, uint64_t moved)
 	return 0;
 }
 
+/* Whether GC log TYPE appends to a log user data also goes to (layouts of 2 and 4 logs fold
+ * cold data into the warm log): then the room of its zone is not GC's, as users take it
+ * meanwhile. */
+static int gc_log_shared(const struct zlfs_fs *fs, enum zlfs_log_type type)
+{
+	return fs->log_of[type] == fs->log_of[ZLFS_LOG_WARM_DATA] ||
+	       fs->log_of[type] == fs->log_of[ZLFS_LOG_HOT_DATA];
+}
+
 /* Free zones a pass moving TO needs: one in hand for the checkpoint that frees the victim,
  * one for the nodes it re-points unless the node logs' zones hold them (NODES_FIT), and one
- * for each of the cold and frozen logs it would overflow. The hot log's room is not counted
- * as GC's: user data and directory blocks take it meanwhile, so hot data kept hot always
- * counts a zone of its own. Under seg_lock. */
+ * for each of the cold and frozen logs it would overflow. The room of a log users share is
+ * not counted as GC's: user data (and directory blocks, in the hot log) take it meanwhile,
+ * so such a log always counts a zone of its own; the zone it takes out of the reserve is
+ * then GC's alone (segment.c). Under seg_lock. */
 static uint32_t gc_zones_for(const struct zlfs_fs *fs, const uint64_t to[3], int nodes_fit)
 {
 	uint32_t need = 2 - !!nodes_fit, i;
 
 	for (i = 0; i < 2; i++)
-		need += to[i] && to[i] > seg_log_room_locked(fs, gc_dests[i]);
+		need += to[i] && (gc_log_shared(fs, gc_dests[i]) ||
+				  to[i] > seg_log_room_locked(fs, gc_dests[i]));
 	return need + !!to[2];
 }
 

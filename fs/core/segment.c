@@ -297,6 +297,13 @@ static uint64_t seg_free_blocks_in_locked(const struct zlfs_fs *fs, enum zlfs_lo
 	if (type == SEG_LOG_HOT_USER && fs->free_zones <= seg_reserve(fs))
 		return 0;
 	owed = seg_zones_owed(fs, data, &data_owed);
+	/* A log GC shares with user data (folded layouts: cold data goes to the warm log) may
+	 * have taken its zone out of the reserve for the data GC moves. Users filling it would
+	 * make GC take the next zone of the reserve for the same victim, and the one after,
+	 * until no zone is left for the checkpoint that frees the victims (the device is then
+	 * wedged full of dead blocks). Such a zone is GC's until the reserve is whole again. */
+	if (fs->logs[data].reserve_paid && fs->free_zones <= seg_reserve(fs))
+		data_owed = log_room(fs, &fs->logs[data]);
 	/* signed: zones owed beyond the free ones, and reservations, are debts dead blocks may
 	 * cover; with none counted, the log's zone is never more than the zone owed past it */
 	room = (int64_t)(log_room(fs, &fs->logs[data]) - data_owed) +
@@ -591,14 +598,15 @@ static int seg_zone_allowed(const struct zlfs_fs *fs, enum zlfs_log_type type)
 }
 
 /* Claim the lowest free zone for a log (it is OPEN from here on, so no other log takes it):
- * its main-zone index, or -ENOSPC. */
-static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type)
+ * its main-zone index, or -ENOSPC. *FROM_RESERVE: no free zone was left above the reserve. */
+static int64_t seg_claim_free(struct zlfs_fs *fs, enum zlfs_log_type type, int *from_reserve)
 {
 	int64_t got = -ENOSPC;
 
 	zlock_lock(&fs->seg_lock);
 	for (uint32_t mz = 0; seg_zone_allowed(fs, type) && mz < fs->sb.main_zones; mz++) {
 		if (fs->zone_state[mz] == ZONE_FREE) {
+			*from_reserve = fs->free_zones <= seg_reserve(fs);
 			fs->zone_state[mz] = ZONE_OPEN;
 			ATOMIC_ADD(&fs->free_zones, (uint32_t)-1);
 			if (seg_is_user_data(type))
@@ -625,13 +633,14 @@ static void seg_unclaim(struct zlfs_fs *fs, uint32_t mz, const struct zdev_zone 
 /* Take a free zone for a log, resetting it if it is not empty: a free zone holds no valid
  * block, so no reader can be in it (reads go to valid blocks under their owner's lock, and
  * GC pins its victim). User data leaves the reserve alone. */
-static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone)
+static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *zone,
+			 int *from_reserve)
 {
 	struct zdev_zone z;
 	int64_t mz;
 	int ret;
 
-	while ((mz = seg_claim_free(fs, type)) >= 0) {
+	while ((mz = seg_claim_free(fs, type, from_reserve)) >= 0) {
 		*zone = fs->sb.main_zone_first + (uint32_t)mz;
 		ret = zdev_report_one(fs->dev, *zone, &z);
 		if (!ret && zone_is_bad(&z)) {
@@ -654,7 +663,7 @@ static int seg_take_zone(struct zlfs_fs *fs, enum zlfs_log_type type, uint32_t *
 static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log_type type)
 {
 	uint32_t zone;
-	int ret;
+	int ret, from_reserve = 0;
 
 	if (l->zone != ZLFS_ZONE_NONE) {
 		uint32_t mz = l->zone - fs->sb.main_zone_first;
@@ -669,13 +678,16 @@ static int seg_next_zone(struct zlfs_fs *fs, struct zlog_state *l, enum zlfs_log
 		l->zone = ZLFS_ZONE_NONE; /* done with it, even if no new zone can be had */
 		zlock_unlock(&fs->seg_lock);
 	}
-	ret = seg_take_zone(fs, type, &zone);
+	ret = seg_take_zone(fs, type, &zone, &from_reserve);
 	if (ret)
 		return ret;
 	zlock_lock(&fs->seg_lock);
 	l->zone = zone;
 	l->next_blk = 0;
+	l->reserve_paid = (uint8_t)from_reserve;
 	zlock_unlock(&fs->seg_lock);
+	if (from_reserve) /* what a wedged GC's log at debug level needs to show */
+		zlog_debug("log %d takes zone %u out of the GC reserve", (int)(l - fs->logs), zone);
 	l->nr_entries = 0;
 	memset(&l->sum, 0, sizeof(l->sum));
 	__atomic_store_n(&fs->dirty, 1, __ATOMIC_RELAXED);

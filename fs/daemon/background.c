@@ -101,14 +101,21 @@ static void bg_pass(struct bg *b, enum gc_phase phase)
 	}
 	t0 = mono_ns();
 	/* The emptied zones become free with a checkpoint; so do zones deletes emptied, which
-	 * may be all a boosted phase needs (with cp_interval=0 nothing else would write one). */
+	 * may be all a boosted phase needs (with cp_interval=0 nothing else would write one),
+	 * and all a victim that cannot be finished yet waits for. */
 	if (!ATOMIC_GET(&fs->readonly) &&
-	    (ATOMIC_GET(&fs->gc_zones) > zones0 || prefree_would_do(b, phase, t0))) {
+	    (ATOMIC_GET(&fs->gc_zones) > zones0 || prefree_would_do(b, phase, t0) ||
+	     (ret == -ENOSPC && seg_prefree_zones(fs)))) {
 		b->prefree_cp_ns = t0;
 		files_sync(fs);
 	}
 	ATOMIC_ADD(&fs->gc.busy_ns, mono_ns() - t0);
-	if (ret < 0 && ret != -ENOENT)
+	/* -ENOSPC: no victim can be finished with the zones free now (gc_can_finish says why at
+	 * debug level); the next checkpoint or a delete changes that, and a write that finds no
+	 * room reports the whole state. */
+	if (ret == -ENOSPC)
+		zlog_debug("background GC stopped this pass: no victim it can finish yet");
+	else if (ret < 0 && ret != -ENOENT)
 		zlog_warn("background GC stopped this pass: %s", strerror(-ret));
 }
 
