@@ -162,6 +162,45 @@ START_TEST(t_marks_save_checkpoints)
 }
 END_TEST
 
+/* An fsync of a file with nothing unwritten costs nothing: a file the checkpoint has, a new
+ * file fsync'ed once already, an old one after its fsync. A change of its attributes alone
+ * (chmod) is one flush again. After a power cut each fsync'ed state is there. */
+static void power_cut(pid_t pid);
+static int holds(const char *rel, size_t n);
+
+START_TEST(t_clean_fsync_costs_nothing)
+{
+	struct stat st;
+	pid_t pid;
+	long f, c;
+
+	pid = mount_with_checkpointed("db");
+	cost(&f, &c);
+	fsync_rel("db");
+	EXPECT("the fsync of a file the checkpoint has", 0, 0);
+	put("new", 5000, 1);
+	EXPECT("a new file's fsync", 1, 0);
+	fsync_rel("new");
+	fsync_rel("new");
+	EXPECT("the new file's fsync again", 0, 0);
+	ck_assert_int_eq(chmod(at("db"), 0600), 0);
+	fsync_rel("db");
+	EXPECT("the fsync of a file chmod'ed", 1, 0);
+	fsync_rel("db");
+	EXPECT("the chmod'ed file's fsync again", 0, 0);
+	power_cut(pid);
+	pid = tu_daemon_start(img, mnt, "cp_interval=0,nogc");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(holds("new", 5000), "the fsync'ed new file is not whole");
+	ck_assert_int_eq(stat(at("db"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	ck_assert_msg(holds("db", 5000), "the checkpointed file changed");
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	ck_assert_int_eq(tu_sh("%s -n %s >/dev/null", tu_bin(bin, sizeof(bin), "fsck.zlfs"), img),
+			 0);
+}
+END_TEST
+
 /* As an older mkfs made it (ONE_FLUSH only): no mark, the new file's fsync is a checkpoint. */
 START_TEST(t_without_the_feature)
 {
@@ -422,6 +461,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, t_marks_save_checkpoints);
 	tcase_add_test(tc, t_without_the_feature);
+	tcase_add_test(tc, t_clean_fsync_costs_nothing);
 	tcase_add_test(tc, t_renamed_occupant_survives);
 	tcase_add_test(tc, t_moved_occupant_survives);
 	tcase_add_test(tc, t_relinked_occupant_survives);

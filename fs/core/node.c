@@ -767,6 +767,22 @@ static int leaves_pack_near_full(struct zlfs_fs *fs, uint32_t ino)
 	return share || (!nat_get(fs, ino, &e) && e.packed);
 }
 
+/* Whether INO's inode or any node of its file waits to be written. A file with none is
+ * durable as it is: every change to it dirties a node (a data block's new address, a size, a
+ * time), and a node is clean only once a checkpoint or an fsync, each ending in a flush, wrote
+ * it; both hold the locks that keep an fsync of the same file from running beside them. */
+static int node_file_dirty(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	int dirty = 0;
+
+	zlock_lock(&fs->ncache_lock);
+	for (np = fs->dirty_head; np && !dirty; np = np->dnext)
+		dirty = np->nid == ino || le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino;
+	zlock_unlock(&fs->ncache_lock);
+	return dirty;
+}
+
 int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
@@ -780,12 +796,18 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 	if (nidset_has(&fs->nofast, ino) || (fresh && (!dm || !group)))
 		ret = -EAGAIN; /* roll-forward cannot redo it, or would leave the file nameless */
 	zlock_unlock(&fs->nat_lock);
-	if (!ret && leaves_pack_near_full(fs, ino))
-		ret = -EAGAIN;
 	/* A mark of an earlier fsync in this checkpoint's groups stays with them: recovery keeps
 	 * every copy up to the last whole marker, so one mark per name suffices. */
 	if (!fresh || (dm && dm->on_device))
 		dm = NULL;
+	/* Nothing changed since the file was last made durable (editors and package managers
+	 * fsync what they only read; SQLite fsyncs an unchanged database): no block, no flush. */
+	if (!ret && !dm && !node_file_dirty(fs, ino)) {
+		zdev_buf_free(copy);
+		return 0;
+	}
+	if (!ret && leaves_pack_near_full(fs, ino))
+		ret = -EAGAIN;
 	if (!ret)
 		ret = node_dirty_of(fs, ino, &v, &n);
 	/* The data first. Without ONE_FLUSH it is made durable before any node is written: a
