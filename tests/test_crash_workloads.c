@@ -437,7 +437,8 @@ void workload_full(void)
  * half dead, only the reserve free. Then overwrites, each fsync'ed, find their room through
  * foreground GC, which takes zones of the reserve for the warm log that users may not fill
  * meanwhile (segment.c, reserve_paid): power fails while a victim moves into such a zone,
- * while users wait for it, and in the checkpoint that frees it. */
+ * while users wait for it, and in the checkpoint that frees it; before that, at the full
+ * device, in the checkpoint a packed inode's fsync takes. */
 void workload_reserve(void)
 {
 	struct stage *s;
@@ -445,6 +446,14 @@ void workload_reserve(void)
 	int i, n, err = 0;
 
 	mkdir_path("r");
+	for (i = 0; i < 6; i++) { /* small files, whose inodes the checkpoint packs */
+		snprintf(rel, sizeof(rel), "r/s%d", i);
+		write_file(rel, 2000 + (uint32_t)i, 8192, 0, 0);
+	}
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
 	for (n = 0; !err; n++) {
 		ck_assert_int_lt(n, MAX_FILES / 2 - 8);
 		snprintf(rel, sizeof(rel), "r/a%03d", n);
@@ -456,6 +465,16 @@ void workload_reserve(void)
 	ctl_sync();
 	s = stage_next();
 	stage_take_all(s);
+	stage_seal(s);
+	/* Only the reserve is left: the fsync of a packed inode, which would write it whole out
+	 * of its pack, takes a checkpoint instead (node.c, leaves_pack_near_full); every
+	 * operation of it a crash point. */
+	focus_begin();
+	truncate_file("r/s3", 4096);
+	fsync_path("r/s3");
+	focus_end();
+	s = stage_next();
+	stage_take(s, "r/s3");
 	stage_seal(s);
 	for (i = 0; i < n - 1; i++) { /* the last pair is cut short */
 		snprintf(rel, sizeof(rel), "r/b%03d", i);
