@@ -53,8 +53,10 @@ int dinline_store(struct zlfs_fs *fs, struct node_page *dir, const struct zlfs_d
 	uint8_t area[ZLFS_DENTRY_INLINE_SIZE];
 	int more, ret;
 
-	if (fs->noinline_dentry || !S_ISDIR(le32_get(in->mode)) ||
-	    (le32_get(in->flags) & ZLFS_IFLAG_INLINE))
+	/* An image of another revision (an older mkfs's, kept readable by that revision) is left
+	 * with the features it has: only this revision's images turn the feature on. */
+	if (fs->noinline_dentry || fs->sb.revision != ZLFS_REVISION ||
+	    !S_ISDIR(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE))
 		return 0;
 	ret = dinline_more_blocks(fs, dir, block1, &more);
 	if (ret || more || zlfs_dentry_inline_encode(b, area))
