@@ -340,7 +340,7 @@ static int owner_points_here(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, ui
 		return 0;
 	here = le16_get(((struct zlfs_blkhdr *)np->buf)->kind) == ZLFS_KIND_INODE
 		       ? ofs < ZLFS_INODE_ADDRS && le32_get(inode_of(np)->addr[ofs]) == addr &&
-				 !(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE)
+				 !zlfs_iflags_area_inline(le32_get(inode_of(np)->flags))
 		       : ofs < ZLFS_NODE_ADDRS &&
 				 le32_get(((struct zlfs_node *)np->buf)->ptr[ofs]) == addr;
 	node_put(fs, np);

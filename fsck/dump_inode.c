@@ -212,7 +212,7 @@ static void walk_tree(struct walk *w, struct node_page *inp, int data)
 
 	if (!data && xnid)
 		walk_node(w, xnid, w->ino, ZLFS_INODE_ADDRS + ZLFS_INODE_NIDS, -1, 0, 0);
-	if (le32_get(in->flags) & ZLFS_IFLAG_INLINE)
+	if (zlfs_iflags_area_inline(le32_get(in->flags)))
 		return;
 	w->clog = data_cluster_log(inp);
 	for (uint32_t i = 0; data && i < ZLFS_INODE_ADDRS; i++)
@@ -241,6 +241,7 @@ static void inode_fields(struct out *o, const struct zlfs_inode *in)
 	out_u(o, "nlink", le32_get(in->nlink));
 	out_u(o, "flags", le32_get(in->flags));
 	out_b(o, "inline", !!(le32_get(in->flags) & ZLFS_IFLAG_INLINE));
+	out_b(o, "inline_dentries", !!(le32_get(in->flags) & ZLFS_IFLAG_INLINE_DENTRY));
 	out_b(o, "encrypted", !!(le32_get(in->flags) & ZLFS_IFLAG_ENCRYPT));
 	out_b(o, "orphan", !!(le32_get(in->flags) & ZLFS_IFLAG_ORPHAN));
 	out_b(o, "compressed", !!(le32_get(in->flags) & ZLFS_IFLAG_COMPRESS));

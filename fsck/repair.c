@@ -326,7 +326,7 @@ static int fix_dir_block(struct fsck_run *r, struct zlfs_fs *fs, const struct zl
 
 	if (ret)
 		return ret;
-	ret = data_drop_blocks(fs, dir, f->b, (uint64_t)f->b + 1);
+	ret = dir_drop_block(fs, dir, f->b);
 	if (!ret) { /* the block never loaded: nothing of it is cached */
 		inode_touch(fs, dir, INODE_MTIME | INODE_CTIME);
 		node_dirty(fs, dir);

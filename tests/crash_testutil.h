@@ -155,6 +155,7 @@ void workload_xattr(void);
 void workload_compressed(void); /* test_crash_compress.c */
 void workload_packed(void);     /* test_crash_packed.c */
 void workload_dentry(void);
+void workload_idirs(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write
  * more, unmount, remount, fsck. NULL when the point passes, else why it failed (in WHY). With
  * LOSE_ZONE set (not UINT32_MAX), the writes to it from operation LOSE_FROM on are lost. */

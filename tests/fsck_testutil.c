@@ -42,9 +42,14 @@ int said_err(const char *s)
 static struct zlfs_key_source key_src;
 char keyfile[512];
 
+/* Whether the library stores small directories inline (dir_inline.c): off for the images of
+ * populate() and its kin, whose tests damage /d's dentry block; on for populate_inline(). */
+static int inline_dirs;
+
 static struct zlfs_mount_opts mount_opts(int ro)
 {
-	return (struct zlfs_mount_opts){.readonly = ro, .key = key_src.keyfile ? &key_src : NULL};
+	return (struct zlfs_mount_opts){.readonly = ro, .key = key_src.keyfile ? &key_src : NULL,
+					.noinline_dentry = !inline_dirs};
 }
 
 struct zlfs_fs *mount_rw(const char *image, int ro)
@@ -119,6 +124,16 @@ void populate(const char *name, const char *log)
 {
 	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20, .log_path = log};
 
+	inline_dirs = 0;
+	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
+	populate_tree();
+}
+
+void populate_inline(const char *name)
+{
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+
+	inline_dirs = 1;
 	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 	populate_tree();
 }
@@ -129,6 +144,7 @@ void populate_whole(const char *name)
 {
 	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
 
+	inline_dirs = 0;
 	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 	ck_assert_int_eq(tu_sh("%s -q -f --no-packed-inodes %s",
 			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
@@ -141,6 +157,7 @@ void populate_two_flush(const char *name)
 {
 	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
 
+	inline_dirs = 0;
 	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 	ck_assert_int_eq(tu_sh("%s -q -f --revision 3:2 --features 0:0:0 %s",
 			       tu_bin(bin, sizeof(bin), "mkfs.zlfs"), img), 0);
@@ -153,6 +170,7 @@ void populate_encrypted(const char *name)
 {
 	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
 
+	inline_dirs = 0;
 	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 	tu_path(keyfile, sizeof(keyfile), "fsck.key");
 	unlink(keyfile);

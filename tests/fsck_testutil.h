@@ -43,6 +43,9 @@ uint8_t pat(uint32_t ino, size_t i);
 uint32_t mk(struct zlfs_fs *fs, uint32_t parent, const char *name, int dir, size_t size);
 int same_data(struct zlfs_fs *fs, uint32_t ino, size_t size);
 void populate(const char *name, const char *log);
+/* populate with the library storing small directories inline: /d and the root keep their
+ * entries in their inodes (dir_inline.c). */
+void populate_inline(const char *name);
 void populate_encrypted(const char *name);
 /* populate with mkfs --no-packed-inodes: every inode in a block of its own. */
 void populate_whole(const char *name);

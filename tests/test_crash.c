@@ -69,6 +69,8 @@ static const struct workload_def workloads[] = {
 	{"compressed", 64ULL << 20, workload_compressed, 10, 1, 0, "compress=lz4", "--compress"},
 	/* new names made durable by dentry marks, SQLite's journal: every flush boundary */
 	{"dentry", 64ULL << 20, workload_dentry, 12, 1},
+	/* small directories in their inodes, grown to a block and shrunk back: every flush */
+	{"idirs", 64ULL << 20, workload_idirs, 12, 1},
 	/* inode packs: small files packed, a zone of packs collected by GC, its inodes
 	 * fsync'ed and unlinked after; the checkpoints that pack and GC every operation */
 	{"packed", 64ULL << 20, workload_packed, 30, 0, 0, "nogc", "--packed-inodes"},

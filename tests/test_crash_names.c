@@ -100,3 +100,57 @@ void workload_dentry(void)
 	stage_take(s, "n3");
 	stage_seal(s);
 }
+
+/* Inline directories (INLINE_DENTRIES): small directories whose entries live in their inodes,
+ * one grown past the area (block 0 written as a block, the area cleared) and shrunk back
+ * (inline again, the block freed), names added to an inline directory by dentry marks
+ * (recovery links them through the directory cache) and a directory moved between two
+ * inline ones. Every flush boundary: the inode and the block must change together. */
+void workload_idirs(void)
+{
+	struct stage *s;
+	char rel[64];
+	int i;
+
+	mkdir_path("i");
+	mkdir_path("j");
+	write_file("i/copyright", 170, 900, 0, 0);
+	write_file("i/changelog.Debian.gz", 171, 3000, 0, 0);
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+
+	for (i = 0; i < 6; i++) { /* 6 names of 30 bytes: past the 128 bytes */
+		snprintf(rel, sizeof(rel), "i/a-name-long-enough-to-grow-%d", i);
+		write_file(rel, 172 + (uint32_t)i, 100, 0, 0);
+	}
+	fsync_path("i");
+	s = stage_next();
+	stage_take_dir(s, "i");
+	stage_seal(s);
+
+	for (i = 0; i < 6; i++) {
+		snprintf(rel, sizeof(rel), "i/a-name-long-enough-to-grow-%d", i);
+		unlink_path(rel);
+	}
+	fsync_path("i");
+	s = stage_next();
+	stage_take_dir(s, "i");
+	stage_seal(s);
+
+	write_file("j/n1", 180, 5000, 0, 1); /* a mark into an inline directory */
+	write_file("i/n2", 181, 7000, 0, 1);
+	s = stage_next();
+	stage_take(s, "j/n1");
+	stage_take(s, "i/n2");
+	stage_seal(s);
+
+	mkdir_path("i/sub");
+	write_file("i/sub/f", 182, 2000, 0, 0);
+	rename_path("i/sub", "j/sub");
+	ctl_sync();
+	s = stage_next();
+	stage_take_all(s);
+	stage_seal(s);
+}

@@ -162,7 +162,10 @@ static struct node_page *new_named(struct zlfs_fs *fs, const char *name)
 START_TEST(t_users_leave_gc_its_reserve_zone)
 {
 	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
-	struct zlfs_mount_opts mo = {0};
+	/* noinline_dentry: the root's dentry block opens the hot data log's zone, as on the
+	 * layout this was measured on; inline, that log never opens and a zone stays held for it,
+	 * so the device would never fill down to the reserve */
+	struct zlfs_mount_opts mo = {.noinline_dentry = 1};
 	uint8_t *b = malloc(CHUNK);
 	uint64_t size = 0, pos = 0, written = 0;
 	struct node_page *a, *c;

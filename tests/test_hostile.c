@@ -280,6 +280,86 @@ START_TEST(t_dentry_overrun)
 }
 END_TEST
 
+/* ---- inline directories: /d keeps its one entry (f1) in its inode ---------------------------
+ * Its area opens {count 1, slot 0, name_len 2, type DT_REG}, the le32 at addr[0]; each case
+ * puts other bytes there (or at addr[31], past the entry). The library's lookup and listing
+ * refuse the directory (-EUCLEAN), the daemon's too and lives on, fsck -n names the
+ * reason and -y drops the entries: f1 goes to lost+found with its data. */
+static const struct {
+	uint32_t word, val;
+	const char *why;
+} bad_inline[] = {
+	{0, 1u | 0u << 8 | 200u << 16 | 8u << 24, "runs past the 128-byte area"},
+	{0, 1u | 201u << 8 | 2u << 16 | 8u << 24, "runs past slot 200"},
+	{0, 2u | 0u << 8 | 2u << 16 | 8u << 24, "inline dentry name_len = 0"},
+	{31, 0x01000000u, "byte 127 past the 1 entries is not zero"},
+};
+
+static void inline_dir_refused(void)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct node_page *d;
+	uint32_t ino;
+
+	ck_assert_int_eq(inode_get(fs, ino_d, &d), 0);
+	ck_assert(le32_get(inode_of(d)->flags) & ZLFS_IFLAG_INLINE_DENTRY);
+	ck_assert_int_eq(dir_lookup(fs, d, "f1", 2, &ino, NULL), -EUCLEAN);
+	node_put(fs, d);
+	files_unmount(fs);
+}
+
+START_TEST(t_inline_dir_crafted)
+{
+	struct zlfs_fs *fs;
+	char name[32];
+
+	snprintf(name, sizeof(name), "idir%d.img", _i);
+	populate_inline(name);
+	set_inode_field(ino_d, offsetof(struct zlfs_inode, addr) + 4 * bad_inline[_i].word,
+			bad_inline[_i].val);
+	inline_dir_refused();
+	reported(bad_inline[_i].why);
+	ck_assert(said("block 0 is damaged"));
+	repaired();
+	fs = mount_expect_lost_found(ino_f1, F1_SIZE);
+	files_unmount(fs);
+}
+END_TEST
+
+/* The same damage met by the daemon: listing and looking up in /d fail with EUCLEAN, what a
+ * damaged dentry block gives; the rest of the filesystem serves on. */
+START_TEST(t_inline_dir_daemon)
+{
+	char path[600];
+	struct dirent *e;
+	DIR *dir;
+	pid_t pid;
+
+	if (tu_fuse_missing())
+		return;
+	populate_inline("idird.img");
+	set_inode_field(ino_d, offsetof(struct zlfs_inode, addr), bad_inline[0].val);
+	pid = tu_daemon_start(img, mnt, NULL);
+	ck_assert_int_gt(pid, 0);
+	snprintf(path, sizeof(path), "%s/d", mnt);
+	dir = opendir(path);
+	ck_assert_ptr_nonnull(dir);
+	errno = 0;
+	while ((e = readdir(dir)) && e->d_name[0] == '.')
+		;
+	ck_assert_ptr_null(e);
+	ck_assert_int_eq(errno, EUCLEAN);
+	closedir(dir);
+	snprintf(path, sizeof(path), "%s/d/f1", mnt);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(errno, EUCLEAN);
+	snprintf(path, sizeof(path), "%s/f2", mnt);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_int_eq(tu_daemon_stop(mnt, pid), 0);
+	reported(bad_inline[0].why);
+}
+END_TEST
+
 /* An xattr pointer to another file's inode: following it would read (and a setxattr write)
  * that inode as an xattr node. */
 START_TEST(t_foreign_node)
@@ -566,6 +646,9 @@ int main(void)
 	tcase_add_test(tc, t_inline_file_size);
 	tcase_add_test(tc, t_dir_depth);
 	tcase_add_test(tc, t_dentry_overrun);
+	tcase_add_loop_test(tc, t_inline_dir_crafted, 0,
+			    (int)(sizeof(bad_inline) / sizeof(bad_inline[0])));
+	tcase_add_test(tc, t_inline_dir_daemon);
 	tcase_add_test(tc, t_foreign_node);
 	tcase_add_test(tc, t_xattr_chain_foreign);
 	tcase_add_test(tc, t_xattr_value_used);

@@ -5,12 +5,12 @@
  * Owns: turning host-side records into sealed 4 KiB blocks and back, and refusing any block
  * that does not validate. Decoders check everything a later layer would otherwise trust:
  * magic, checksum, revision, feature bits, and that the layout stays inside the device.
- * May call: format_check.c (the ranges and the names of kinds and revisions), xxHash, libc.
+ * May call: format_check.c (the ranges and the names of kinds and revisions), why.c, xxHash,
+ * libc.
  */
 #include "format.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,20 +228,6 @@ static void feat_bits(uint32_t mask, char *buf, size_t len)
 		snprintf(buf + n, len - n, ")");
 }
 
-static int compat_fail(char *why, size_t len, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int compat_fail(char *why, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 int zlfs_sb_compat(const struct zlfs_sb_info *s, unsigned reader, char *why, size_t len)
 {
 	uint32_t incompat = s->feat_incompat & ~ZLFS_FEAT_INCOMPAT_SUPP;
@@ -251,27 +237,27 @@ int zlfs_sb_compat(const struct zlfs_sb_info *s, unsigned reader, char *why, siz
 	if (why && len)
 		why[0] = '\0';
 	if (s->min_revision > reader)
-		return compat_fail(why, len, -EPROTONOSUPPORT,
-				   "format revision %u needs a reader of revision %u or later, and "
-				   "this zlfs reads revision %u: upgrade zlfs", s->revision,
-				   s->min_revision, reader);
+		return zlfs_why(-EPROTONOSUPPORT, why, len,
+				"format revision %u needs a reader of revision %u or later, and "
+				"this zlfs reads revision %u: upgrade zlfs", s->revision,
+				s->min_revision, reader);
 	if (s->revision < ZLFS_MIN_REVISION)
-		return compat_fail(why, len, -EPROTONOSUPPORT,
-				   "format revision %u is older than the oldest this zlfs reads "
-				   "(%u): read it with an older zlfs and copy the data off",
-				   s->revision, ZLFS_MIN_REVISION);
+		return zlfs_why(-EPROTONOSUPPORT, why, len,
+				"format revision %u is older than the oldest this zlfs reads "
+				"(%u): read it with an older zlfs and copy the data off",
+				s->revision, ZLFS_MIN_REVISION);
 	if (incompat) {
 		feat_bits(incompat, bits, sizeof(bits));
-		return compat_fail(why, len, -EPROTONOSUPPORT,
-				   "unknown incompatible features %s: this zlfs (revision %u) cannot "
-				   "read the filesystem safely; upgrade zlfs", bits, reader);
+		return zlfs_why(-EPROTONOSUPPORT, why, len,
+				"unknown incompatible features %s: this zlfs (revision %u) cannot "
+				"read the filesystem safely; upgrade zlfs", bits, reader);
 	}
 	if (ro) {
 		feat_bits(ro, bits, sizeof(bits));
-		return compat_fail(why, len, 1,
-				   "unknown read-only-compatible features %s: this zlfs (revision "
-				   "%u) may only read the filesystem; upgrade zlfs to write to it",
-				   bits, reader);
+		return zlfs_why(1, why, len,
+				"unknown read-only-compatible features %s: this zlfs (revision "
+				"%u) may only read the filesystem; upgrade zlfs to write to it",
+				bits, reader);
 	}
 	return 0; /* unknown compat bits: safe to ignore, by definition */
 }

@@ -129,12 +129,16 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * stay below ZLFS_MAX_NID_PACKED. An older reader would take the slot bits for an inode
  * number and a pack for a damaged node (docs/design.md, "Packed inodes"). */
 #define ZLFS_FEAT_INCOMPAT_PACKED_INODES (1u << 9)
+/* A directory flagged ZLFS_IFLAG_INLINE_DENTRY keeps the entries of its one dentry block in
+ * its inode's address area (zlfs_dentry_inline_encode) and has no data block. Set by the
+ * first directory stored so: an older reader would take the entries for block addresses. */
+#define ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES (1u << 10)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
 	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS |                          \
 	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK | ZLFS_FEAT_INCOMPAT_ATTR_FLAGS |                      \
-	 ZLFS_FEAT_INCOMPAT_PACKED_INODES)
+	 ZLFS_FEAT_INCOMPAT_PACKED_INODES | ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -478,6 +482,17 @@ static_assert(sizeof(struct zlfs_map_block) == ZLFS_BLOCK_SIZE, "map block size"
 #define ZLFS_IFLAG_NOATIME (1u << 7)   /* no access time kept */
 #define ZLFS_IFLAG_ATTR                                                                  \
 	(ZLFS_IFLAG_IMMUTABLE | ZLFS_IFLAG_APPEND | ZLFS_IFLAG_NODUMP | ZLFS_IFLAG_NOATIME)
+/* INLINE_DENTRIES feature, on a directory only: its dentry block 0 is stored encoded in the
+ * first ZLFS_DENTRY_INLINE_SIZE bytes of addr[] (the rest of addr[] and nid[] are zero); it
+ * has no data block at all. Not ZLFS_IFLAG_INLINE: a directory may carry COMPRESS (what its
+ * new files inherit), which INLINE excludes, and INLINE's rules (inline_size, size) are a
+ * file's bytes, not entries. */
+#define ZLFS_IFLAG_INLINE_DENTRY (1u << 8)
+/* The inode's address area holds bytes, not block addresses: nothing there is a block. */
+static inline int zlfs_iflags_area_inline(uint32_t flags)
+{
+	return !!(flags & (ZLFS_IFLAG_INLINE | ZLFS_IFLAG_INLINE_DENTRY));
+}
 
 struct zlfs_inode {
 	struct zlfs_blkhdr hdr;
@@ -691,6 +706,26 @@ struct zlfs_dentry_block {
 	le64 csum;
 };
 static_assert(sizeof(struct zlfs_dentry_block) == ZLFS_BLOCK_SIZE, "dentry block size");
+
+/* ---- inline directories (INLINE_DENTRIES) ------------------------------------------------------
+ * A directory flagged ZLFS_IFLAG_INLINE_DENTRY stores the used entries of its dentry block 0
+ * in the first ZLFS_DENTRY_INLINE_SIZE bytes of its inode's addr[] (the part a pack slot
+ * keeps), so that a small directory costs no data block: byte 0 is the number of entries,
+ * then each entry, packed, in ascending slot order: u8 slot (its first slot in block 0), u8
+ * name_len (1..255), u8 type, le32 hash, le32 ino, then name_len name bytes (disk form); the
+ * bytes after the last entry are zero. The slot is kept so readdir offsets (block, slot) stay
+ * valid across the change between inline and block (docs/format.md, "Inline directories"). */
+#define ZLFS_DENTRY_INLINE_SIZE (ZLFS_PACK_ADDRS * 4u)
+static_assert(ZLFS_DENTRY_INLINE_SIZE == 128, "inline dentry area");
+/* The used entries of B into OUT: 0, or -E2BIG when they do not fit (OUT is then garbage). */
+int zlfs_dentry_inline_encode(const struct zlfs_dentry_block *b,
+			      uint8_t out[ZLFS_DENTRY_INLINE_SIZE]);
+/* IN back into B's bitmap, entries and names (its header, reserved bytes and checksum are
+ * left as they are): 0, or -EUCLEAN with WHY for anything but a canonical encoding (lengths
+ * past the area, slots past the block or overlapping, name_len 0, bytes after the last entry).
+ * The entries themselves are zlfs_dentry_check's to check. */
+int zlfs_dentry_inline_decode(const uint8_t in[ZLFS_DENTRY_INLINE_SIZE],
+			      struct zlfs_dentry_block *b, char *why, size_t len);
 
 /* ---- checksums and block headers -------------------------------------------------------- */
 

@@ -9,30 +9,18 @@
  * with one line naming the field, its value and the range it had to be in. A device is input
  * and may be hostile: a value that sizes a loop, indexes an array or shifts is refused here,
  * once, where it is decoded, so the code above may trust it.
- * May call: xxHash, libc. Pure functions of the superblock and the block: the daemon, fsck,
+ * May call: why.c (zlfs_why), dentry_inline.c (an inline directory's inode), xxHash, libc.
+ * Pure functions of the superblock and the block: the daemon, fsck,
  * mkfs and the tests share them.
  */
 #include "format_int.h"
 
 #include <xxhash.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-int zlfs_why(int err, char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
@@ -656,7 +644,7 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 	if (!mode_ok(mode))
 		return bad(why, len, "inode mode = 0%o is no file type", mode);
 	if (flags & ~(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT | ZLFS_IFLAG_ORPHAN |
-		      ZLFS_IFLAG_COMPRESS | ZLFS_IFLAG_ATTR))
+		      ZLFS_IFLAG_COMPRESS | ZLFS_IFLAG_ATTR | ZLFS_IFLAG_INLINE_DENTRY))
 		return bad(why, len, "inode flags = 0x%x has unknown bits", flags);
 	if ((flags & ZLFS_IFLAG_ATTR) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ATTR_FLAGS))
 		return bad(why, len, "inode flags = 0x%x: chattr flags on a filesystem without "
@@ -678,6 +666,8 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 	if (S_ISDIR(mode) && le32_get(in->dir_entries) > ZLFS_DIR_ENTRIES_MAX)
 		return RANGE(why, len, "inode dir_entries", le32_get(in->dir_entries), 0,
 			     ZLFS_DIR_ENTRIES_MAX);
+	if (flags & ZLFS_IFLAG_INLINE_DENTRY) /* its entries: dir_cache.c, as a block's */
+		return zlfs_inode_check_inline_dentry(s, in, why, len);
 	if (flags & ZLFS_IFLAG_INLINE)
 		return inode_check_inline(s, in, why, len);
 	for (i = 0; i < ZLFS_INODE_NIDS; i++)

@@ -15,4 +15,8 @@
 	bad(why, len, "%s = %llu, out of range [%llu, %llu]", name, (unsigned long long)(v),     \
 	    (unsigned long long)(lo), (unsigned long long)(hi))
 
+/* The fields of an inode flagged ZLFS_IFLAG_INLINE_DENTRY (dentry_inline.c). */
+int zlfs_inode_check_inline_dentry(const struct zlfs_sb_info *s, const struct zlfs_inode *in,
+				   char *why, size_t len);
+
 #endif

@@ -5,7 +5,7 @@
  *
  * Owns: the hash a name is placed by, and the checks of a dentry block and of a dentry mark,
  * each answering 0 or -EUCLEAN with one line naming the field, its value and its range.
- * May call: format_check.c (zlfs_why), xxHash, libc.
+ * May call: why.c (zlfs_why), xxHash, libc.
  */
 #include "format_int.h"
 

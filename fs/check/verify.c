@@ -348,7 +348,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	ref_node(c, np->nid, np->nid, "inode");
 	c->file = np;
 	c->clog = data_cluster_log(np);
-	if (!(le32_get(in->flags) & ZLFS_IFLAG_INLINE)) {
+	if (!zlfs_iflags_area_inline(le32_get(in->flags))) {
 		for (i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
 		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
 			ref_data(c, le32_get(in->addr[i]), np->nid);

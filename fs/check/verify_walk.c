@@ -120,7 +120,7 @@ static uint32_t dir_blocks(struct chk *c, uint32_t ino, uint64_t *keys, struct d
 	if (inode_get(c->fs, ino, &np))
 		return n;
 	in = inode_of(np);
-	if (S_ISDIR(le32_get(in->mode)) && !(le32_get(in->flags) & ZLFS_IFLAG_INLINE))
+	if (S_ISDIR(le32_get(in->mode)) && !zlfs_iflags_area_inline(le32_get(in->flags)))
 		for (uint32_t i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
 		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
 			if (in_main(c->fs, le32_get(in->addr[i]))) {

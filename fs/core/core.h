@@ -304,6 +304,7 @@ struct zlfs_fs {
 	uint32_t nr_lanes;          /* warm data logs user data is spread over: 1, or 4 */
 	unsigned compress_alg;      /* new regular files are compressed with it (0: none) */
 	int compress_level;         /* zstd's level, 0 its default */
+	int noinline_dentry;        /* small directories keep a dentry block (dir_inline.c) */
 	/* compress_extension=, nocompress_extension= (cluster.h's lists; "" for none): a new
 	 * regular file whose name matches is compressed / is not (dcluster.c, dclu_start) */
 	char compress_ext[CLUSTER_EXT_LIST], nocompress_ext[CLUSTER_EXT_LIST];
@@ -394,6 +395,8 @@ struct zlfs_mount_opts {
 	int compress_level;         /* zstd's level, 0 its default */
 	const char *compress_ext;   /* compress_extension=, checked (cluster_ext_check), or NULL */
 	const char *nocompress_ext; /* nocompress_extension=, or NULL */
+	int noinline_dentry;        /* no directory is stored inline from now (INLINE_DENTRIES
+				     * turns on at the first that is; docs/format.md) */
 };
 int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs **out);
 /* The daemon's mount is visible: tools that find the device busy now fail at once. */

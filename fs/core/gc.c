@@ -50,7 +50,7 @@ static le32 *owner_slot(struct node_page *np, uint16_t ofs)
 	const struct zlfs_blkhdr *h = np->buf;
 
 	if (le16_get(h->kind) == ZLFS_KIND_INODE && ofs < ZLFS_INODE_ADDRS &&
-	    !(le32_get(((struct zlfs_inode *)np->buf)->flags) & ZLFS_IFLAG_INLINE))
+	    !zlfs_iflags_area_inline(le32_get(((struct zlfs_inode *)np->buf)->flags)))
 		return &((struct zlfs_inode *)np->buf)->addr[ofs]; /* inline: bytes, no address */
 	if (le16_get(h->kind) == ZLFS_KIND_DNODE && ofs < ZLFS_NODE_ADDRS)
 		return &((struct zlfs_node *)np->buf)->ptr[ofs];

@@ -48,6 +48,11 @@ void iattr_of_inode(const struct zlfs_inode *in, struct iattr *a)
 	 * with no blocks for all hole (tar --sparse, cp) would read nothing of it. */
 	if (S_ISREG(a->mode) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE) && a->size)
 		a->blocks = 1;
+	/* An inline directory (dir_inline.c) counts the block it would have: its st_blocks then
+	 * never changes when a checkpoint moves block 0 into the inode or out of it, and the
+	 * kernel, which keeps attributes for long, never sees a stale count. */
+	if (S_ISDIR(a->mode) && (le32_get(in->flags) & ZLFS_IFLAG_INLINE_DENTRY))
+		a->blocks = 1;
 }
 
 void iattr_update(struct zlfs_fs *fs, struct node_page *np)

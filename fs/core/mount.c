@@ -305,6 +305,7 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 		return -ENOMEM;
 	fs_locks_init(fs);
 	gc_defaults(&fs->gc.o);
+	fs->noinline_dentry = o->noinline_dentry;
 	if (o->gc)
 		fs->gc.o = *o->gc;
 	fs->iobuf = zdev_buf_alloc(ZLFS_BLOCK_SIZE);

@@ -288,7 +288,7 @@ static const le32 *data_ptrs(const void *blk, uint32_t *n)
 		return ((const struct zlfs_node *)blk)->ptr;
 	}
 	if (le16_get(h->kind) == ZLFS_KIND_INODE &&
-	    !(le32_get(((const struct zlfs_inode *)blk)->flags) & ZLFS_IFLAG_INLINE)) {
+	    !zlfs_iflags_area_inline(le32_get(((const struct zlfs_inode *)blk)->flags))) {
 		*n = ZLFS_INODE_ADDRS;
 		return ((const struct zlfs_inode *)blk)->addr;
 	}

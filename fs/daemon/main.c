@@ -30,7 +30,7 @@ struct zlfs_cli {
 	unsigned gc_high, gc_low, gc_idle_ms, gc_boost_zones, gc_valid_thresh, pe_cycles;
 	int ro, direct_dev, direct_io, writeback, verbose;
 	unsigned cp_interval, wait_secs, tail_blocks, tail_secs, read_cache_blocks;
-	int noinline_data;
+	int noinline_data, noinline_dentry;
 	double entry_timeout, attr_timeout;
 	char *keyfile;
 	char *compress, *compress_ext, *nocompress_ext;
@@ -52,6 +52,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("tail_secs=%u", tail_secs, 0),
 	OPT("read_cache_blocks=%u", read_cache_blocks, 0),
 	OPT("noinline_data", noinline_data, 1),
+	OPT("noinline_dentry", noinline_dentry, 1),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("wait=%u", wait_secs, 0),
@@ -114,6 +115,8 @@ static void usage(const char *prog)
 	       "                         (default %u; 0: none; see zlfs(8))\n"
 	       "    noinline_data        new files of at most 3,908 bytes take a data block, not\n"
 	       "                         their inode's room (default: inline, when mkfs set it)\n"
+	       "    noinline_dentry      small directories keep a dentry block, not their inode's\n"
+	       "                         room (default: inline; the first turns INLINE_DENTRIES on)\n"
 	       "    entry_timeout=SECS   how long the kernel may keep names, found or not\n"
 	       "                         (default 86400: zlfs is its device's only writer)\n"
 	       "    attr_timeout=SECS    how long the kernel may keep attributes (default 86400)\n"
@@ -268,7 +271,8 @@ static int key_options(const struct zlfs_cli *c, struct zlfs_key_source *ks, cha
 static int run(struct fuse_args *args, struct zlfs_cli *c, struct fuse_cmdline_opts *fo)
 {
 	struct zlfs_mount_opts mo = {.readonly = c->ro, .direct = c->direct_dev, .daemon = 1,
-				     .wait_secs = c->wait_secs};
+				     .wait_secs = c->wait_secs,
+				     .noinline_dentry = c->noinline_dentry};
 	struct zlfs_key_source ks;
 	char pass[1024];
 	struct gc_opts gco;

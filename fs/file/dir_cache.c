@@ -81,6 +81,17 @@ static uint32_t dhash(const struct dir_cache *dc, uint32_t ino, uint32_t idx)
 	return (ino * 2654435761u ^ idx * 40503u) % dc->nbuckets;
 }
 
+/* The cache holds block IDX of INO; under the cache's lock. */
+static int dcache_has(struct dir_cache *dc, uint32_t ino, uint32_t idx)
+{
+	struct dpage *p;
+
+	for (p = dc->bucket[dhash(dc, ino, idx)]; p; p = p->next)
+		if (p->ino == ino && p->idx == idx)
+			return 1;
+	return 0;
+}
+
 /* Under the cache's lock. A failed allocation only leaves st_blocks short until the write. */
 static void dpend_add(struct dir_cache *dc, uint32_t ino, int d)
 {
@@ -165,23 +176,60 @@ void dpage_put(struct zlfs_fs *fs, struct dpage *p)
 	zlock_unlock(&dc->lock);
 }
 
-/* Under the directory's lock, held exclusively. */
-static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
+/* Block P->idx of DIR to the device: as a block, or (block 0) into DIR's inode when it may be
+ * inline (dir_inline.c). An inline directory that got a block 0 too big for its inode, or a
+ * second block, becomes a directory of blocks here. Under the directory's lock, exclusive. */
+static int dpage_store(struct zlfs_fs *fs, struct node_page *dir, struct dpage *p)
 {
 	struct dir_cache *dc = fs->dcache;
-	struct node_page *dir;
-	int ret = inode_get(fs, p->ino, &dir);
+	uint8_t saved[ZLFS_DENTRY_INLINE_SIZE];
+	int ret = 0, was, block1;
 
-	if (ret)
+	if (p->idx == 0) {
+		zlock_lock(&dc->lock);
+		block1 = dcache_has(dc, p->ino, 1);
+		zlock_unlock(&dc->lock);
+		ret = dinline_store(fs, dir, p->blk, block1);
+	}
+	if (ret < 0)
 		return ret;
-	blk_seal(fs, p->blk);
-	ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
-	node_put(fs, dir);
 	if (!ret) {
+		was = dinline_is(dir);
+		if (was)
+			dinline_leave(fs, dir, saved);
+		blk_seal(fs, p->blk);
+		ret = data_put_block(fs, dir, p->idx, p->blk, ZLFS_LOG_HOT_DATA);
+		if (ret && was)
+			dinline_undo(fs, dir, saved);
+	}
+	if (ret >= 0) { /* written, as a block or into the inode */
 		zlock_lock(&dc->lock);
 		dpage_clean(fs, p);
 		zlock_unlock(&dc->lock);
 	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Under the directory's lock, held exclusively. A block past block 0 of an inline directory
+ * needs block 0 out of the inode first: its pointer slots are where the entries are. */
+static int dpage_write(struct zlfs_fs *fs, struct dpage *p)
+{
+	struct node_page *dir;
+	struct dpage *zero;
+	int ret = inode_get(fs, p->ino, &dir);
+
+	if (ret)
+		return ret;
+	if (p->idx && dinline_is(dir)) {
+		ret = dpage_get(fs, dir, 0, 0, &zero);
+		if (!ret) {
+			ret = dpage_store(fs, dir, zero);
+			dpage_put(fs, zero);
+		}
+	}
+	if (!ret)
+		ret = dpage_store(fs, dir, p);
+	node_put(fs, dir);
 	return ret;
 }
 
@@ -407,25 +455,14 @@ static int dentry_entry_check(const struct zlfs_dentry_block *b, uint32_t s, uin
 	return 0;
 }
 
-/* A directory block as read: checksum, owner, place, and every entry (format_check.c's
- * limits, then where lookups look for it). Continuation slots of a name carry no entry of
- * their own: readdir walks slot by slot. */
-static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b,
-			      struct node_page *dir, uint32_t idx, char *why, size_t len)
+/* Every entry of block IDX of DIR (format_check.c's limits, then where lookups look for it).
+ * Continuation slots of a name carry no entry of their own: readdir walks slot by slot. */
+static int dentry_entries_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b,
+				struct node_page *dir, uint32_t idx, char *why, size_t len)
 {
 	uint32_t s, n;
-	int ret = zlfs_blk_verify(b, fs->sb.seed, ZLFS_KIND_DENTRY);
+	int ret = zlfs_dentry_check(&fs->sb, b, why, len);
 
-	if (ret) {
-		snprintf(why, len, "%s", ret == -EUCLEAN ? "bad checksum or magic" : "not a dentry block");
-		return -EUCLEAN;
-	}
-	if (le32_get(b->hdr.ino) != dir->nid || le32_get(b->hdr.index) != idx) {
-		snprintf(why, len, "header names inode %u block %u", le32_get(b->hdr.ino),
-			 le32_get(b->hdr.index));
-		return -EUCLEAN;
-	}
-	ret = zlfs_dentry_check(&fs->sb, b, why, len);
 	for (s = 0; !ret && s < SLOTS; s += n) {
 		int taken = bit_test(b->bitmap, s) && b->d[s].name_len;
 
@@ -437,6 +474,46 @@ static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block
 	return ret;
 }
 
+/* A directory block as read: checksum, owner, place, and every entry. */
+static int dentry_block_check(struct zlfs_fs *fs, const struct zlfs_dentry_block *b,
+			      struct node_page *dir, uint32_t idx, char *why, size_t len)
+{
+	int ret = zlfs_blk_verify(b, fs->sb.seed, ZLFS_KIND_DENTRY);
+
+	if (ret) {
+		snprintf(why, len, "%s", ret == -EUCLEAN ? "bad checksum or magic" : "not a dentry block");
+		return -EUCLEAN;
+	}
+	if (le32_get(b->hdr.ino) != dir->nid || le32_get(b->hdr.index) != idx) {
+		snprintf(why, len, "header names inode %u block %u", le32_get(b->hdr.ino),
+			 le32_get(b->hdr.index));
+		return -EUCLEAN;
+	}
+	return dentry_entries_check(fs, b, dir, idx, why, len);
+}
+
+/* Block IDX of DIR into P: read from ADDR, decoded from an inline directory's inode (block 0;
+ * INL), or made for a hole (ADDR null). */
+static int dpage_fill(struct zlfs_fs *fs, struct node_page *dir, struct dpage *p, uint32_t addr,
+		      int inl, char *why, size_t whylen)
+{
+	int ret;
+
+	if (inl && p->idx == 0) {
+		ret = dinline_read(fs, dir, p->blk, why, whylen);
+		return ret ? ret : dentry_entries_check(fs, p->blk, dir, 0, why, whylen);
+	}
+	if (addr == ZLFS_ADDR_NULL) {
+		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
+		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, p->idx, dir->nid, fs->cp_ver);
+		p->fresh = 1;
+		dpage_dirty(fs, p);
+		return 0;
+	}
+	ret = seg_read(fs, addr, p->blk);
+	return ret ? ret : dentry_block_check(fs, p->blk, dir, p->idx, why, whylen);
+}
+
 /* Block IDX of DIR, held: from the cache, or read and checked (the reason for refusing it in
  * WHY), or made for a hole when CREATE. -ENOENT: a hole. */
 int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int create,
@@ -444,8 +521,8 @@ int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int c
 {
 	struct dir_cache *dc = dcache(fs);
 	struct dpage *p;
-	uint32_t addr, h;
-	int ret;
+	uint32_t addr = ZLFS_ADDR_NULL, h;
+	int ret, inl;
 
 	if (!dc)
 		return -ENOMEM;
@@ -457,10 +534,12 @@ int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int c
 		*out = p;
 		return 0;
 	}
-	ret = data_addr(fs, dir, idx, &addr);
+	/* an inline directory's pointer slots hold its entries: it has block 0 and no other */
+	inl = dinline_is(dir);
+	ret = inl ? 0 : data_addr(fs, dir, idx, &addr);
 	if (ret)
 		return ret;
-	if (addr == ZLFS_ADDR_NULL && !create)
+	if (addr == ZLFS_ADDR_NULL && !create && !(inl && idx == 0))
 		return -ENOENT;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->blk = zdev_page_alloc())) {
@@ -469,21 +548,12 @@ int dpage_get_why(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, int c
 	}
 	p->ino = dir->nid;
 	p->idx = idx;
-	if (addr == ZLFS_ADDR_NULL) {
-		memset(p->blk, 0, ZLFS_BLOCK_SIZE);
-		zlfs_blk_init(p->blk, ZLFS_KIND_DENTRY, idx, dir->nid, fs->cp_ver);
-		p->fresh = 1;
-		dpage_dirty(fs, p);
-	} else {
-		ret = seg_read(fs, addr, p->blk);
-		if (!ret)
-			ret = dentry_block_check(fs, p->blk, dir, idx, why, whylen);
-		if (ret) {
-			zlog_err("directory %u block %u is damaged (%s): run fsck.zlfs", dir->nid,
-				 idx, ret == -EUCLEAN ? why : strerror(-ret));
-			dpage_free(fs, p);
-			return ret == -EBADMSG ? -EUCLEAN : ret;
-		}
+	ret = dpage_fill(fs, dir, p, addr, inl, why, whylen);
+	if (ret) {
+		zlog_err("directory %u block %u%s is damaged (%s): run fsck.zlfs", dir->nid, idx,
+			 inl ? " (inline)" : "", ret == -EUCLEAN ? why : strerror(-ret));
+		dpage_free(fs, p);
+		return ret == -EBADMSG ? -EUCLEAN : ret;
 	}
 	return dcache_insert(fs, dc, h, p, out);
 }

@@ -1,7 +1,8 @@
 /*
- * dir_int.h - what the two files of the directory code share (not a layer's header: only
- * dir.c and dir_cache.c include it). dir_cache.c owns the cache of directory blocks and where
- * the name indexes hang; dir.c owns names in those blocks.
+ * dir_int.h - what the files of the directory code share (not a layer's header: only dir.c,
+ * dir_cache.c, dir_inline.c and dmark.c include it). dir_cache.c owns the cache of directory
+ * blocks and where the name indexes hang; dir_inline.c, block 0 kept in the inode; dir.c owns
+ * names in those blocks.
  */
 #ifndef ZLFS_DIR_INT_H
 #define ZLFS_DIR_INT_H
@@ -58,6 +59,24 @@ struct dir_cache {
  * (0: none); dir.c tells every change. */
 void dmark_note(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
 		uint32_t old, uint8_t otype, uint32_t new, uint8_t ntype);
+
+/* dir_inline.c: block 0 of a directory kept in its inode (INLINE_DENTRIES). */
+/* DIR is flagged ZLFS_IFLAG_INLINE_DENTRY: block 0 is in its inode, no other block exists. */
+int dinline_is(struct node_page *dir);
+/* Block 0 of inline DIR into B (a fresh dentry block's header): 0 or -EUCLEAN with WHY. */
+int dinline_read(struct zlfs_fs *fs, struct node_page *dir, struct zlfs_dentry_block *b,
+		 char *why, size_t len);
+/* B as block 0 of DIR stored in its inode, when DIR may and B fits (any block 0 it had is
+ * released): 1 when done, 0 when it must be a block, or a negative errno. BLOCK1: the cache
+ * holds block 1 of DIR (made or read). */
+int dinline_store(struct zlfs_fs *fs, struct node_page *dir, const struct zlfs_dentry_block *b,
+		  int block1);
+/* Inline DIR becomes a directory of blocks (its block 0 is about to be written): its area
+ * into SAVED and cleared, the flag off; dinline_undo puts both back if the write fails. */
+void dinline_leave(struct zlfs_fs *fs, struct node_page *dir,
+		   uint8_t saved[ZLFS_DENTRY_INLINE_SIZE]);
+void dinline_undo(struct zlfs_fs *fs, struct node_page *dir,
+		  const uint8_t saved[ZLFS_DENTRY_INLINE_SIZE]);
 
 /* The directory cache of FS, made on first use; NULL when out of memory. */
 struct dir_cache *dcache(struct zlfs_fs *fs);

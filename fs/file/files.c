@@ -100,7 +100,7 @@ int inode_free(struct zlfs_fs *fs, uint32_t ino)
 	if (ret)
 		return ret;
 	tail_drop(fs, ino);
-	if (!(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE))
+	if (!zlfs_iflags_area_inline(le32_get(inode_of(np)->flags)))
 		ret = data_truncate_blocks(fs, np, 0);
 	if (!ret)
 		xattr_free_all(fs, np);

@@ -297,6 +297,9 @@ void dir_cache_drop(struct zlfs_fs *fs, uint32_t ino);
  * a clean page if it checks and is not cached (a reader that reads directories' blocks in
  * runs, fsck). -EUCLEAN for a damaged block, which is not kept: reading it reports it. */
 int dir_cache_keep(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx, const void *blk);
+/* fsck's repair: block IDX of DIR dropped with the names it held (of an inline directory,
+ * block 0 is its inode's entries: they go and the directory stays). Nothing of it is cached. */
+int dir_drop_block(struct zlfs_fs *fs, struct node_page *dir, uint32_t idx);
 /* Blocks made in the cache for INO and not yet written, to add to its st_blocks. */
 uint32_t dir_pending_blocks(struct zlfs_fs *fs, uint32_t ino);
 void dir_cache_destroy(struct zlfs_fs *fs);
