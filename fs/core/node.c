@@ -691,15 +691,19 @@ static int node_make_durable(struct zlfs_fs *fs)
 	return ret ? ret : zdev_flush(fs->dev);
 }
 
-/* INO's dirty pages other than the inode itself, held, in the order they were dirtied. */
-static int node_dirty_of(struct zlfs_fs *fs, uint32_t ino, struct node_page ***out, uint32_t *n)
+/* INO's dirty pages other than the inode itself, held, in the order they were dirtied;
+ * *INODE_DIRTY: the inode is dirty too. */
+static int node_dirty_of(struct zlfs_fs *fs, uint32_t ino, struct node_page ***out, uint32_t *n,
+			 int *inode_dirty)
 {
 	struct node_page *np, **v = NULL;
 	uint32_t cap = 0;
 
 	*n = 0;
+	*inode_dirty = 0;
 	zlock_lock(&fs->ncache_lock);
 	for (np = fs->dirty_head; np; np = np->dnext) {
+		*inode_dirty |= np->nid == ino;
 		if (np->nid == ino || le32_get(((struct zlfs_blkhdr *)np->buf)->ino) != ino)
 			continue;
 		if (*n == cap) {
@@ -767,27 +771,11 @@ static int leaves_pack_near_full(struct zlfs_fs *fs, uint32_t ino)
 	return share || (!nat_get(fs, ino, &e) && e.packed);
 }
 
-/* Whether INO's inode or any node of its file waits to be written. A file with none is
- * durable as it is: every change to it dirties a node (a data block's new address, a size, a
- * time), and a node is clean only once a checkpoint or an fsync, each ending in a flush, wrote
- * it; both hold the locks that keep an fsync of the same file from running beside them. */
-static int node_file_dirty(struct zlfs_fs *fs, uint32_t ino)
-{
-	struct node_page *np;
-	int dirty = 0;
-
-	zlock_lock(&fs->ncache_lock);
-	for (np = fs->dirty_head; np && !dirty; np = np->dnext)
-		dirty = np->nid == ino || le32_get(((struct zlfs_blkhdr *)np->buf)->ino) == ino;
-	zlock_unlock(&fs->ncache_lock);
-	return dirty;
-}
-
 int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	struct node_page *inode = NULL, **v = NULL;
-	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH), fresh;
+	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH), fresh, idirty = 0;
 	uint32_t n = 0, i;
 	int ret = copy ? 0 : -ENOMEM;
 
@@ -800,16 +788,18 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 	 * every copy up to the last whole marker, so one mark per name suffices. */
 	if (!fresh || (dm && dm->on_device))
 		dm = NULL;
-	/* Nothing changed since the file was last made durable (editors and package managers
-	 * fsync what they only read; SQLite fsyncs an unchanged database): no block, no flush. */
-	if (!ret && !dm && !node_file_dirty(fs, ino)) {
+	if (!ret)
+		ret = node_dirty_of(fs, ino, &v, &n, &idirty);
+	/* No node of the file dirty: it is durable as it is (every change dirties a node, and a
+	 * node is clean only once a checkpoint or an fsync, each ending in a flush, wrote it,
+	 * under the locks that keep this fsync from running beside them). Editors and package
+	 * managers fsync what they only read, SQLite an unchanged database: no block, no flush. */
+	if (!ret && !n && !idirty && !dm) {
 		zdev_buf_free(copy);
 		return 0;
 	}
 	if (!ret && leaves_pack_near_full(fs, ino))
 		ret = -EAGAIN;
-	if (!ret)
-		ret = node_dirty_of(fs, ino, &v, &n);
 	/* The data first. Without ONE_FLUSH it is made durable before any node is written: a
 	 * node that reaches the device before the blocks it points to would give the file
 	 * contents it never had if power failed in between. With it, the data stays staged:
