@@ -132,7 +132,7 @@ int zlfs_inode_check_inline_dentry(const struct zlfs_sb_info *s, const struct zl
 	const uint8_t *area = (const uint8_t *)in->addr;
 	uint32_t i;
 
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES))
 		return bad(why, len, "inode flags: inline dentries on a filesystem without the "
 			   "INLINE_DENTRIES feature");
 	if (!S_ISDIR(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE))

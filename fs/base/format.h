@@ -771,6 +771,12 @@ struct zlfs_sb_info {
 	uint64_t seed; /* derived: checksum seed from uuid */
 };
 
+/* The incompatible features, read while a request may turn one on (zlfs_feature_incompat). */
+static inline uint32_t zlfs_incompat(const struct zlfs_sb_info *s)
+{
+	return __atomic_load_n(&s->feat_incompat, __ATOMIC_RELAXED);
+}
+
 struct zlfs_cp_info {
 	uint64_t version, time_ns, seq;
 	uint32_t flags, pack_blocks, nr_logs, nr_summaries, nr_orphan_blocks, nr_orphans;

@@ -52,8 +52,8 @@ int zlfs_data_ptr_ok(const struct zlfs_sb_info *s, uint32_t addr)
 	if (addr == ZLFS_ADDR_NULL || zlfs_addr_is_main(s, addr))
 		return 1;
 	if (addr == ZLFS_ADDR_COMPRESSED)
-		return !!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS);
-	return addr == ZLFS_ADDR_PREALLOC && (s->feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC);
+		return !!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_COMPRESS);
+	return addr == ZLFS_ADDR_PREALLOC && (zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_FALLOC);
 }
 
 /* ---- superblock ------------------------------------------------------------------------------ */
@@ -125,7 +125,7 @@ static int sb_check_tables(const struct zlfs_sb_info *s, char *why, size_t len)
 	uint64_t map = (meta + ZLFS_MAP_PER_BLOCK - 1) / ZLFS_MAP_PER_BLOCK;
 	uint64_t half = (uint64_t)s->meta_zones / 2 * zlfs_cap_blocks(s);
 	/* with PACKED_INODES a nid must leave the NAT's slot bits free */
-	uint32_t max_nid = s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES ? ZLFS_MAX_NID_PACKED
+	uint32_t max_nid = zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_PACKED_INODES ? ZLFS_MAX_NID_PACKED
 									       : ZLFS_MAX_NID;
 
 	if (!zlfs_nr_logs_valid(s->nr_logs, s->revision < zlfs_reader_revision() ?
@@ -170,7 +170,7 @@ static int sb_check_tables(const struct zlfs_sb_info *s, char *why, size_t len)
  * mkfs offers, or a crafted superblock would make a mount spend hours or gigabytes. */
 static int sb_check_encryption(const struct zlfs_sb_info *s, char *why, size_t len)
 {
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_ENCRYPT))
 		return 0;
 	if (s->enc_kdf != 1 && s->enc_kdf != 2)
 		return RANGE(why, len, "superblock enc_kdf", s->enc_kdf, 1, 2);
@@ -193,7 +193,7 @@ static int sb_check_encryption(const struct zlfs_sb_info *s, char *why, size_t l
  * size a file may have. */
 static int sb_check_compress(const struct zlfs_sb_info *s, char *why, size_t len)
 {
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return 0;
 	if (s->compress_alg >= ZLFS_CLUSTER_ALG_MAX)
 		return RANGE(why, len, "superblock compress_alg", s->compress_alg, 0,
@@ -270,7 +270,7 @@ static int cp_check_counts(const struct zlfs_sb_info *s, const struct zlfs_cp_in
 			   char *why, size_t len)
 {
 	uint64_t blocks = (uint64_t)s->main_zones * s->segs_per_zone * (s->seg_blocks - 1);
-	int falloc = !!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC);
+	int falloc = !!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_FALLOC);
 
 	if (c->valid_nodes > s->max_nid || c->valid_inodes > c->valid_nodes)
 		return bad(why, len, "checkpoint valid_inodes = %llu, valid_nodes = %llu: more than "
@@ -344,7 +344,7 @@ int zlfs_nat_entry_check(const struct zlfs_sb_info *s, uint32_t nid, uint32_t ad
 	if (!zlfs_addr_is_main(s, addr))
 		return bad(why, len, "NAT entry of nid %u: blkaddr = %u is not a block of the main "
 			   "area", nid, addr);
-	if ((s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && ino >> ZLFS_NAT_SLOT_SHIFT) {
+	if ((zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && ino >> ZLFS_NAT_SLOT_SHIFT) {
 		uint32_t slot1 = ino >> ZLFS_NAT_SLOT_SHIFT;
 
 		if (slot1 > ZLFS_PACK_SLOTS || (ino & ZLFS_NAT_INO_MASK) != nid)
@@ -385,7 +385,7 @@ int zlfs_sum_entry_check(const struct zlfs_sb_info *s, uint32_t nid, uint16_t of
 	if (nid >= s->max_nid)
 		return RANGE(why, len, "summary entry nid", nid, 0, s->max_nid - 1);
 	if (ofs == ZLFS_SUM_PACK && nid == ZLFS_NID_NULL &&
-	    (s->feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
+	    (zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
 		return 0;
 	if (ofs != ZLFS_SUM_NODE && ofs >= ZLFS_NODE_ADDRS)
 		return bad(why, len, "summary entry ofs = %u is neither a slot below %u nor 0x%x", ofs,
@@ -533,7 +533,7 @@ static int inode_check_inline_file(const struct zlfs_sb_info *s, const struct zl
 	uint64_t size = le64_get(in->size);
 	const uint8_t *area = (const uint8_t *)in->addr;
 
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_INLINE_DATA))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_INLINE_DATA))
 		return bad(why, len, "inode flags: inline data in a regular file on a filesystem "
 			   "without the INLINE_DATA feature");
 	if (le32_get(in->flags) & ZLFS_IFLAG_ENCRYPT)
@@ -589,7 +589,7 @@ static int inode_check_compress(const struct zlfs_sb_info *s, const struct zlfs_
 				   in->compress_alg, log, le16_get(in->compress_pad));
 		return 0;
 	}
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return bad(why, len, "inode flags: compressed on a filesystem without the COMPRESS "
 			   "feature");
 	if ((!S_ISREG(le32_get(in->mode)) && !S_ISDIR(le32_get(in->mode))) ||
@@ -616,7 +616,7 @@ static int inode_check_clusters(const struct zlfs_sb_info *s, const struct zlfs_
 	uint32_t i, used = ZLFS_INODE_ADDRS;
 	int compressed = (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS) && S_ISREG(le32_get(in->mode));
 
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return 0; /* data_ptrs_check refused the marker: no second pass over the slots */
 	if (compressed) {
 		used = zlfs_cluster_slots(ZLFS_INODE_ADDRS, in->cluster_log);
@@ -646,12 +646,12 @@ static int inode_check(const struct zlfs_sb_info *s, const struct zlfs_inode *in
 	if (flags & ~(ZLFS_IFLAG_INLINE | ZLFS_IFLAG_ENCRYPT | ZLFS_IFLAG_ORPHAN |
 		      ZLFS_IFLAG_COMPRESS | ZLFS_IFLAG_ATTR | ZLFS_IFLAG_INLINE_DENTRY))
 		return bad(why, len, "inode flags = 0x%x has unknown bits", flags);
-	if ((flags & ZLFS_IFLAG_ATTR) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ATTR_FLAGS))
+	if ((flags & ZLFS_IFLAG_ATTR) && !(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_ATTR_FLAGS))
 		return bad(why, len, "inode flags = 0x%x: chattr flags on a filesystem without "
 			   "them", flags);
 	if (inode_check_compress(s, in, why, len))
 		return -EUCLEAN;
-	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(s->feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
+	if ((flags & ZLFS_IFLAG_ENCRYPT) && !(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_ENCRYPT))
 		return bad(why, len, "inode flags: encrypted on a filesystem without encryption");
 	if (le64_get(in->size) > ZLFS_FILE_MAX_BYTES)
 		return RANGE(why, len, "inode size", le64_get(in->size), 0, ZLFS_FILE_MAX_BYTES);
@@ -704,7 +704,7 @@ static int xattr_external_check(const struct zlfs_sb_info *s, const uint8_t *v, 
 static int xattr_entries_check(const struct zlfs_sb_info *s, const uint8_t *data, uint32_t used,
 			       uint32_t space, char *why, size_t len)
 {
-	int chain = !!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES);
+	int chain = !!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_XATTR_NODES);
 	uint32_t off = 0;
 
 	if (used > space)
@@ -715,7 +715,7 @@ static int xattr_entries_check(const struct zlfs_sb_info *s, const uint8_t *data
 		uint32_t index = chain ? e[0] & ~ZLFS_XATTR_EXTERNAL : e[0];
 
 		if (!index || !e[1] || off + size > used ||
-		    index > ((s->feat_incompat & ZLFS_FEAT_INCOMPAT_POSIX_ACL) ? ZLFS_XATTR_INDEX_ACL
+		    index > ((zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_POSIX_ACL) ? ZLFS_XATTR_INDEX_ACL
 										: ZLFS_XATTR_INDEX_MAX))
 			return bad(why, len, "xattr node: the entry at byte %u (index %u, name_len %u, "
 				   "value_size %u) does not fit the %u bytes used", off, e[0], e[1],
@@ -740,7 +740,7 @@ static int xattr_node_check(const struct zlfs_sb_info *s, const struct zlfs_xatt
 	int value = le16_get(x->hdr.kind) == ZLFS_KIND_XVALUE;
 	uint32_t ofs = le32_get(x->ofs), used = le32_get(x->used), next = le32_get(x->next);
 
-	if (!(s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES))
+	if (!(zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_XATTR_NODES))
 		return bad(why, len, "xattr value node on a filesystem without the XATTR_NODES "
 			   "feature");
 	if (ofs >= (value ? ZLFS_XVALUE_NODES_MAX : ZLFS_XATTR_NODES_MAX))
@@ -763,7 +763,7 @@ static int xattr_check(const struct zlfs_sb_info *s, const void *blk, char *why,
 {
 	const struct zlfs_xattr_block *x = blk;
 
-	if (s->feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
+	if (zlfs_incompat(s) & ZLFS_FEAT_INCOMPAT_XATTR_NODES)
 		return xattr_node_check(s, blk, why, len);
 	return xattr_entries_check(s, x->data, le32_get(x->used), sizeof(x->data), why, len);
 }

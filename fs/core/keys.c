@@ -76,7 +76,7 @@ int key_load(struct zlfs_fs *fs, const struct zlfs_key_source *src, const char *
 		}
 		return 0;
 	}
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT)) {
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_ENCRYPT)) {
 		zlog_err("%s: a key was given but the filesystem was made without encryption "
 			 "(mkfs.zlfs --encrypt)", path);
 		return -EINVAL;

@@ -180,7 +180,7 @@ int node_alloc_nid(struct zlfs_fs *fs, uint32_t ino, uint32_t *nid)
 	if (!ret) {
 		/* its name is durable only by a checkpoint, or (DENTRY_MARK) a dentry mark */
 		if (!ino)
-			nidset_add(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK ? &fs->fresh
+			nidset_add(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_DENTRY_MARK ? &fs->fresh
 										      : &fs->nofast,
 				   cand);
 		fs->valid_nodes++;

@@ -118,7 +118,7 @@ static void node_owe(struct zlfs_fs *fs, struct node_page *np, int delta)
 
 static int node_owes_share(const struct zlfs_fs *fs, const struct node_page *np)
 {
-	return (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && npack_fits(np->buf);
+	return (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && npack_fits(np->buf);
 }
 
 /* A dirty page changed: whether it still fits a pack (it may have grown out of one, or
@@ -214,7 +214,7 @@ static void node_ra_keep_pack(struct zlfs_fs *fs, uint32_t addr, const void *pk)
 	struct nat_ent e;
 	char why[200];
 
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) ||
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) ||
 	    zlfs_blk_verify(pk, fs->sb.seed, ZLFS_KIND_IPACK) ||
 	    zlfs_pack_check_head(&fs->sb, pk, why, sizeof(why)))
 		return;
@@ -673,7 +673,7 @@ int node_flush_all(struct zlfs_fs *fs)
 
 	/* Under cp_lock exclusive (checkpoints) or alone (mount, fsck): nothing else dirties a
 	 * page meanwhile, and each write takes its page off the list. */
-	if (!ret && (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
+	if (!ret && (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES))
 		ret = node_flush_packs(fs);
 	while (!ret && (np = dirty_first(fs))) {
 		ret = node_write_to(fs, np, 0, node_temp(np), copy);
@@ -762,7 +762,7 @@ static int leaves_pack_near_full(struct zlfs_fs *fs, uint32_t ino)
 	struct nat_ent e;
 	int share;
 
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_PACKED_INODES) || seg_room_for_user(fs))
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) || seg_room_for_user(fs))
 		return 0;
 	zlock_lock(&fs->ncache_lock);
 	np = ncache_find(fs, ino);
@@ -775,7 +775,7 @@ int node_fsync(struct zlfs_fs *fs, uint32_t ino, const struct node_dmark *dm)
 {
 	uint8_t *copy = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	struct node_page *inode = NULL, **v = NULL;
-	int group = !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ONE_FLUSH), fresh, idirty = 0;
+	int group = !!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_ONE_FLUSH), fresh, idirty = 0;
 	uint32_t n = 0, i;
 	int ret = copy ? 0 : -ENOMEM;
 

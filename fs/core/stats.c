@@ -65,7 +65,7 @@ static void stats_device(struct zlfs_fs *fs, struct jbuf *j)
 	}
 	jprintf(j, "  \"format_revision\": %u,\n  \"feature_compat\": %u,\n"
 		   "  \"feature_ro_compat\": %u,\n  \"feature_incompat\": %u,\n",
-		fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, fs->sb.feat_incompat);
+		fs->sb.revision, fs->sb.feat_compat, fs->sb.feat_ro_compat, zlfs_incompat(&fs->sb));
 	jprintf(j, "  \"last_consistency_scan\": %llu,\n  \"free_zone_reserve\": %u,\n",
 		(unsigned long long)fs->sb.last_fsck_time, seg_reserve(fs));
 }

@@ -621,7 +621,7 @@ int dclu_set(struct zlfs_fs *fs, struct node_page *np, int on)
 		return on ? -EOPNOTSUPP : 0;
 	if (dclu_flagged(np) == !!on)
 		return 0;
-	if (on && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS))
+	if (on && !(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_COMPRESS))
 		return -EOPNOTSUPP;
 	if (S_ISDIR(mode)) { /* a directory's flag is what its new files and directories get */
 		flag_set(in, on ? default_alg(fs) : 0, fs->sb.cluster_log);
@@ -652,7 +652,7 @@ void dclu_start(struct zlfs_fs *fs, struct node_page *dir, struct node_page *np,
 	int inherit = dclu_flagged(dir), want;
 	unsigned alg = fs->compress_alg, log = fs->sb.cluster_log;
 
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_COMPRESS) ||
 	    (S_ISREG(mode) && ((le32_get(in->flags) & ZLFS_IFLAG_INLINE) || le64_get(in->size) ||
 			       le64_get(in->blocks))))
 		return;

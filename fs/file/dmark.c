@@ -307,7 +307,7 @@ int dmark_for_fsync(struct zlfs_fs *fs, struct node_page *np, struct node_dmark 
 	struct dmtab *t;
 	int ok = 0;
 
-	if (!dc || !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK) ||
+	if (!dc || !(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_DENTRY_MARK) ||
 	    !S_ISREG(le32_get(in->mode)) || le32_get(in->nlink) != 1)
 		return 0;
 	zlock_lock(&dc->lock);
@@ -366,7 +366,7 @@ int dmark_dir_covered(struct zlfs_fs *fs, uint32_t dir)
 	struct dmtab *t;
 	int ok = 0;
 
-	if (!dc || !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_DENTRY_MARK) ||
+	if (!dc || !(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_DENTRY_MARK) ||
 	    node_is_fresh(fs, dir))
 		return 0;
 	zlock_lock(&dc->lock);

@@ -60,7 +60,7 @@ int fcrypt_set_policy(struct zlfs_fs *fs, struct node_page *dir)
 		return -ENOTDIR;
 	if (fcrypt_is_encrypted(dir))
 		return 0; /* asking twice is not an error, as with fscrypt */
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_ENCRYPT))
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_ENCRYPT))
 		return -EOPNOTSUPP;
 	if (!fs->master)
 		return -ENOKEY;

@@ -28,7 +28,7 @@ void inline_start(struct zlfs_fs *fs, struct node_page *np)
 {
 	struct zlfs_inode *in = inode_of(np);
 
-	if (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_INLINE_DATA) ||
+	if (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_INLINE_DATA) ||
 	    !S_ISREG(le32_get(in->mode)) || fcrypt_is_encrypted(np) || le64_get(in->size) ||
 	    le64_get(in->blocks) || (le32_get(in->flags) & ZLFS_IFLAG_COMPRESS))
 		return;

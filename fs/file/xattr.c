@@ -70,7 +70,7 @@ static int xent_value(struct zlfs_fs *fs, struct node_page *inode, const uint8_t
 	uint32_t vlen = xent_vlen(e), vnid = 0;
 	int ret;
 
-	if ((fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) && (e[0] & ZLFS_XATTR_EXTERNAL))
+	if ((zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_XATTR_NODES) && (e[0] & ZLFS_XATTR_EXTERNAL))
 		xent_ext(e, &vnid, &vlen);
 	if (size && size < vlen)
 		return -ERANGE;
@@ -149,7 +149,7 @@ static int xstore(struct zlfs_fs *fs, struct node_page *inode, struct xnode *x, 
 	uint32_t ovnid = 0, ovsize;
 	int ret;
 
-	if (found && (fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
+	if (found && (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
 	    (x->data[x->off] & ZLFS_XATTR_EXTERNAL))
 		xent_ext(x->data + x->off, &ovnid, &ovsize);
 	if (found && xreplace_in_place(fs, x, e, esize)) {
@@ -179,10 +179,10 @@ int xattr_set(struct zlfs_fs *fs, struct node_page *inode, const char *name, con
 	if (ret)
 		return ret;
 	nlen = (uint32_t)strlen(suffix);
-	if (index == XINDEX_SYSTEM && !(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_POSIX_ACL))
+	if (index == XINDEX_SYSTEM && !(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_POSIX_ACL))
 		return -EOPNOTSUPP; /* acl.c turns the feature on first */
 	if (size > ZLFS_XATTR_VALUE_MAX ||
-	    (!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
+	    (!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_XATTR_NODES) &&
 	     xent_size(nlen, (uint32_t)size) > space))
 		return -E2BIG;
 	ret = xchain_lookup(fs, inode, index, suffix, &x);

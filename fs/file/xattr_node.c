@@ -26,7 +26,7 @@
 
 static int chained(const struct zlfs_fs *fs)
 {
-	return !!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_XATTR_NODES);
+	return !!(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_XATTR_NODES);
 }
 
 uint32_t xent_size(uint32_t nlen, uint32_t vlen) { return (XHDR + nlen + vlen + 3) & ~3u; }
