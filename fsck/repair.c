@@ -336,6 +336,31 @@ static int fix_dir_block(struct fsck_run *r, struct zlfs_fs *fs, const struct zl
 	return ret;
 }
 
+/* Inode F->a's count of blocks from its pointers as they are now (a repair of the same round
+ * may have changed them since the check: a name put in /lost+found, say). The pointers are
+ * the data; only the count changes. */
+static int fix_block_count(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
+{
+	struct node_page *np;
+	uint64_t n, was;
+	int ret = inode_get(fs, f->a, &np);
+
+	if (ret)
+		return ret;
+	was = le64_get(inode_of(np)->blocks);
+	ret = data_count_blocks(fs, np, &n);
+	if (!ret && n == was)
+		ret = -EAGAIN; /* settled already */
+	if (!ret) {
+		inode_of(np)->blocks = le64_put(n);
+		node_dirty(fs, np);
+		said(r, "inode %u: blocks set to %llu, what its pointers hold (it said %llu)", f->a,
+		     (unsigned long long)n, (unsigned long long)was);
+	}
+	node_put(fs, np);
+	return ret;
+}
+
 /* The counts of nodes and inodes from the NAT as it is now, so that frees of the same round,
  * before or after, count down from the right numbers (node_free decrements them). */
 static int fix_node_count(struct fsck_run *r, struct zlfs_fs *fs)
@@ -391,6 +416,8 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		return 0;
 	case ZLFS_FIX_NODE_COUNT:
 		return fix_node_count(r, fs);
+	case ZLFS_FIX_BLOCK_COUNT:
+		return fix_block_count(r, fs, f);
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:

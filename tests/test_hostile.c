@@ -10,7 +10,8 @@
  * (exit 4). A damaged name on a mounted filesystem fails alone while the rest works, and
  * damaged tables turn the filesystem read-only; unmount always ends the daemon. Inline data
  * (a small file's bytes in its inode) is among the values: its size past the area is refused;
- * so are the links of an xattr chain and a value node's fill (XATTR_NODES).
+ * so are the links of an xattr chain and a value node's fill (XATTR_NODES). An inode's count
+ * of blocks is a summary, not a bound: fsck recounts it (-p), the daemon never frees by it.
  */
 #include "fsck_testutil.h"
 
@@ -360,6 +361,94 @@ START_TEST(t_inline_dir_daemon)
 }
 END_TEST
 
+/* ---- an inode's count of blocks against its pointers ---------------------------------------
+ * The fuzz finding: /d, a directory of one dentry block, says `blocks` 0. fsck -n called it
+ * clean, and the mount that made /d inline (dir_inline.c) dropped its block 0 by a walk that
+ * trusted the count: the pointer went, the block stayed valid in the SIT (a leak). Now fsck
+ * names the inode and both counts, -p/-y set the count from the pointers, and the daemon
+ * frees what the pointers hold whatever the count says. /f2's count 7 of its 256 blocks is
+ * the other way round (too many would be freed were the count trusted: never). */
+static const struct {
+	int file;	/* 0: /d, 1: /f2 */
+	uint32_t stored, counted;
+} bad_count[] = {
+	{0, 0, 1},
+	{1, 7, F2_SIZE / ZLFS_BLOCK_SIZE},
+};
+
+static uint32_t count_damaged(int i, const char *name, char *why, size_t len)
+{
+	uint32_t ino;
+
+	populate(name, NULL);
+	ino = bad_count[i].file ? ino_f2 : ino_d;
+	set_inode_field(ino, offsetof(struct zlfs_inode, blocks), bad_count[i].stored);
+	snprintf(why, len, "inode %u: blocks = %u, but its pointers hold %u", ino,
+		 bad_count[i].stored, bad_count[i].counted);
+	return ino;
+}
+
+static uint64_t blocks_of(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct node_page *np;
+	uint64_t n;
+
+	ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+	n = le64_get(inode_of(np)->blocks);
+	node_put(fs, np);
+	return n;
+}
+
+/* fsck -n reports the count; -p (a safe repair: nothing is lost) and -y set it from the
+ * pointers. */
+START_TEST(t_blocks_count_fsck)
+{
+	struct zlfs_fs *fs;
+	char why[128];
+	uint32_t ino = count_damaged(_i, "count.img", why, sizeof(why));
+
+	reported(why);
+	ck_assert_int_eq(fsck(_i ? "-y" : "-p", img), 1);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_uint_eq(blocks_of(fs, ino), bad_count[_i].counted);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	ck_assert(same_data(fs, ino_f2, F2_SIZE));
+	files_unmount(fs);
+}
+END_TEST
+
+/* The finding itself: a read-write mount that stores small directories inline (the daemon's
+ * default) converts /d and writes; nothing leaks and fsck -n finds nothing: /d's count is
+ * right again (0, inline). /f2 is truncated to one block: its blocks go whatever its count
+ * says, and the count is taken from what is left. */
+START_TEST(t_blocks_count_mount)
+{
+	struct zlfs_mount_opts mo = {0};
+	struct zlfs_fs *fs = NULL;
+	struct node_page *np;
+	char why[128];
+	uint32_t ino = count_damaged(_i, "countm.img", why, sizeof(why));
+
+	ck_assert_int_eq(files_mount(img, &mo, &fs), 0);
+	mk(fs, ino_d, "g", 0, 10);
+	if (ino == ino_f2) {
+		ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+		ck_assert_int_eq(data_set_size(fs, np, ZLFS_BLOCK_SIZE), 0);
+		node_put(fs, np);
+	}
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+	ck_assert(!said("not referenced"));
+	fs = mount_rw(img, 1);
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	ck_assert(same_data(fs, ino_f2, ino == ino_f2 ? ZLFS_BLOCK_SIZE : F2_SIZE));
+	ck_assert_uint_eq(blocks_of(fs, ino_d), 0); /* inline now */
+	ck_assert_uint_eq(blocks_of(fs, ino_f2), ino == ino_f2 ? 1 : F2_SIZE / ZLFS_BLOCK_SIZE);
+	files_unmount(fs);
+}
+END_TEST
+
 /* An xattr pointer to another file's inode: following it would read (and a setxattr write)
  * that inode as an xattr node. */
 START_TEST(t_foreign_node)
@@ -649,6 +738,10 @@ int main(void)
 	tcase_add_loop_test(tc, t_inline_dir_crafted, 0,
 			    (int)(sizeof(bad_inline) / sizeof(bad_inline[0])));
 	tcase_add_test(tc, t_inline_dir_daemon);
+	tcase_add_loop_test(tc, t_blocks_count_fsck, 0,
+			    (int)(sizeof(bad_count) / sizeof(bad_count[0])));
+	tcase_add_loop_test(tc, t_blocks_count_mount, 0,
+			    (int)(sizeof(bad_count) / sizeof(bad_count[0])));
 	tcase_add_test(tc, t_foreign_node);
 	tcase_add_test(tc, t_xattr_chain_foreign);
 	tcase_add_test(tc, t_xattr_value_used);

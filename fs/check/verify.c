@@ -71,6 +71,7 @@ static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
 {
 	if (addr == ZLFS_ADDR_COMPRESSED)
 		return;
+	c->fblocks++;
 	if (addr != ZLFS_ADDR_PREALLOC)
 		ref_block(c, addr, ino, "data block");
 	else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
@@ -338,16 +339,37 @@ static void check_inode_fields(struct chk *c, struct node_page *np)
 			le32_get(in->dir_depth), ZLFS_DIR_DEPTH_MAX);
 }
 
+/* The inode's count of blocks against the data pointers its tree holds (the daemon frees by
+ * the pointers, but stat reports the count, and a file's changes of shape go by it), once its
+ * whole tree was read without other damage (ERRORS, the count of findings before): a damaged
+ * or shared node is reported by itself, and its repair changes the count. The repair is
+ * safe: no pointer changes. */
+static void check_block_count(struct chk *c, struct node_page *np, uint64_t errors)
+{
+	uint64_t stored = le64_get(inode_of(np)->blocks);
+
+	if (c->rep->incomplete || c->rep->errors != errors || stored == c->fblocks)
+		return;
+	finding(c, ZLFS_FIND_ERROR, "inode %u: blocks = %llu, but its pointers hold %llu",
+		np->nid, (unsigned long long)stored, (unsigned long long)c->fblocks);
+	propose(c, ZLFS_FIX_BLOCK_COUNT, np->nid, (uint32_t)c->fblocks, NULL, 0);
+}
+
 static void check_inode_tree(struct chk *c, struct node_page *np)
 {
 	static const int depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
 	struct zlfs_inode *in = inode_of(np);
 	uint32_t i, xnid = le32_get(in->xattr_nid);
+	int incomplete = c->rep->incomplete;
+	uint64_t errors;
 
 	check_inode_fields(c, np);
 	ref_node(c, np->nid, np->nid, "inode");
 	c->file = np;
 	c->clog = data_cluster_log(np);
+	c->fblocks = 0;
+	c->rep->incomplete = 0;
+	errors = c->rep->errors;
 	if (!zlfs_iflags_area_inline(le32_get(in->flags))) {
 		for (i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
 		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
@@ -359,6 +381,8 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 					   (struct ptr){np->nid, ZLFS_INODE_ADDRS + i,
 							data_child_ofs(0, i)});
 	}
+	check_block_count(c, np, errors);
+	c->rep->incomplete |= incomplete;
 	if (xnid) /* with XATTR_NODES, the first of a chain, at place 0 */
 		walk_child(c, xnid, np->nid, DEPTH_XATTR,
 			   (struct ptr){np->nid, ZLFS_FIX_SLOT_XATTR,

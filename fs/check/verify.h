@@ -30,6 +30,8 @@ enum zlfs_fix_kind {
 	ZLFS_FIX_PREALLOC_COUNT, /* safe: the filesystem's count of reserved blocks becomes A */
 	ZLFS_FIX_NODE_COUNT,   /* safe: the checkpoint's counts of nodes and inodes become A and B
 				* (the NAT's) */
+	ZLFS_FIX_BLOCK_COUNT,  /* safe: inode A's count of blocks becomes what its pointers hold
+				* (B when checked; the repair counts again) */
 	ZLFS_FIX_DENTRY_DROP,  /* -y: directory A's entry NAME points to B, which does not exist */
 	ZLFS_FIX_LOST_FOUND,   /* -y: inode A (DT_* type B) is named nowhere: to /lost+found */
 	/* Damage the daemon refuses to use (format_check.c); these lose what it held, as

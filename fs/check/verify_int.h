@@ -36,6 +36,7 @@ struct chk {
 	uint64_t prealloc;   /* data pointers reserved by fallocate */
 	uint64_t xv_bytes;   /* bytes in the value nodes of the xattr value being walked */
 	struct node_page *file; /* the inode whose tree is being walked */
+	uint64_t fblocks;    /* its data pointers found: blocks and reservations */
 	uint32_t clog;       /* its cluster size's log2 if compressed, else 0 */
 };
 

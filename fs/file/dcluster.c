@@ -576,13 +576,18 @@ int dclu_cut(struct zlfs_fs *fs, struct node_page *inode, uint64_t size, uint64_
 
 /* No data, no node: a file whose tree may change shape. Nothing is held in memory for it
  * either (tailbuf.c): a held span lies below the end of file, and one is let go when a
- * truncate leaves none of it inside the file. */
+ * truncate leaves none of it inside the file. The pointers say so, not the count of blocks
+ * alone, which a damaged inode may have wrong: a block kept under the other shape would be
+ * read as a cluster. An inline file's area holds bytes, not pointers. */
 static int file_empty(const struct node_page *np)
 {
 	const struct zlfs_inode *in = np->buf;
 
 	for (int i = 0; i < ZLFS_INODE_NIDS; i++)
 		if (in->nid[i])
+			return 0;
+	for (int i = 0; i < ZLFS_INODE_ADDRS && !(le32_get(in->flags) & ZLFS_IFLAG_INLINE); i++)
+		if (in->addr[i])
 			return 0;
 	return !le64_get(in->size) && !le64_get(in->blocks);
 }

@@ -81,15 +81,17 @@ static uint32_t dhash(const struct dir_cache *dc, uint32_t ino, uint32_t idx)
 	return (ino * 2654435761u ^ idx * 40503u) % dc->nbuckets;
 }
 
-/* The cache holds block IDX of INO; under the cache's lock. */
-static int dcache_has(struct dir_cache *dc, uint32_t ino, uint32_t idx)
+/* The page of block IDX of INO in chain H, held; under the cache's lock. */
+static struct dpage *dcache_find(struct dir_cache *dc, uint32_t h, uint32_t ino, uint32_t idx)
 {
 	struct dpage *p;
 
-	for (p = dc->bucket[dhash(dc, ino, idx)]; p; p = p->next)
-		if (p->ino == ino && p->idx == idx)
-			return 1;
-	return 0;
+	for (p = dc->bucket[h]; p; p = p->next)
+		if (p->ino == ino && p->idx == idx) {
+			p->refs++;
+			return p;
+		}
+	return NULL;
 }
 
 /* Under the cache's lock. A failed allocation only leaves st_blocks short until the write. */
@@ -183,13 +185,18 @@ static int dpage_store(struct zlfs_fs *fs, struct node_page *dir, struct dpage *
 {
 	struct dir_cache *dc = fs->dcache;
 	uint8_t saved[ZLFS_DENTRY_INLINE_SIZE];
-	int ret = 0, was, block1;
+	struct dpage *one;
+	int ret = 0, was;
 
 	if (p->idx == 0) {
 		zlock_lock(&dc->lock);
-		block1 = dcache_has(dc, p->ino, 1);
+		one = dcache_find(dc, dhash(dc, p->ino, 1), p->ino, 1);
 		zlock_unlock(&dc->lock);
-		ret = dinline_store(fs, dir, p->blk, block1);
+		/* only whether it is there counts: under the directory's lock no block 1 comes,
+		 * and one evicted meanwhile was clean, so dinline_store finds it on the device */
+		if (one)
+			dpage_put(fs, one);
+		ret = dinline_store(fs, dir, p->blk, one != NULL);
 	}
 	if (ret < 0)
 		return ret;
@@ -366,19 +373,6 @@ void dir_cache_destroy(struct zlfs_fs *fs)
 	free(dc->bucket);
 	free(dc);
 	fs->dcache = NULL;
-}
-
-/* The page of block IDX of INO in chain H, held; under the cache's lock. */
-static struct dpage *dcache_find(struct dir_cache *dc, uint32_t h, uint32_t ino, uint32_t idx)
-{
-	struct dpage *p;
-
-	for (p = dc->bucket[h]; p; p = p->next)
-		if (p->ino == ino && p->idx == idx) {
-			p->refs++;
-			return p;
-		}
-	return NULL;
 }
 
 /* Add page P read in (or made) by this thread, held, unless another reader of the same

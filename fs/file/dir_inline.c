@@ -58,8 +58,11 @@ int dinline_store(struct zlfs_fs *fs, struct node_page *dir, const struct zlfs_d
 	if (fs->noinline_dentry || fs->sb.revision != ZLFS_REVISION ||
 	    !S_ISDIR(le32_get(in->mode)) || (le32_get(in->flags) & ZLFS_IFLAG_INLINE))
 		return 0;
+	/* entries too many for the area: no need to look for a block 1 on the device */
+	if (zlfs_dentry_inline_encode(b, area))
+		return 0;
 	ret = dinline_more_blocks(fs, dir, block1, &more);
-	if (ret || more || zlfs_dentry_inline_encode(b, area))
+	if (ret || more)
 		return ret;
 	/* the superblock says so before any checkpoint holds an inline directory */
 	ret = zlfs_feature_incompat(fs, ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES);

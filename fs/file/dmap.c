@@ -646,7 +646,14 @@ int data_put_clusters(struct zlfs_fs *fs, struct node_page *inode, uint64_t cidx
  * per block of the range (a terabyte-sized punch would otherwise hold the file's lock, and the
  * checkpoint behind it, for minutes). */
 
-static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
+struct drange {
+	uint64_t from, to;
+	struct dshape sh;
+	uint64_t short_by; /* blocks dropped past what the inode's count had */
+};
+
+static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot,
+		       struct drange *r)
 {
 	struct zlfs_inode *in = inode_of(inode);
 	uint32_t addr = le32_get(*slot);
@@ -664,14 +671,12 @@ static void drop_block(struct zlfs_fs *fs, struct node_page *inode, le32 *slot)
 		seg_prealloc_add(fs, -1); /* the reservation goes with the pointer */
 	seg_mark(fs, addr, 0);
 	*slot = 0;
-	in->blocks = le64_put(le64_get(in->blocks) - 1);
+	if (le64_get(in->blocks))
+		in->blocks = le64_put(le64_get(in->blocks) - 1);
+	else
+		r->short_by++;
 	node_dirty(fs, inode);
 }
-
-struct drange {
-	uint64_t from, to;
-	struct dshape sh;
-};
 
 /* File blocks under one child slot of a node with DEPTH levels of nodes below it. */
 static uint64_t child_span(const struct dshape *sh, int depth)
@@ -699,7 +704,7 @@ uint32_t data_child_ofs(uint32_t ofs, uint32_t i)
 /* Drop [R->from, R->to) from the subtree of node NID (at node offset OFS) covering
  * [BASE, BASE + span), where DEPTH counts node levels below it (0: a direct node). */
 static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, uint32_t ofs,
-		      int depth, uint64_t base, const struct drange *r)
+		      int depth, uint64_t base, struct drange *r)
 {
 	struct node_page *np;
 	uint64_t span = child_span(&r->sh, depth);
@@ -717,7 +722,7 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 		if (cb + span <= r->from || cb >= r->to || !child)
 			continue;
 		if (depth == 0) {
-			drop_block(fs, inode, slot);
+			drop_block(fs, inode, slot, r);
 			node_dirty(fs, np);
 			continue;
 		}
@@ -732,43 +737,107 @@ static int trunc_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid,
 	return ret;
 }
 
-static int drop_range(struct zlfs_fs *fs, struct node_page *inode, const struct drange *r)
+/* Levels of nodes below each of the inode's nids: two direct nodes, two indirect, one
+ * double-indirect. */
+static const int nid_depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
+
+/* The blocks of a file's tree counted from its pointers, as the count in its inode is kept:
+ * each block and each reservation, not a compressed cluster's marker. */
+static int count_node(struct zlfs_fs *fs, struct node_page *inode, uint32_t nid, uint32_t ofs,
+		      int depth, uint64_t *n)
 {
-	static const int depth[ZLFS_INODE_NIDS] = {0, 0, 1, 1, 2};
+	struct node_page *np;
+	const le32 *p;
+	uint32_t i;
+	int ret = node_get_as(fs, nid, inode->nid, depth ? ZLFS_KIND_INDNODE : ZLFS_KIND_DNODE,
+			      ofs, &np);
+
+	if (ret)
+		return ret;
+	p = ((const struct zlfs_node *)np->buf)->ptr;
+	for (i = node_next_ptr(p, 0, NA); i < NA && !ret; i = node_next_ptr(p, i + 1, NA))
+		if (depth)
+			ret = count_node(fs, inode, le32_get(p[i]), data_child_ofs(ofs, i),
+					 depth - 1, n);
+		else
+			*n += le32_get(p[i]) != ZLFS_ADDR_COMPRESSED;
+	node_put(fs, np);
+	return ret;
+}
+
+int data_count_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t *n)
+{
+	const struct zlfs_inode *in = inode_of(inode);
+	int ret = 0;
+
+	*n = 0;
+	if (zlfs_iflags_area_inline(le32_get(in->flags)))
+		return 0; /* its area holds bytes, and it has no tree */
+	for (uint32_t i = 0; i < IA; i++)
+		*n += in->addr[i] && le32_get(in->addr[i]) != ZLFS_ADDR_COMPRESSED;
+	for (int k = 0; k < ZLFS_INODE_NIDS && !ret; k++)
+		if (in->nid[k])
+			ret = count_node(fs, inode, le32_get(in->nid[k]),
+					 data_child_ofs(0, (uint32_t)k), nid_depth[k], n);
+	return ret;
+}
+
+/* The count went below zero: a damaged (or hostile) inode said fewer blocks than it held. The
+ * blocks went all the same, since freeing follows the pointers, never the count (a count
+ * trusted would leave blocks valid with nothing pointing at them); the count is taken from
+ * the pointers left, as F2FS warns of an inconsistent i_blocks rather than wrap it. */
+static void drop_recount(struct zlfs_fs *fs, struct node_page *inode, const struct drange *r)
+{
+	struct zlfs_inode *in = inode_of(inode);
+	uint64_t n;
+
+	if (!r->short_by || data_count_blocks(fs, inode, &n))
+		return;
+	zlog_err("inode %u: its count of blocks was %llu short of the blocks it held: recounted "
+		 "as %llu (run fsck.zlfs)", inode->nid, (unsigned long long)r->short_by,
+		 (unsigned long long)n);
+	in->blocks = le64_put(n);
+	node_dirty(fs, inode);
+}
+
+static int drop_range(struct zlfs_fs *fs, struct node_page *inode, struct drange *r)
+{
 	struct zlfs_inode *in = inode_of(inode);
 	uint64_t base[ZLFS_INODE_NIDS + 1], i;
 	int k, ret = 0;
 
 	base[0] = r->sh.ia;
 	for (k = 0; k < ZLFS_INODE_NIDS; k++) /* child k maps [base[k], base[k + 1]) */
-		base[k + 1] = base[k] + child_span(&r->sh, depth[k] + 1);
+		base[k + 1] = base[k] + child_span(&r->sh, nid_depth[k] + 1);
 
-	if (!le64_get(in->blocks)) { /* no data block anywhere: only the nodes may need going */
-		for (k = 0; k < ZLFS_INODE_NIDS && !in->nid[k]; k++)
-			;
-		if (k == ZLFS_INODE_NIDS)
-			return 0;
-	}
-	for (i = r->from; i < r->sh.ia && i < r->to; i++)
-		drop_block(fs, inode, &in->addr[i]);
+	/* Every slot is looked at, whatever the count of blocks says: a count of 0 on a damaged
+	 * image would otherwise leave the blocks behind it valid, and their pointers overwritten
+	 * (an inline directory's entries) or freed with the inode. An area of bytes (inline data
+	 * or entries) has no pointers. */
+	if (!zlfs_iflags_area_inline(le32_get(in->flags)))
+		for (i = r->from; i < r->sh.ia && i < r->to; i++)
+			drop_block(fs, inode, &in->addr[i], r);
 	for (k = 0; k < ZLFS_INODE_NIDS && !ret; k++) {
 		uint32_t nid = le32_get(in->nid[k]);
 
 		if (!nid || base[k + 1] <= r->from || base[k] >= r->to)
 			continue;
-		ret = trunc_node(fs, inode, nid, data_child_ofs(0, (uint32_t)k), depth[k], base[k], r);
+		ret = trunc_node(fs, inode, nid, data_child_ofs(0, (uint32_t)k), nid_depth[k], base[k],
+				 r);
 		if (!ret && base[k] >= r->from && base[k + 1] <= r->to) {
 			node_free(fs, nid);
 			in->nid[k] = 0;
 			node_dirty(fs, inode);
 		}
 	}
+	if (!ret)
+		drop_recount(fs, inode, r);
 	return ret;
 }
 
 int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to)
 {
-	struct drange r = {from, to, shape_of(inode)};
+	struct drange r = {from, to, shape_of(inode), 0};
 
 	return drop_range(fs, inode, &r);
 }
@@ -777,7 +846,7 @@ uint64_t data_max_blocks(void) { return L3_END; }
 
 int data_truncate_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from)
 {
-	struct drange r = {from, UINT64_MAX, shape_of(inode)};
+	struct drange r = {from, UINT64_MAX, shape_of(inode), 0};
 
 	return drop_range(fs, inode, &r);
 }

@@ -138,7 +138,12 @@ int dclu_flagged(const struct node_page *np);
  * its k blocks), decrypts (with the key) and decompresses to what its header's hash says. */
 int data_cluster_check(struct zlfs_fs *fs, struct node_page *inode, uint64_t first,
 		       const uint32_t *addr);
-/* Drop file blocks [FROM, TO) (and the nodes that only mapped those). */
+/* The blocks INODE's pointers hold, as its count `blocks` keeps them (each block and each
+ * reservation; no compressed cluster's marker), read from its tree into *N: fsck's repair of
+ * a count, and the daemon's when dropping found the count short. */
+int data_count_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t *n);
+/* Drop file blocks [FROM, TO) (and the nodes that only mapped those). The pointers decide
+ * what goes, not the inode's count of blocks. */
 int data_drop_blocks(struct zlfs_fs *fs, struct node_page *inode, uint64_t from, uint64_t to);
 /* The most blocks a file's tree addresses. */
 uint64_t data_max_blocks(void);
