@@ -71,7 +71,7 @@ static void put32_slot(uint8_t *b, void *arg)
 
 	zlfs_pack_expand(b, s->slot, in);
 	put32(in, (void *)&s->f);
-	ck_assert_int_eq(zlfs_pack_fill(b, s->slot, in), 0);
+	ck_assert_int_eq(zlfs_pack_fill(b, s->slot, in, 0), 1);
 	zlfs_pack_expand(b, s->slot, back);
 	ck_assert(!memcmp(back + s->f.off, &s->f.val, 4));
 }

@@ -100,25 +100,23 @@ static void dirty_list_del(struct zlfs_fs *fs, struct node_page *np)
 }
 
 /* Room a dirty page keeps in its log (DELTA 1) or gives back (-1), under ncache_lock: a
- * block, or of an inode the checkpoint packs, its share of a pack. node_flush_packs packs a
- * log type's inodes ZLFS_PACK_SLOTS to a block, so the first of each ZLFS_PACK_SLOTS owes the
- * block. Counting one block per such inode made a zone of packs collected by GC owe up to
- * ZLFS_PACK_SLOTS times what the checkpoint writes (forced GC, ENOSPC near full). */
+ * block, or of an inode the checkpoint packs, its share of a pack (npack_units; a log type's
+ * owe npack_blocks of their sum). Counting one block per such inode made a zone of packs
+ * collected by GC owe up to 15 times what the checkpoint writes (ENOSPC near full). */
 static void node_owe(struct zlfs_fs *fs, struct node_page *np, int delta)
 {
-	uint32_t *n = &fs->owing_share[np->owed_type];
+	uint32_t *n = &fs->owing_share[np->owed_type], was = npack_blocks(*n);
 
 	if (!np->owes_share)
 		seg_owe(fs, np->owed_type, delta);
-	else if (delta > 0 && (*n)++ % ZLFS_PACK_SLOTS == 0)
-		seg_owe(fs, np->owed_type, 1);
-	else if (delta < 0 && --*n % ZLFS_PACK_SLOTS == 0)
-		seg_owe(fs, np->owed_type, -1);
+	else if ((*n = delta > 0 ? *n + np->owes_share : *n - np->owes_share, npack_blocks(*n)) !=
+		 was)
+		seg_owe(fs, np->owed_type, (int)npack_blocks(*n) - (int)was);
 }
 
 static int node_owes_share(const struct zlfs_fs *fs, const struct node_page *np)
 {
-	return (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && npack_fits(np->buf);
+	return (int)npack_units(fs, np->buf);
 }
 
 /* A dirty page changed: whether it still fits a pack (it may have grown out of one, or
@@ -220,8 +218,8 @@ static void node_ra_keep_pack(struct zlfs_fs *fs, uint32_t addr, const void *pk)
 		return;
 	for (i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++) {
 		nid = le32_get(p->slot[i].nid);
-		if (ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
-		    !e.packed || e.slot != i || ncache_add(fs, nid, &np))
+		if (!zlfs_pack_is_slot(p, i) || ncache_find(fs, nid) || nat_peek(fs, nid, &e) ||
+		    e.blkaddr != addr || !e.packed || e.slot != i || ncache_add(fs, nid, &np))
 			continue;
 		zlfs_pack_expand(pk, i, np->buf);
 		zlfs_blk_seal(np->buf, fs->sb.seed);
@@ -615,7 +613,7 @@ static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t 
 	*n = 0;
 	zlock_lock(&fs->ncache_lock);
 	for (np = fs->dirty_head; np && !ret; np = np->dnext) {
-		if (!npack_fits(np->buf))
+		if (!npack_positions(fs, np->buf))
 			continue;
 		if (*n == cap) {
 			if (!(g = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v)))) {
@@ -633,23 +631,26 @@ static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t 
 	return ret;
 }
 
-/* The dirty inodes that fit, ZLFS_PACK_SLOTS to a pack, a pack per node log. Out of memory,
- * packing stops and the rest are written as whole blocks (node_flush_all): a checkpoint
- * that failed for it would leave the filesystem read-only. */
+/* The dirty inodes that fit, ZLFS_PACK_SLOTS positions to a pack, a pack per node log. Out of
+ * memory, packing stops and the rest are written as whole blocks (node_flush_all): a
+ * checkpoint that failed for it would leave the filesystem read-only. */
 static int node_flush_packs(struct zlfs_fs *fs)
 {
 	struct node_page **v, *grp[ZLFS_PACK_SLOTS];
 	const void *bufs[ZLFS_PACK_SLOTS];
-	uint32_t n, i, j, k;
+	uint32_t n, i, j, k, pos;
 	int ret = dirty_packable(fs, &v, &n);
 
 	if (ret == -ENOMEM) /* those listed so far */
 		ret = 0;
 	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE && !ret; t++) {
 		for (i = 0; !ret && i < n; i = j) {
-			for (j = i, k = 0; j < n && k < ZLFS_PACK_SLOTS; j++)
-				if (node_temp(v[j]) == (enum zlfs_log_type)t)
+			for (j = i, k = pos = 0; j < n; j++) /* to the first that does not fit */
+				if (node_temp(v[j]) == (enum zlfs_log_type)t &&
+				    (pos += npack_positions(fs, v[j]->buf)) <= ZLFS_PACK_SLOTS)
 					grp[k++] = v[j];
+				else if (pos > ZLFS_PACK_SLOTS)
+					break;
 			for (uint32_t m = 0; m < k; m++)
 				bufs[m] = grp[m]->buf;
 			ret = k ? npack_write(fs, bufs, k, (enum zlfs_log_type)t) : 0;
