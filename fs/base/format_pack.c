@@ -47,11 +47,6 @@ uint32_t zlfs_pack_positions(const void *inode)
 	return 1 + (used - ZLFS_PACK_ADDRS * 4 + ZLFS_PACK_SPAN_BYTES - 1) / ZLFS_PACK_SPAN_BYTES;
 }
 
-int zlfs_pack_fits(const void *inode)
-{
-	return zlfs_pack_positions(inode) == 1;
-}
-
 uint32_t zlfs_pack_span(const void *pack, uint32_t pos)
 {
 	const struct zlfs_inode_pack *pk = pack;

@@ -97,8 +97,6 @@ void zlfs_pack_expand(const void *pack, uint32_t pos, void *out);
  * only a spanning slot holds it (its address area zero past ZLFS_PACK_SPAN_MAX), 0 when it
  * stays a whole block. */
 uint32_t zlfs_pack_positions(const void *in);
-/* Inode IN (4 KiB) fits one slot position (zlfs_pack_positions(IN) == 1). */
-int zlfs_pack_fits(const void *in);
 /* Inode IN (4 KiB, nid in its header) into the positions from POS of pack PACK, spanning
  * only when SPAN allows it (SPAN_SLOTS on): the positions taken, or -E2BIG when it does not
  * fit there. The caller sets nr_slots and seals the pack. */
