@@ -12,6 +12,7 @@
 
 #include "core.h"
 #include "files.h"
+#include "npack.h"
 #include "zdev_emu.h"
 
 #include <errno.h>
@@ -749,6 +750,54 @@ START_TEST(t_span_unlink_gc)
 }
 END_TEST
 
+/* npack_group: a pack takes later items of its log that fit its room ({10, 5} twice where
+ * taking them in order would write {10}, {10, 5}, {5}); every item goes once, with items of
+ * its log only, in dirty-list order; and for random positions the packs of a log never
+ * exceed the blocks the units owed (npack_units: 2k - 1 for a span of k) pay for. */
+START_TEST(t_span_groups)
+{
+	static struct npack_item it[2000];
+	struct npack_item *grp[ZLFS_PACK_SLOTS];
+	static const uint8_t ks[] = {10, 10, 5, 5};
+	uint32_t first = 0, k, n, units[2] = {0, 0}, packs[2] = {0, 0}, seen = 0;
+
+	for (n = 0; n < 4; n++)
+		it[n] = (struct npack_item){.order = n, .type = ZLFS_LOG_WARM_NODE, .k = ks[n]};
+	npack_sort(it, 4);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 2);
+	ck_assert(grp[0]->order == 0 && grp[1]->order == 2);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 2);
+	ck_assert(grp[0]->order == 1 && grp[1]->order == 3);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 0);
+
+	srandom(7);
+	for (n = 0; n < 2000; n++) {
+		uint8_t kk = random() % 3 ? 1 + random() % 3 : 1 + random() % ZLFS_PACK_SLOTS;
+
+		it[n] = (struct npack_item){.order = n, .type = (uint8_t)(ZLFS_LOG_HOT_NODE +
+							random() % 2), .k = kk};
+		units[it[n].type - ZLFS_LOG_HOT_NODE] += kk > 1 ? 2u * kk - 1 : 1;
+	}
+	npack_sort(it, n);
+	for (first = 0; (k = npack_group(it, n, &first, grp));) {
+		uint32_t pos = 0;
+
+		for (uint32_t m = 0; m < k; m++) {
+			ck_assert_uint_eq(grp[m]->type, grp[0]->type);
+			ck_assert(!m || grp[m]->order > grp[m - 1]->order);
+			pos += grp[m]->k;
+		}
+		ck_assert_uint_le(pos, ZLFS_PACK_SLOTS);
+		packs[grp[0]->type - ZLFS_LOG_HOT_NODE]++;
+		seen += k;
+	}
+	ck_assert_uint_eq(seen, n);
+	for (int t = 0; t < 2; t++)
+		ck_assert_msg(packs[t] <= npack_blocks(units[t]), "log %d: %u packs, %u owed", t,
+			      packs[t], npack_blocks(units[t]));
+}
+END_TEST
+
 struct span_edit {
 	uint32_t slot;
 	int what; /* 0: position 0 marked a continuation; 1: the span's last position zeroed */
@@ -833,6 +882,7 @@ int fsck_packed_tests(const TTest **t)
 	t[n++] = t_packed_pack_flipped;
 	t[n++] = t_packed_gc_zone;
 	t[n++] = t_packed_dump;
+	t[n++] = t_span_groups;
 	t[n++] = t_span_files;
 	t[n++] = t_span_unlink_gc;
 	t[n++] = t_span_hostile;

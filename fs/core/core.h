@@ -696,23 +696,7 @@ int npack_expand(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot,
 /* NID's current copy, whose NAT entry is E, into BUF in the 4 KiB form (not checked when it
  * is a whole block: node_block_check). */
 int node_read_current(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *e, void *buf);
-/* Write the inodes IN[0, N) (4 KiB forms, taking at most ZLFS_PACK_SLOTS positions, each
- * fitting: npack_positions) as one pack to log LOG, their NAT entries re-pointed and their
- * old copies dead. The first spanning slot turns SPAN_SLOTS on (the superblock first). */
-int npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n, enum zlfs_log_type log);
-/* The positions INODE (4 KiB form) takes in a pack: 1, more for a spanning slot (where
- * SPAN_SLOTS is on or may be turned on), or 0: written whole (or no PACKED_INODES). */
-uint32_t npack_positions(const struct zlfs_fs *fs, const void *inode);
-/* INODE's share of a pack in the room its checkpoint keeps (node.c's node_owe): 0 when it
- * is written whole, its positions, and for a span of k positions 2k - 1: a pack is closed
- * with fewer than k positions unused only by a span of k, so the units of the inodes packed
- * are at least ZLFS_PACK_SLOTS times the packs written but the last. */
-uint32_t npack_units(const struct zlfs_fs *fs, const void *inode);
-/* The blocks owed for UNITS units of pack shares. */
-static inline uint32_t npack_blocks(uint32_t units)
-{
-	return (units + ZLFS_PACK_SLOTS - 1) / ZLFS_PACK_SLOTS;
-}
+/* npack.h: packing dirty inodes at a checkpoint (node.c and npack.c only). */
 /* GC met the valid pack at ADDR with no slot the NAT names (a slot's death could not work
  * out its live slots: node_addr_dead): work them out again, and mark it dead if none is. */
 int npack_settle(struct zlfs_fs *fs, uint32_t addr);

@@ -15,6 +15,7 @@
  * the same node waits for that one read instead of reading a block that may be moving.
  */
 #include "core.h"
+#include "npack.h"
 #include "log.h"
 
 #include <errno.h>
@@ -604,16 +605,17 @@ static struct node_page *dirty_first(struct zlfs_fs *fs)
 }
 
 /* The dirty inodes that fit a pack slot, held, in dirty-list order. */
-static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t *n)
+static int dirty_packable(struct zlfs_fs *fs, struct npack_item **out, uint32_t *n)
 {
-	struct node_page *np, **v = NULL, **g;
-	uint32_t cap = 0;
+	struct npack_item *v = NULL, *g;
+	struct node_page *np;
+	uint32_t cap = 0, k;
 	int ret = 0;
 
 	*n = 0;
 	zlock_lock(&fs->ncache_lock);
 	for (np = fs->dirty_head; np && !ret; np = np->dnext) {
-		if (!npack_positions(fs, np->buf))
+		if (!(k = npack_positions(fs, np->buf)))
 			continue;
 		if (*n == cap) {
 			if (!(g = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v)))) {
@@ -624,44 +626,39 @@ static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t 
 			cap = cap ? cap * 2 : 64;
 		}
 		np->refs++;
-		v[(*n)++] = np;
+		v[*n] = (struct npack_item){np, *n, (uint8_t)node_temp(np), (uint8_t)k, 0};
+		(*n)++;
 	}
 	zlock_unlock(&fs->ncache_lock);
 	*out = v;
 	return ret;
 }
 
-/* The dirty inodes that fit, ZLFS_PACK_SLOTS positions to a pack, a pack per node log. Out of
- * memory, packing stops and the rest are written as whole blocks (node_flush_all): a
- * checkpoint that failed for it would leave the filesystem read-only. */
+/* The dirty inodes that fit, ZLFS_PACK_SLOTS positions to a pack, packs per node log
+ * (npack_group says which go together). Out of memory, packing stops and the rest are
+ * written as whole blocks (node_flush_all): a checkpoint that failed for it would leave the
+ * filesystem read-only. */
 static int node_flush_packs(struct zlfs_fs *fs)
 {
-	struct node_page **v, *grp[ZLFS_PACK_SLOTS];
+	struct npack_item *v, *grp[ZLFS_PACK_SLOTS];
 	const void *bufs[ZLFS_PACK_SLOTS];
-	uint32_t n, i, j, k, pos;
+	uint32_t n, i = 0, k;
 	int ret = dirty_packable(fs, &v, &n);
 
 	if (ret == -ENOMEM) /* those listed so far */
 		ret = 0;
-	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE && !ret; t++) {
-		for (i = 0; !ret && i < n; i = j) {
-			for (j = i, k = pos = 0; j < n; j++) /* to the first that does not fit */
-				if (node_temp(v[j]) == (enum zlfs_log_type)t &&
-				    (pos += npack_positions(fs, v[j]->buf)) <= ZLFS_PACK_SLOTS)
-					grp[k++] = v[j];
-				else if (pos > ZLFS_PACK_SLOTS)
-					break;
-			for (uint32_t m = 0; m < k; m++)
-				bufs[m] = grp[m]->buf;
-			ret = k ? npack_write(fs, bufs, k, (enum zlfs_log_type)t) : 0;
-			zlock_lock(&fs->ncache_lock);
-			for (uint32_t m = 0; !ret && m < k; m++)
-				node_clean(fs, grp[m]);
-			zlock_unlock(&fs->ncache_lock);
-		}
+	npack_sort(v, n);
+	while (!ret && (k = npack_group(v, n, &i, grp))) {
+		for (uint32_t m = 0; m < k; m++)
+			bufs[m] = grp[m]->np->buf;
+		ret = npack_write(fs, bufs, k, (enum zlfs_log_type)grp[0]->type);
+		zlock_lock(&fs->ncache_lock);
+		for (uint32_t m = 0; !ret && m < k; m++)
+			node_clean(fs, grp[m]->np);
+		zlock_unlock(&fs->ncache_lock);
 	}
 	for (i = 0; i < n; i++)
-		node_put(fs, v[i]);
+		node_put(fs, v[i].np);
 	free(v);
 	return ret == -ENOMEM ? 0 : ret; /* a group left dirty goes whole */
 }

@@ -23,6 +23,7 @@
  * under it nat_lock and seg_lock may be taken, and the device read.
  */
 #include "core.h"
+#include "npack.h"
 #include "log.h"
 
 #include <errno.h>
@@ -305,6 +306,46 @@ uint32_t npack_units(const struct zlfs_fs *fs, const void *inode)
 	uint32_t k = npack_positions(fs, inode);
 
 	return k > 1 ? 2 * k - 1 : k;
+}
+
+static int by_log_order(const void *a, const void *b)
+{
+	const struct npack_item *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void npack_sort(struct npack_item *it, uint32_t n)
+{
+	if (n)
+		qsort(it, n, sizeof(*it), by_log_order);
+}
+
+#define NPACK_LOOKAHEAD 64u /* items of a pack's log looked at past the first that does not fit */
+
+uint32_t npack_group(struct npack_item *it, uint32_t n, uint32_t *first,
+		     struct npack_item **grp)
+{
+	uint32_t i = *first, j, k = 0, pos = 0, missed = 0;
+
+	for (; i < n && it[i].taken; i++)
+		;
+	*first = i;
+	for (j = i; j < n && it[j].type == it[i].type && pos < ZLFS_PACK_SLOTS &&
+		    missed <= NPACK_LOOKAHEAD; j++) {
+		if (it[j].taken)
+			continue;
+		if (pos + it[j].k > ZLFS_PACK_SLOTS) {
+			missed++;
+			continue;
+		}
+		it[j].taken = 1;
+		grp[k++] = &it[j];
+		pos += it[j].k;
+	}
+	return k;
 }
 
 static int by_slot_nid(const void *a, const void *b)
