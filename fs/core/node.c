@@ -124,7 +124,7 @@ static int node_owes_share(const struct zlfs_fs *fs, const struct node_page *np)
  * shrunk into one) decides what it owes. Under ncache_lock. */
 static void node_owe_again(struct zlfs_fs *fs, struct node_page *np)
 {
-	int share = node_owes_share(fs, np);
+	int share = np->dirty ? node_owes_share(fs, np) : 0; /* a clean page owes nothing */
 
 	if (!np->dirty || share == np->owes_share)
 		return;
