@@ -364,8 +364,11 @@ static void dump_pack_slots(struct out *o, struct zlfs_fs *fs, uint32_t addr,
 		uint32_t nid = le32_get(pk->slot[i].nid);
 		struct nat_ent e;
 
+		if (!zlfs_pack_is_slot(pk, i)) /* a continuation: its slot's "positions" says so */
+			continue;
 		out_obj(o, NULL);
 		out_u(o, "slot", i);
+		out_u(o, "positions", zlfs_pack_span(pk, i));
 		out_u(o, "nid", nid);
 		out_b(o, "live", !nat_get(fs, nid, &e) && e.blkaddr == addr && e.packed &&
 					 e.slot == i);

@@ -154,6 +154,7 @@ void workload_inline(void);
 void workload_xattr(void);
 void workload_compressed(void); /* test_crash_compress.c */
 void workload_packed(void);     /* test_crash_packed.c */
+void workload_span(void);       /* test_crash_packed.c */
 void workload_dentry(void);
 void workload_idirs(void);
 /* Rebuild the device at logged operation N (TORN: that write cut short), mount, compare, write

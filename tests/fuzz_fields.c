@@ -137,7 +137,7 @@ static const struct fz_field f_dmark[] = { /* DENTRY_MARK: what recovery links *
 	FA(struct zlfs_dentry_mark, pad, 16, 1), END};
 
 static const struct fz_field f_pack[] = { /* PACKED_INODES: the slots, each an inode */
-	F(struct zlfs_inode_pack, nr_slots), F(struct zlfs_inode_pack, reserved),
+	F(struct zlfs_inode_pack, nr_slots), F(struct zlfs_inode_pack, span),
 	FS(struct zlfs_inode_pack, slot, nid, ZLFS_PACK_SLOTS),
 	FS(struct zlfs_inode_pack, slot, mode, ZLFS_PACK_SLOTS),
 	FS(struct zlfs_inode_pack, slot, nlink, ZLFS_PACK_SLOTS),

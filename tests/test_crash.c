@@ -74,6 +74,10 @@ static const struct workload_def workloads[] = {
 	/* inode packs: small files packed, a zone of packs collected by GC, its inodes
 	 * fsync'ed and unlinked after; the checkpoints that pack and GC every operation */
 	{"packed", 64ULL << 20, workload_packed, 30, 0, 0, "nogc", "--packed-inodes"},
+	/* spanning pack slots: the checkpoint that turns SPAN_SLOTS on and one that packs them
+	 * again after growing, shrinking, fsyncs and unlinks: every operation of both, every
+	 * flush boundary */
+	{"span", 64ULL << 20, workload_span, 20, 1, 0, "nogc", "--packed-inodes"},
 };
 
 /* An image formatted with encryption and a key file next to it; mounts pass the key. */

@@ -5,7 +5,8 @@
  * the node zone holding the packs is closed and mostly dead, GC of that zone (the live slots
  * of its packs moved, packed again by the checkpoint that follows), then fsyncs and unlinks of
  * the files GC moved. It notes in the model (crash_testutil.h) what every fsync and sync made
- * durable. Part of test_crash (test_crash.c).
+ * durable; and spanning slots (SPAN_SLOTS), packed, changed and packed again (workload_span).
+ * Part of test_crash (test_crash.c).
  */
 #include "crash_testutil.h"
 
@@ -89,6 +90,42 @@ void workload_packed(void)
 	for (i = 3; i < NKEPT; i += 11) {
 		kept_name(rel, sizeof(rel), i);
 		unlink_path(rel);
+	}
+	sync_stage(1);
+}
+
+/* ---- spanning slots (SPAN_SLOTS) ---------------------------------------------------------- */
+
+#define NSPAN 40
+/* inline files of 1, 2, 5, 9 and 15 positions, one a byte too big for a pack, 2 and 4 */
+static const size_t span_len[8] = {40, 129, 1000, 2000, 3600, 3601, 300, 700};
+
+/* Inline files a checkpoint packs over several positions each, among small ones: the first
+ * such checkpoint turns SPAN_SLOTS on (the superblock before its packs). Then some grown
+ * across spans or out of any pack, shrunk to one position, rewritten and fsync'ed (a whole
+ * block: their spans die), unlinked, and packed again by a second checkpoint. Both
+ * checkpoints every operation a crash point; every flush boundary too (test_crash.c). */
+void workload_span(void)
+{
+	char rel[32];
+	int i;
+
+	mkdir_path("s");
+	for (i = 0; i < NSPAN; i++) {
+		snprintf(rel, sizeof(rel), "s/%02d", i);
+		write_file(rel, 4000 + (uint32_t)i, span_len[i % 8], 0, 0);
+	}
+	sync_stage(1);
+	for (i = 0; i < NSPAN; i++) {
+		snprintf(rel, sizeof(rel), "s/%02d", i);
+		if (i % 5 == 0) /* grown: to the next size up, or past the area */
+			write_file(rel, 4100 + (uint32_t)i, span_len[i % 8] + 900, 0, 0);
+		else if (i % 5 == 1) /* shrunk into one position */
+			truncate_file(rel, 100);
+		else if (i % 5 == 2)
+			rewrite_fsync(rel, 4200 + (uint32_t)i, span_len[(i + 3) % 8]);
+		else if (i % 10 == 3)
+			unlink_path(rel);
 	}
 	sync_stage(1);
 }

@@ -350,7 +350,7 @@ static void build_pack(const struct zlfs_sb_info *s, uint32_t n, const uint32_t 
 	pk->nr_slots = le32_put(n);
 	for (uint32_t i = 0; i < n; i++) {
 		small_inode(&pk_in[i], nids[i]);
-		ck_assert_int_eq(zlfs_pack_fill(pk, i, &pk_in[i]), 0);
+		ck_assert_int_eq(zlfs_pack_fill(pk, i, &pk_in[i], 0), 1);
 	}
 	zlfs_blk_seal(pk, s->seed);
 }
@@ -375,7 +375,7 @@ START_TEST(t_pack_round_trip)
 	build_pack(&s, ZLFS_PACK_SLOTS, nids);
 	pk_in[3].addr[31] = le32_put(zlfs_zone_start_blk(&s, s.main_zone_first) + 1); /* the
 										      * last word a slot keeps */
-	ck_assert_int_eq(zlfs_pack_fill(blk, 3, &pk_in[3]), 0);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 3, &pk_in[3], 0), 1);
 	zlfs_blk_seal(blk, s.seed);
 	ck_assert_msg(!zlfs_pack_check(&s, blk, why, sizeof(why)), "%s", why);
 	for (uint32_t i = 0; i < ZLFS_PACK_SLOTS; i++) {
@@ -383,15 +383,15 @@ START_TEST(t_pack_round_trip)
 		ck_assert_int_eq(memcmp(pk_out, &pk_in[i], ZLFS_CSUM_OFF), 0);
 	}
 	pk_in[0].addr[ZLFS_PACK_ADDRS] = le32_put(77); /* past the slot's words */
-	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0], 0), -E2BIG); /* no spanning */
 	small_inode(&pk_in[0], 5);
 	pk_in[0].nid[0] = le32_put(8); /* an index node */
-	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0], 1), -E2BIG);
 	small_inode(&pk_in[0], 5);
 	pk_in[0].hdr.kind = le16_put(ZLFS_KIND_DNODE);
-	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0]), -E2BIG);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0], 1), -E2BIG);
 	small_inode(&pk_in[0], 5);
-	ck_assert_int_eq(zlfs_pack_fill(blk, ZLFS_PACK_SLOTS, &pk_in[0]), -E2BIG);
+	ck_assert_int_eq(zlfs_pack_fill(blk, ZLFS_PACK_SLOTS, &pk_in[0], 1), -E2BIG);
 }
 END_TEST
 
@@ -422,7 +422,7 @@ START_TEST(t_pack_check_refuses)
 	REFUSED(pk->hdr.flags = le16_put(ZLFS_NODE_FSYNC)); /* a pack is never rolled forward */
 	REFUSED(pk->hdr.index = le32_put(4));
 	REFUSED(pk->hdr.ino = le32_put(4));
-	REFUSED(pk->reserved = le32_put(1));
+	REFUSED(pk->span = le32_put(1)); /* spans without SPAN_SLOTS */
 	REFUSED(pk->pad[100] = 1);
 	REFUSED(pk->slot[1].mode = le32_put(0170000)); /* the slot's inode: no file type */
 	REFUSED(pk->slot[2].xattr_nid = le32_put(s.max_nid));
@@ -433,6 +433,124 @@ START_TEST(t_pack_check_refuses)
 	pk->slot[1].mode = le32_put(0170000); /* the head check leaves the inode to its reader */
 	ck_assert_int_eq(zlfs_pack_check_head(&s, blk, why, sizeof(why)), 0);
 #undef REFUSED
+}
+END_TEST
+
+/* Inode NID of a regular file with LEN inline bytes, the last one nonzero. */
+static void inline_inode(struct zlfs_inode *in, uint32_t nid, uint32_t len)
+{
+	small_inode(in, nid);
+	in->flags = le32_put(ZLFS_IFLAG_INLINE);
+	in->size = le64_put(len);
+	in->inline_size = le32_put(len);
+	in->blocks = 0;
+	for (uint32_t i = 0; i < len; i++)
+		((uint8_t *)in->addr)[i] = (uint8_t)(i * 7 + nid + 1) | 1;
+}
+
+/* SPAN_SLOTS: a pack of inline files of 129, 1000, 1100 bytes between small inodes: each
+ * slot takes 1 + ceil((len - 128) / 248) positions, checks, and expands to the inode it was
+ * made from; 2,000 bytes take 9 positions, 3,600 all 15, and 3,601 fit no pack. */
+START_TEST(t_pack_span_round_trip)
+{
+	static const uint32_t len[] = {0, 129, 0, 1000, 1100, 0};
+	struct zlfs_inode_pack *pk = (void *)blk;
+	struct zlfs_sb_info s;
+	uint32_t pos = 0, at[6], i;
+	char why[256];
+
+	packed_sb(&s);
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_SPAN_SLOTS | ZLFS_FEAT_INCOMPAT_INLINE_DATA;
+	memset(blk, 0, sizeof(blk));
+	zlfs_blk_init(pk, ZLFS_KIND_IPACK, 0, 0, 9);
+	for (i = 0; i < 6; i++) {
+		int k;
+
+		if (len[i])
+			inline_inode(&pk_in[i], 10 + i, len[i]);
+		else
+			small_inode(&pk_in[i], 10 + i);
+		ck_assert_uint_eq(zlfs_pack_positions(&pk_in[i]),
+				  len[i] ? 1 + (len[i] - 128 + 247) / 248 : 1);
+		ck_assert_int_eq(zlfs_pack_fill(blk, pos, &pk_in[i], 0),
+				 len[i] ? -E2BIG : 1); /* a span only when allowed */
+		k = zlfs_pack_fill(blk, pos, &pk_in[i], 1);
+		ck_assert_int_eq(k, (int)zlfs_pack_positions(&pk_in[i]));
+		at[i] = pos;
+		pos += (uint32_t)k;
+	}
+	ck_assert_uint_eq(pos, 1 + 2 + 1 + 5 + 5 + 1); /* a full pack */
+	pk->nr_slots = le32_put(pos);
+	zlfs_blk_seal(pk, s.seed);
+	ck_assert_msg(!zlfs_pack_check(&s, blk, why, sizeof(why)), "%s", why);
+	for (i = 0; i < 6; i++) {
+		ck_assert(zlfs_pack_is_slot(blk, at[i]));
+		for (uint32_t j = at[i] + 1; j < at[i] + zlfs_pack_span(blk, at[i]); j++)
+			ck_assert(!zlfs_pack_is_slot(blk, j));
+		zlfs_pack_expand(blk, at[i], pk_out);
+		ck_assert_int_eq(memcmp(pk_out, &pk_in[i], ZLFS_CSUM_OFF), 0);
+	}
+	ck_assert(!zlfs_pack_is_slot(blk, pos)); /* past nr_slots */
+	s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_SPAN_SLOTS; /* an older image: spans refused */
+	ck_assert_int_eq(zlfs_pack_check(&s, blk, why, sizeof(why)), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(why, "SPAN_SLOTS"));
+	inline_inode(&pk_in[0], 10, 2000);
+	ck_assert_uint_eq(zlfs_pack_positions(&pk_in[0]), 9);
+	inline_inode(&pk_in[0], 10, ZLFS_PACK_SPAN_MAX);
+	ck_assert_uint_eq(zlfs_pack_positions(&pk_in[0]), ZLFS_PACK_SLOTS);
+	ck_assert_int_eq(zlfs_pack_fill(blk, 1, &pk_in[0], 1), -E2BIG); /* no room after 1 */
+	ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0], 1), (int)ZLFS_PACK_SLOTS);
+	inline_inode(&pk_in[0], 10, ZLFS_PACK_SPAN_MAX + 1);
+	ck_assert_uint_eq(zlfs_pack_positions(&pk_in[0]), 0);
+	inline_inode(&pk_in[0], 10, 1000); /* zero past byte 128: one position, as before */
+	memset((uint8_t *)pk_in[0].addr + 128, 0, 1000 - 128);
+	ck_assert_uint_eq(zlfs_pack_positions(&pk_in[0]), 1);
+}
+END_TEST
+
+/* Crafted spans: each is refused with its reason. */
+START_TEST(t_pack_span_refuses)
+{
+	struct zlfs_inode_pack *pk = (void *)blk;
+	struct zlfs_sb_info s;
+	char why[256];
+
+	packed_sb(&s);
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_SPAN_SLOTS | ZLFS_FEAT_INCOMPAT_INLINE_DATA;
+#define SPAN_PACK()                                                                            \
+	do {                                                                                   \
+		memset(blk, 0, sizeof(blk));                                                   \
+		zlfs_blk_init(pk, ZLFS_KIND_IPACK, 0, 0, 9);                                   \
+		small_inode(&pk_in[0], 4);                                                     \
+		inline_inode(&pk_in[1], 9, 600); /* 3 positions: 1-3 */                       \
+		small_inode(&pk_in[2], 12);                                                    \
+		ck_assert_int_eq(zlfs_pack_fill(blk, 0, &pk_in[0], 1), 1);                     \
+		ck_assert_int_eq(zlfs_pack_fill(blk, 1, &pk_in[1], 1), 3);                     \
+		ck_assert_int_eq(zlfs_pack_fill(blk, 4, &pk_in[2], 1), 1);                     \
+		pk->nr_slots = le32_put(5);                                                    \
+	} while (0)
+#define SPAN_REFUSED(edit, says)                                                               \
+	do {                                                                                   \
+		SPAN_PACK();                                                                   \
+		edit;                                                                          \
+		ck_assert_int_eq(zlfs_pack_check(&s, blk, why, sizeof(why)), -EUCLEAN);        \
+		ck_assert_msg(strstr(why, says), "%s", why);                                   \
+	} while (0)
+	SPAN_PACK();
+	ck_assert_msg(!zlfs_pack_check(&s, blk, why, sizeof(why)), "%s", why);
+	ck_assert_uint_eq(zlfs_pack_span(blk, 1), 3);
+	SPAN_REFUSED(pk->span = le32_put(le32_get(pk->span) | 1u), "position 0");
+	SPAN_REFUSED(pk->span = le32_put(le32_get(pk->span) | 1u << 5), "past nr_slots");
+	SPAN_REFUSED(pk->nr_slots = le32_put(3), "past nr_slots"); /* the span runs past it */
+	SPAN_REFUSED(memset(&pk->slot[3], 0, sizeof(pk->slot[3])), "the last all zero");
+	/* the small inode after the span taken for its last position: the inline file's bytes
+	 * past its size are not zero */
+	SPAN_REFUSED(pk->span = le32_put(le32_get(pk->span) | 1u << 4), "not zero");
+	SPAN_REFUSED(pk->span = le32_put(le32_get(pk->span) & ~(1u << 3)), "nid");
+	SPAN_REFUSED(s.feat_incompat &= ~ZLFS_FEAT_INCOMPAT_SPAN_SLOTS, "without SPAN_SLOTS");
+	s.feat_incompat |= ZLFS_FEAT_INCOMPAT_SPAN_SLOTS;
+#undef SPAN_REFUSED
+#undef SPAN_PACK
 }
 END_TEST
 
@@ -491,6 +609,8 @@ int main(void)
 	tcase_add_test(tc, t_layout_logs_follow_limits);
 	tcase_add_test(tc, t_pack_round_trip);
 	tcase_add_test(tc, t_pack_check_refuses);
+	tcase_add_test(tc, t_pack_span_round_trip);
+	tcase_add_test(tc, t_pack_span_refuses);
 	tcase_add_test(tc, t_pack_nat_and_limits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

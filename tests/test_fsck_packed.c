@@ -5,12 +5,14 @@
  * collected, the dump of a packed inode and of its pack, and a pack read or written while
  * an allocation, a read or a NAT update fails (injected through --wrap), the room a zone
  * of packs collected owes, and GC of a pack whose live slots were never worked out. Part of test_fsck
- * (test_fsck.c orders the tests).
+ * (test_fsck.c orders the tests). Spanning slots (SPAN_SLOTS): files of 129 to 3,601 bytes
+ * packed or not, unlinked and collected by GC, and crafted spans fsck names.
  */
 #include "fsck_testutil.h"
 
 #include "core.h"
 #include "files.h"
+#include "npack.h"
 #include "zdev_emu.h"
 
 #include <errno.h>
@@ -23,7 +25,17 @@
 
 static uint32_t pk_ino[NPK], churn_ino[NCHURN], pk_dir;
 
-static size_t pk_size(int i) { return i % 5 ? 30 + (size_t)i : 4096 * (size_t)(1 + i % 3); }
+/* SPAN_SLOTS (populate_span): inline files that take 2, 5, 9, 15, 1, 2, 4 positions, and one
+ * a byte too big for any pack */
+static const size_t span_sizes[8] = {129, 1000, 2000, 3600, 40, 300, 3601, 700};
+static int spanning; /* pk_size is populate_span's */
+
+static size_t pk_size(int i)
+{
+	if (spanning)
+		return span_sizes[i % 8];
+	return i % 5 ? 30 + (size_t)i : 4096 * (size_t)(1 + i % 3);
+}
 
 /* /p/fNNN: NPK files, most inline (30-270 bytes), every fifth one to three blocks; /c/cNN:
  * NCHURN more. mkfs --packed-inodes; the unmount's checkpoint packs them. */
@@ -34,6 +46,7 @@ static void populate_packed(const char *name)
 	uint32_t cdir;
 	char nm[32];
 
+	spanning = 0;
 	tu_fresh_fs(name, &o, img, sizeof(img), mnt, sizeof(mnt));
 	ck_assert_int_eq(tu_sh("%s -q -f --packed-inodes %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
 			       img), 0);
@@ -557,6 +570,301 @@ START_TEST(t_packed_fsync_nearfull)
 }
 END_TEST
 
+/* ---- spanning slots (SPAN_SLOTS) ---------------------------------------------------------- */
+
+/* A regular file NAME in DIR kept inline (as the daemon creates one), of LEN bytes: B, or
+ * when NULL mk's pattern. */
+static uint32_t mk_inline(struct zlfs_fs *fs, uint32_t dir, const char *name, size_t len,
+			  const uint8_t *b)
+{
+	uint32_t ino = mk(fs, dir, name, 0, 0);
+	static uint8_t p[4096];
+	struct node_page *np;
+
+	for (size_t i = 0; i < len && !b; i++)
+		p[i] = pat(ino, i);
+	ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+	inline_start(fs, np);
+	ck_assert_int_eq(inline_try_write(fs, np, b ? b : p, len, 0), (int)len);
+	ck_assert(le32_get(inode_of(np)->flags) & ZLFS_IFLAG_INLINE);
+	node_put(fs, np);
+	return ino;
+}
+
+/* populate_packed with inline files of span_sizes instead (s000...), the others unlinked. */
+static void populate_span(const char *name)
+{
+	struct node_page *d;
+	struct zlfs_fs *fs;
+	char nm[32];
+
+	populate_packed(name);
+	fs = mount_rw(img, 0);
+	spanning = 1;
+	ck_assert_int_eq(inode_get(fs, pk_dir, &d), 0);
+	for (int i = 0; i < NPK; i++) {
+		snprintf(nm, sizeof(nm), "f%03d", i);
+		ck_assert_int_eq(dir_remove(fs, d, nm, strlen(nm)), 0);
+		ck_assert_int_eq(inode_free(fs, pk_ino[i]), 0);
+		snprintf(nm, sizeof(nm), "s%03d", i);
+		pk_ino[i] = mk_inline(fs, pk_dir, nm, pk_size(i), NULL);
+	}
+	node_put(fs, d);
+	ck_assert_int_eq(files_unmount(fs), 0);
+}
+
+/* The positions inode INO's slot takes in its pack (0: not packed). */
+static uint32_t positions_of(struct zlfs_fs *fs, uint32_t ino)
+{
+	struct nat_ent e = nat_of(fs, ino);
+	uint8_t *pk;
+	uint32_t k;
+
+	if (!e.packed)
+		return 0;
+	pk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	ck_assert_int_eq(seg_read(fs, e.blkaddr, pk), 0);
+	ck_assert(zlfs_pack_is_slot(pk, e.slot));
+	ck_assert_uint_eq(le32_get(((struct zlfs_inode_pack *)pk)->slot[e.slot].nid), ino);
+	k = zlfs_pack_span(pk, e.slot);
+	zdev_buf_free(pk);
+	return k;
+}
+
+/* A file of LEN bytes i % 251 + 1 (none zero) named NAME in DIR, its 4 KiB inode into IN. */
+static uint32_t mk_dense(struct zlfs_fs *fs, uint32_t dir, const char *name, size_t len,
+			 uint8_t *in)
+{
+	static uint8_t b[4096];
+	struct node_page *np;
+	uint32_t ino;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i % 251 + 1);
+	ino = mk_inline(fs, dir, name, len, b);
+	ck_assert_int_eq(inode_get(fs, ino, &np), 0);
+	memcpy(in, np->buf, ZLFS_BLOCK_SIZE);
+	node_put(fs, np);
+	return ino;
+}
+
+/* Files of 129, 1,000, 2,000, 3,600 and 3,601 bytes among small ones and one of 1,000 bytes
+ * zero past its first 100: after the unmount's checkpoint the first four are spanning slots
+ * of 2, 5, 9 and 15 positions, the last a whole block, the zero-tailed one a slot of one;
+ * each reads back as the inode it was (every field but the header's versions); SPAN_SLOTS
+ * is on (it was not before); fsck is clean; zlfs-dump shows the spans. */
+START_TEST(t_span_files)
+{
+	static const size_t len[] = {129, 1000, 2000, 3600, 3601};
+	static const uint32_t want[] = {2, 5, 9, 15, 0};
+	static uint8_t in[6][ZLFS_BLOCK_SIZE], back[ZLFS_BLOCK_SIZE], zero[900];
+	struct zemu_create_opts o = {.size = 64 << 20, .zone_size = 2 << 20};
+	const size_t hdr = sizeof(struct zlfs_blkhdr);
+	uint32_t ino[6], small[6], dir, addr;
+	struct node_page *np;
+	struct zlfs_fs *fs;
+	char nm[32];
+
+	tu_fresh_fs("span.img", &o, img, sizeof(img), mnt, sizeof(mnt));
+	ck_assert_int_eq(tu_sh("%s -q -f --packed-inodes %s", tu_bin(bin, sizeof(bin), "mkfs.zlfs"),
+			       img), 0);
+	fs = mount_rw(img, 0);
+	ck_assert(!(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_SPAN_SLOTS)); /* not yet */
+	dir = mk(fs, ZLFS_ROOT_INO, "s", 1, 0);
+	for (int i = 0; i < 6; i++) {
+		snprintf(nm, sizeof(nm), "small%d", i);
+		small[i] = mk(fs, dir, nm, 0, 40);
+		snprintf(nm, sizeof(nm), "f%d", i);
+		ino[i] = mk_dense(fs, dir, nm, i < 5 ? len[i] : 100, in[i]);
+	}
+	ck_assert_int_eq(inode_get(fs, ino[5], &np), 0); /* 1,000 bytes, zero past 100 */
+	ck_assert_int_eq(inline_try_write(fs, np, zero, sizeof(zero), 100), (int)sizeof(zero));
+	memcpy(in[5], np->buf, ZLFS_BLOCK_SIZE);
+	node_put(fs, np);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+
+	fs = mount_rw(img, 1);
+	ck_assert(fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_SPAN_SLOTS);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_uint_eq(positions_of(fs, ino[i]), i < 5 ? want[i] : 1);
+		ck_assert_uint_eq(positions_of(fs, small[i]), 1);
+		ck_assert_int_eq(inode_get(fs, ino[i], &np), 0);
+		memcpy(back, np->buf, ZLFS_BLOCK_SIZE);
+		node_put(fs, np);
+		ck_assert_uint_eq(le64_get(((struct zlfs_inode *)back)->size), i < 5 ? len[i] : 1000);
+		/* the header (versions, seq) aside: every field, the inline bytes among them */
+		ck_assert_msg(!memcmp(back + hdr, in[i] + hdr, ZLFS_CSUM_OFF - hdr), "file %d", i);
+	}
+	addr = nat_of(fs, ino[3]).blkaddr;
+	files_unmount(fs);
+	ck_assert_int_eq(tu_sh("%s --json -b %u %s > %s", tu_bin(bin, sizeof(bin), "zlfs-dump"),
+			       addr, img, out), 0);
+	ck_assert(said("\"positions\": 15"));
+}
+END_TEST
+
+/* A tree of spanning slots (populate_span): a third of its files unlinked, the zone of its
+ * packs collected by GC: the rest leave it, packed again, read back; the zone is free; the
+ * room owed is settled; fsck is clean. */
+START_TEST(t_span_unlink_gc)
+{
+	int spans = 0, whole = 0, moved = 0;
+	struct node_page *d;
+	struct zlfs_fs *fs;
+	uint32_t zone;
+	char nm[32];
+
+	populate_span("spangc.img");
+	ck_assert_int_eq(fsck("-n", img), 0);
+	fs = mount_rw(img, 0);
+	for (int i = 0; i < NPK; i++) {
+		spans += positions_of(fs, pk_ino[i]) > 1;
+		whole += !nat_of(fs, pk_ino[i]).packed;
+	}
+	ck_assert_int_ge(spans, NPK / 2); /* 5 of the 8 sizes span */
+	ck_assert_int_eq(whole, NPK / 8); /* 3,601 bytes */
+	ck_assert_int_eq(inode_get(fs, pk_dir, &d), 0);
+	for (int i = 1; i < NPK; i += 3) { /* not pk_ino[0]: churn_past_packs follows it */
+		snprintf(nm, sizeof(nm), "s%03d", i);
+		ck_assert_int_eq(dir_remove(fs, d, nm, strlen(nm)), 0);
+		ck_assert_int_eq(inode_free(fs, pk_ino[i]), 0);
+	}
+	node_put(fs, d);
+	ck_assert_int_eq(files_sync(fs), 0);
+	zone = churn_past_packs(fs);
+	ck_assert_int_eq(gc_migrate_zone(fs, zone), 0);
+	ck_assert_int_eq(files_sync(fs), 0);
+	ck_assert_uint_eq(seg_owed_blocks(fs), 0);
+	ck_assert_int_eq(seg_zone_state(fs, zone), ZONE_FREE);
+	for (int i = 0; i < NPK; i++) {
+		if (i % 3 == 1)
+			continue;
+		ck_assert_uint_ne(nat_of(fs, pk_ino[i]).blkaddr / zlfs_zone_blocks(&fs->sb), zone);
+		moved += positions_of(fs, pk_ino[i]) > 1;
+		ck_assert_msg(same_data(fs, pk_ino[i], pk_size(i)), "file %d", i);
+	}
+	ck_assert_int_ge(moved, NPK / 3);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck("-n", img), 0);
+}
+END_TEST
+
+/* npack_group: a pack takes later items of its log that fit its room ({10, 5} twice where
+ * taking them in order would write {10}, {10, 5}, {5}); every item goes once, with items of
+ * its log only, in dirty-list order; and for random positions the packs of a log never
+ * exceed the blocks the units owed (npack_units: 2k - 1 for a span of k) pay for. */
+START_TEST(t_span_groups)
+{
+	static struct npack_item it[2000];
+	struct npack_item *grp[ZLFS_PACK_SLOTS];
+	static const uint8_t ks[] = {10, 10, 5, 5};
+	uint32_t first = 0, k, n, units[2] = {0, 0}, packs[2] = {0, 0}, seen = 0;
+
+	for (n = 0; n < 4; n++)
+		it[n] = (struct npack_item){.order = n, .type = ZLFS_LOG_WARM_NODE, .k = ks[n]};
+	npack_sort(it, 4);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 2);
+	ck_assert(grp[0]->order == 0 && grp[1]->order == 2);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 2);
+	ck_assert(grp[0]->order == 1 && grp[1]->order == 3);
+	ck_assert_uint_eq(npack_group(it, 4, &first, grp), 0);
+
+	srandom(7);
+	for (n = 0; n < 2000; n++) {
+		uint8_t kk = random() % 3 ? 1 + random() % 3 : 1 + random() % ZLFS_PACK_SLOTS;
+
+		it[n] = (struct npack_item){.order = n, .type = (uint8_t)(ZLFS_LOG_HOT_NODE +
+							random() % 2), .k = kk};
+		units[it[n].type - ZLFS_LOG_HOT_NODE] += kk > 1 ? 2u * kk - 1 : 1;
+	}
+	npack_sort(it, n);
+	for (first = 0; (k = npack_group(it, n, &first, grp));) {
+		uint32_t pos = 0;
+
+		for (uint32_t m = 0; m < k; m++) {
+			ck_assert_uint_eq(grp[m]->type, grp[0]->type);
+			ck_assert(!m || grp[m]->order > grp[m - 1]->order);
+			pos += grp[m]->k;
+		}
+		ck_assert_uint_le(pos, ZLFS_PACK_SLOTS);
+		packs[grp[0]->type - ZLFS_LOG_HOT_NODE]++;
+		seen += k;
+	}
+	ck_assert_uint_eq(seen, n);
+	for (int t = 0; t < 2; t++)
+		ck_assert_msg(packs[t] <= npack_blocks(units[t]), "log %d: %u packs, %u owed", t,
+			      packs[t], npack_blocks(units[t]));
+}
+END_TEST
+
+struct span_edit {
+	uint32_t slot;
+	int what; /* 0: position 0 marked a continuation; 1: the span's last position zeroed */
+};
+
+static void edit_span(uint8_t *b, void *arg)
+{
+	struct zlfs_inode_pack *pk = (void *)b;
+	const struct span_edit *e = arg;
+
+	if (e->what == 0)
+		pk->span = le32_put(le32_get(pk->span) | 1u);
+	else
+		memset(&pk->slot[e->slot + zlfs_pack_span(pk, e->slot) - 1], 0,
+		       sizeof(pk->slot[0]));
+}
+
+/* Crafted spans, resealed: the pack's inodes are damaged and say why (fsck -n 4), a read
+ * fails cleanly (no crash: the test build runs ASan), -y drops them, -n is then clean; and a
+ * NAT entry naming a continuation position is refused as such. */
+START_TEST(t_span_hostile)
+{
+	static const char *const says[] = {"marks position 0", "the last all zero"};
+	struct node_page *np;
+	struct zlfs_fs *fs;
+	struct nat_ent e;
+	char s[200];
+
+	for (int what = 0; what < 2; what++) {
+		struct span_edit ed = {.what = what};
+
+		populate_span(what ? "spanbad1.img" : "spanbad0.img");
+		fs = mount_rw(img, 1);
+		e = nat_of(fs, pk_ino[1]); /* 1,000 bytes: 5 positions */
+		files_unmount(fs);
+		ck_assert(e.packed);
+		ed.slot = e.slot;
+		edit_block(e.blkaddr, ZLFS_KIND_IPACK, edit_span, &ed, 1);
+		ck_assert_int_eq(fsck("-n", img), 4);
+		snprintf(s, sizeof(s), "inode %u is damaged: inode pack", pk_ino[1]);
+		ck_assert_msg(said(s) && said(says[what]), "expected \"%s\" ... \"%s\"", s,
+			      says[what]);
+		fs = mount_rw(img, 1);
+		ck_assert_int_eq(inode_get(fs, pk_ino[1], &np), -EUCLEAN);
+		ck_assert(same_data(fs, pk_ino[3], pk_size(3))); /* 15 positions: another pack */
+		files_unmount(fs);
+		ck_assert_int_eq(fsck("-y", img), 1);
+		ck_assert_int_eq(fsck("-n", img), 0);
+	}
+
+	/* the NAT names the second position of pk_ino[1]'s span */
+	populate_span("spanbadnat.img");
+	fs = mount_rw(img, 0);
+	e = nat_of(fs, pk_ino[1]);
+	ck_assert_uint_eq(positions_of(fs, pk_ino[1]), 5);
+	ck_assert_int_eq(nat_set_packed(fs, pk_ino[1], e.blkaddr, e.slot + 1), 0);
+	ck_assert_int_eq(files_unmount(fs), 0);
+	fs = mount_rw(img, 1);
+	ck_assert_int_eq(inode_get(fs, pk_ino[1], &np), -EUCLEAN);
+	files_unmount(fs);
+	ck_assert_int_eq(fsck("-n", img), 4);
+	snprintf(s, sizeof(s), "inode %u is damaged: its slot %u holds nid 0 (a spanning slot's "
+		 "continuation)", pk_ino[1], e.slot + 1);
+	ck_assert_msg(said(s), "expected \"%s\"", s);
+}
+END_TEST
+
 int fsck_packed_tests(const TTest **t)
 {
 	int n = 0;
@@ -574,5 +882,9 @@ int fsck_packed_tests(const TTest **t)
 	t[n++] = t_packed_pack_flipped;
 	t[n++] = t_packed_gc_zone;
 	t[n++] = t_packed_dump;
+	t[n++] = t_span_groups;
+	t[n++] = t_span_files;
+	t[n++] = t_span_unlink_gc;
+	t[n++] = t_span_hostile;
 	return n;
 }

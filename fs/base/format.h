@@ -33,6 +33,8 @@ static inline uint64_t le64_get(le64 v) { return v; }
 static inline uint16_t le16_get(le16 v) { return __builtin_bswap16(v); }
 static inline uint32_t le32_get(le32 v) { return __builtin_bswap32(v); }
 static inline uint64_t le64_get(le64 v) { return __builtin_bswap64(v); }
+#include "format_pack.h"
+
 #endif
 static inline le16 le16_put(uint16_t v) { return le16_get(v); }
 static inline le32 le32_put(uint32_t v) { return le32_get(v); }
@@ -133,12 +135,18 @@ static inline le64 le64_put(uint64_t v) { return le64_get(v); }
  * its inode's address area (zlfs_dentry_inline_encode) and has no data block. Set by the
  * first directory stored so: an older reader would take the entries for block addresses. */
 #define ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES (1u << 10)
+/* An inode pack's slot may span several positions (struct zlfs_inode_pack's span bits), so
+ * an inode with up to 3,600 bytes in its address area (inline data, block addresses) is
+ * packed. Set by the first checkpoint that writes one: an older reader would take the
+ * continuation bytes for slots. */
+#define ZLFS_FEAT_INCOMPAT_SPAN_SLOTS (1u << 11)
 #define ZLFS_FEAT_INCOMPAT_SUPP                                                                 \
 	(ZLFS_FEAT_INCOMPAT_ENCRYPT | ZLFS_FEAT_INCOMPAT_FALLOC | ZLFS_FEAT_INCOMPAT_ONE_FLUSH |   \
 	 ZLFS_FEAT_INCOMPAT_INLINE_DATA | ZLFS_FEAT_INCOMPAT_XATTR_NODES |                    \
 	 ZLFS_FEAT_INCOMPAT_POSIX_ACL | ZLFS_FEAT_INCOMPAT_COMPRESS |                          \
 	 ZLFS_FEAT_INCOMPAT_DENTRY_MARK | ZLFS_FEAT_INCOMPAT_ATTR_FLAGS |                      \
-	 ZLFS_FEAT_INCOMPAT_PACKED_INODES | ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES)
+	 ZLFS_FEAT_INCOMPAT_PACKED_INODES | ZLFS_FEAT_INCOMPAT_INLINE_DENTRIES |                \
+	 ZLFS_FEAT_INCOMPAT_SPAN_SLOTS)
 
 /* The revision this code reads as: ZLFS_REVISION, or $ZLFS_TEST_READER_REVISION (1..65535) so
  * a test can play an older or a newer reader against one image. Only tests set it. */
@@ -538,54 +546,9 @@ struct zlfs_node {
 };
 static_assert(sizeof(struct zlfs_node) == ZLFS_BLOCK_SIZE, "node block size");
 
-/* ---- inode packs (PACKED_INODES) -----------------------------------------------------------
- * The inode of a small file - no index node (nid[] all 0), nothing in its address area past
- * the first ZLFS_PACK_ADDRS words (32 addresses or 128 bytes of inline data), no fsync count -
- * may be stored as a slot of a pack block rather than as a block of its own. The slot keeps
- * every other field of struct zlfs_inode; the header fields come from the pack (kind INODE,
- * index = ino = the slot's nid, cp_ver and seq the pack's, flags 0) and the omitted ones are
- * zero, so expanding a slot gives back exactly the 4 KiB inode it was made from. A pack is
- * written only by a checkpoint (flags 0, never rolled forward); slots [0, nr_slots) are used,
- * in ascending nid order, the others all zero. Its segment summary entry is {0, SUM_PACK}.
- * The SIT counts a pack valid while the NAT entry of any of its slots' nids names it. */
-#define ZLFS_PACK_SLOTS 15u /* slot + 1 fits the NAT's 4 bits */
-#define ZLFS_PACK_ADDRS 32u
-struct zlfs_pack_slot {
-	le32 nid;           /* the inode; 0: an unused slot (all zero) */
-	le32 generation;
-	le32 mode;
-	le32 uid;
-	le32 gid;
-	le32 nlink;
-	le32 flags;
-	le32 xattr_nid;
-	le32 parent_ino;
-	le32 rdev;
-	le32 dir_depth;
-	le32 inline_size;
-	le32 dir_entries;
-	uint8_t compress_alg;
-	uint8_t cluster_log;
-	le16 compress_pad;
-	le64 size;
-	le64 blocks;
-	le64 atime_ns;
-	le64 mtime_ns;
-	le64 ctime_ns;
-	le64 crtime_ns;
-	uint8_t nonce[16];
-	le32 addr[ZLFS_PACK_ADDRS]; /* the inode's addr[0, 32): the rest is zero */
-};
-static_assert(sizeof(struct zlfs_pack_slot) == 248, "pack slot size");
-struct zlfs_inode_pack {
-	struct zlfs_blkhdr hdr; /* kind IPACK, flags 0, index 0, ino 0 */
-	le32 nr_slots;          /* 1..ZLFS_PACK_SLOTS */
-	le32 reserved;          /* 0 */
-	struct zlfs_pack_slot slot[ZLFS_PACK_SLOTS];
-	uint8_t pad[ZLFS_PAYLOAD - 8 - ZLFS_PACK_SLOTS * sizeof(struct zlfs_pack_slot)]; /* 0 */
-	le64 csum;
-};
-static_assert(sizeof(struct zlfs_inode_pack) == ZLFS_BLOCK_SIZE, "inode pack size");
+/* ---- inode packs (PACKED_INODES): format_pack.h, included at the end --------------------- */
+#define ZLFS_PACK_SLOTS 15u /* positions of a pack; slot + 1 fits the NAT's 4 bits */
+#define ZLFS_PACK_ADDRS 32u /* the address words a slot keeps */
 
 /* xattr node: entries packed from data[0], each 4-byte aligned:
  * u8 name_index, u8 name_len, le16 value_size, name, value. */
@@ -870,21 +833,6 @@ int zlfs_sum_entry_check(const struct zlfs_sb_info *sbi, uint32_t nid, uint16_t 
 /* A node block read for NID, of any node kind: its header and every field its kind has. */
 int zlfs_node_check(const struct zlfs_sb_info *sbi, uint32_t nid, const void *blk, char *why,
 		    size_t len);
-/* An inode pack read from a node log: header, slot count, every slot's nid (ascending, in
- * range), unused slots and padding zero, and each slot as an inode (zlfs_node_check's rules).
- * Its checksum is the caller's (zlfs_blk_verify). */
-int zlfs_pack_check(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
-/* zlfs_pack_check but for the slots' inode fields: for a reader that checks the one inode it
- * expands. */
-int zlfs_pack_check_head(const struct zlfs_sb_info *sbi, const void *blk, char *why, size_t len);
-/* Slot SLOT of pack PACK expanded into the 4 KiB inode it stands for, at OUT (unsealed). */
-void zlfs_pack_expand(const void *pack, uint32_t slot, void *out);
-/* Inode IN (4 KiB) fits a pack slot: no index node, address words past ZLFS_PACK_ADDRS, fsync
- * count or reserved field in use (else it stays a whole block). */
-int zlfs_pack_fits(const void *in);
-/* Inode IN (4 KiB, nid in its header) into slot SLOT of pack PACK: 0, or -E2BIG when it does
- * not fit (zlfs_pack_fits). The caller sets nr_slots and seals the pack. */
-int zlfs_pack_fill(void *pack, uint32_t slot, const void *in);
 /* The hash a name (its disk form: ciphertext in an encrypted directory) is placed by. */
 uint32_t zlfs_name_hash(const struct zlfs_sb_info *sbi, const void *name, size_t len);
 /* A dentry mark (DENTRY_MARK) read by recovery: header, parent, type and name. */
@@ -905,5 +853,7 @@ static inline uint32_t zlfs_main_segments(const struct zlfs_sb_info *sbi)
 {
 	return sbi->main_zones * sbi->segs_per_zone;
 }
+
+#include "format_pack.h"
 
 #endif

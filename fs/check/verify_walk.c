@@ -44,7 +44,7 @@ static int visit_pack_slot(struct chk *c, uint32_t ino, const struct nat_ent *e,
 			return -1;
 		c->pack_checked = e->blkaddr;
 	}
-	if (e->slot >= le32_get(pk->nr_slots) || le32_get(pk->slot[e->slot].nid) != ino)
+	if (!zlfs_pack_is_slot(pk, e->slot) || le32_get(pk->slot[e->slot].nid) != ino)
 		return -1;
 	zlfs_pack_expand(blk, e->slot, out);
 	return zlfs_node_check(&c->fs->sb, ino, out, why, sizeof(why)) ? -1 : 0;

@@ -444,7 +444,7 @@ uint32_t remap_count(struct zlfs_fs *fs);
 uint32_t remap_export(struct zlfs_fs *fs, struct zlfs_remap_entry *out, uint32_t max);
 void remap_destroy(struct zlfs_fs *fs);
 /* Turn on an incompatible feature: the superblock is rewritten before anything that needs it
- * can reach the device (mount.c). */
+ * can reach the device (super.c). */
 int zlfs_feature_incompat(struct zlfs_fs *fs, uint32_t bit);
 
 /* ---- keys.c ----------------------------------------------------------------------------- */
@@ -696,11 +696,7 @@ int npack_expand(struct zlfs_fs *fs, uint32_t nid, uint32_t addr, uint32_t slot,
 /* NID's current copy, whose NAT entry is E, into BUF in the 4 KiB form (not checked when it
  * is a whole block: node_block_check). */
 int node_read_current(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *e, void *buf);
-/* Write the inodes IN[0, N) (4 KiB forms, N <= ZLFS_PACK_SLOTS, each fitting a slot) as one
- * pack to log LOG, their NAT entries re-pointed and their old copies dead. */
-int npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n, enum zlfs_log_type log);
-/* INODE (4 KiB form) fits a pack slot. */
-int npack_fits(const void *inode);
+/* npack.h: packing dirty inodes at a checkpoint (node.c and npack.c only). */
 /* GC met the valid pack at ADDR with no slot the NAT names (a slot's death could not work
  * out its live slots: node_addr_dead): work them out again, and mark it dead if none is. */
 int npack_settle(struct zlfs_fs *fs, uint32_t addr);

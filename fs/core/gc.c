@@ -263,6 +263,8 @@ static int gc_move_pack(struct zlfs_fs *fs, uint32_t addr, struct gc_window *w)
 		return -EUCLEAN;
 	}
 	for (uint32_t i = 0; ret >= 0 && i < le32_get(pk->nr_slots); i++) {
+		if (!zlfs_pack_is_slot(pk, i)) /* a spanning slot's continuation */
+			continue;
 		ret = gc_move_node(fs, addr, le32_get(pk->slot[i].nid), (int)i);
 		moved |= ret > 0;
 	}

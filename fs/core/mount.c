@@ -349,35 +349,6 @@ int zlfs_mount(const char *path, const struct zlfs_mount_opts *o, struct zlfs_fs
 	return 0;
 }
 
-int zlfs_feature_incompat(struct zlfs_fs *fs, uint32_t bit)
-{
-	/* one writer of the superblock at a time: two requests may want the feature at once */
-	static pthread_mutex_t sb_mutex = PTHREAD_MUTEX_INITIALIZER;
-	struct zlfs_sb_info sb;
-	int ret = 0;
-
-	if (ATOMIC_GET(&fs->sb.feat_incompat) & bit)
-		return 0;
-	if (ATOMIC_GET(&fs->readonly))
-		return -EROFS;
-	pthread_mutex_lock(&sb_mutex);
-	sb = fs->sb;
-	if (!(sb.feat_incompat & bit)) {
-		sb.feat_incompat |= bit;
-		sb.sb_seq++;
-		ret = zlfs_sb_write(fs->dev, &sb, fs->sb_zone);
-		if (!ret) {
-			fs->sb_zone = !fs->sb_zone;
-			fs->sb.sb_seq = sb.sb_seq;
-			ATOMIC_SET(&fs->sb.feat_incompat, sb.feat_incompat);
-			zlog_info("incompatible feature 0x%x turned on: older zlfs releases refuse "
-				  "this filesystem from now on", bit);
-		}
-	}
-	pthread_mutex_unlock(&sb_mutex);
-	return ret;
-}
-
 void zlfs_serving(struct zlfs_fs *fs)
 {
 	zdev_mark_serving(fs->dev); /* a failure is logged; it only makes tools wait longer */

@@ -15,6 +15,7 @@
  * the same node waits for that one read instead of reading a block that may be moving.
  */
 #include "core.h"
+#include "npack.h"
 #include "log.h"
 
 #include <errno.h>
@@ -100,32 +101,30 @@ static void dirty_list_del(struct zlfs_fs *fs, struct node_page *np)
 }
 
 /* Room a dirty page keeps in its log (DELTA 1) or gives back (-1), under ncache_lock: a
- * block, or of an inode the checkpoint packs, its share of a pack. node_flush_packs packs a
- * log type's inodes ZLFS_PACK_SLOTS to a block, so the first of each ZLFS_PACK_SLOTS owes the
- * block. Counting one block per such inode made a zone of packs collected by GC owe up to
- * ZLFS_PACK_SLOTS times what the checkpoint writes (forced GC, ENOSPC near full). */
+ * block, or of an inode the checkpoint packs, its share of a pack (npack_units; a log type's
+ * owe npack_blocks of their sum). Counting one block per such inode made a zone of packs
+ * collected by GC owe up to 15 times what the checkpoint writes (ENOSPC near full). */
 static void node_owe(struct zlfs_fs *fs, struct node_page *np, int delta)
 {
-	uint32_t *n = &fs->owing_share[np->owed_type];
+	uint32_t *n = &fs->owing_share[np->owed_type], was = npack_blocks(*n);
 
 	if (!np->owes_share)
 		seg_owe(fs, np->owed_type, delta);
-	else if (delta > 0 && (*n)++ % ZLFS_PACK_SLOTS == 0)
-		seg_owe(fs, np->owed_type, 1);
-	else if (delta < 0 && --*n % ZLFS_PACK_SLOTS == 0)
-		seg_owe(fs, np->owed_type, -1);
+	else if ((*n = delta > 0 ? *n + np->owes_share : *n - np->owes_share, npack_blocks(*n)) !=
+		 was)
+		seg_owe(fs, np->owed_type, (int)npack_blocks(*n) - (int)was);
 }
 
 static int node_owes_share(const struct zlfs_fs *fs, const struct node_page *np)
 {
-	return (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) && npack_fits(np->buf);
+	return (int)npack_units(fs, np->buf);
 }
 
 /* A dirty page changed: whether it still fits a pack (it may have grown out of one, or
  * shrunk into one) decides what it owes. Under ncache_lock. */
 static void node_owe_again(struct zlfs_fs *fs, struct node_page *np)
 {
-	int share = node_owes_share(fs, np);
+	int share = np->dirty ? node_owes_share(fs, np) : 0; /* a clean page owes nothing */
 
 	if (!np->dirty || share == np->owes_share)
 		return;
@@ -220,8 +219,8 @@ static void node_ra_keep_pack(struct zlfs_fs *fs, uint32_t addr, const void *pk)
 		return;
 	for (i = 0; i < n && fs->nr_cached < NCACHE_MAX; i++) {
 		nid = le32_get(p->slot[i].nid);
-		if (ncache_find(fs, nid) || nat_peek(fs, nid, &e) || e.blkaddr != addr ||
-		    !e.packed || e.slot != i || ncache_add(fs, nid, &np))
+		if (!zlfs_pack_is_slot(p, i) || ncache_find(fs, nid) || nat_peek(fs, nid, &e) ||
+		    e.blkaddr != addr || !e.packed || e.slot != i || ncache_add(fs, nid, &np))
 			continue;
 		zlfs_pack_expand(pk, i, np->buf);
 		zlfs_blk_seal(np->buf, fs->sb.seed);
@@ -606,16 +605,17 @@ static struct node_page *dirty_first(struct zlfs_fs *fs)
 }
 
 /* The dirty inodes that fit a pack slot, held, in dirty-list order. */
-static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t *n)
+static int dirty_packable(struct zlfs_fs *fs, struct npack_item **out, uint32_t *n)
 {
-	struct node_page *np, **v = NULL, **g;
-	uint32_t cap = 0;
+	struct npack_item *v = NULL, *g;
+	struct node_page *np;
+	uint32_t cap = 0, k;
 	int ret = 0;
 
 	*n = 0;
 	zlock_lock(&fs->ncache_lock);
 	for (np = fs->dirty_head; np && !ret; np = np->dnext) {
-		if (!npack_fits(np->buf))
+		if (!(k = npack_positions(fs, np->buf)))
 			continue;
 		if (*n == cap) {
 			if (!(g = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v)))) {
@@ -626,41 +626,39 @@ static int dirty_packable(struct zlfs_fs *fs, struct node_page ***out, uint32_t 
 			cap = cap ? cap * 2 : 64;
 		}
 		np->refs++;
-		v[(*n)++] = np;
+		v[*n] = (struct npack_item){np, *n, (uint8_t)node_temp(np), (uint8_t)k, 0};
+		(*n)++;
 	}
 	zlock_unlock(&fs->ncache_lock);
 	*out = v;
 	return ret;
 }
 
-/* The dirty inodes that fit, ZLFS_PACK_SLOTS to a pack, a pack per node log. Out of memory,
- * packing stops and the rest are written as whole blocks (node_flush_all): a checkpoint
- * that failed for it would leave the filesystem read-only. */
+/* The dirty inodes that fit, ZLFS_PACK_SLOTS positions to a pack, packs per node log
+ * (npack_group says which go together). Out of memory, packing stops and the rest are
+ * written as whole blocks (node_flush_all): a checkpoint that failed for it would leave the
+ * filesystem read-only. */
 static int node_flush_packs(struct zlfs_fs *fs)
 {
-	struct node_page **v, *grp[ZLFS_PACK_SLOTS];
+	struct npack_item *v, *grp[ZLFS_PACK_SLOTS];
 	const void *bufs[ZLFS_PACK_SLOTS];
-	uint32_t n, i, j, k;
+	uint32_t n, i = 0, k;
 	int ret = dirty_packable(fs, &v, &n);
 
 	if (ret == -ENOMEM) /* those listed so far */
 		ret = 0;
-	for (int t = ZLFS_LOG_HOT_NODE; t <= ZLFS_LOG_WARM_NODE && !ret; t++) {
-		for (i = 0; !ret && i < n; i = j) {
-			for (j = i, k = 0; j < n && k < ZLFS_PACK_SLOTS; j++)
-				if (node_temp(v[j]) == (enum zlfs_log_type)t)
-					grp[k++] = v[j];
-			for (uint32_t m = 0; m < k; m++)
-				bufs[m] = grp[m]->buf;
-			ret = k ? npack_write(fs, bufs, k, (enum zlfs_log_type)t) : 0;
-			zlock_lock(&fs->ncache_lock);
-			for (uint32_t m = 0; !ret && m < k; m++)
-				node_clean(fs, grp[m]);
-			zlock_unlock(&fs->ncache_lock);
-		}
+	npack_sort(v, n);
+	while (!ret && (k = npack_group(v, n, &i, grp))) {
+		for (uint32_t m = 0; m < k; m++)
+			bufs[m] = grp[m]->np->buf;
+		ret = npack_write(fs, bufs, k, (enum zlfs_log_type)grp[0]->type);
+		zlock_lock(&fs->ncache_lock);
+		for (uint32_t m = 0; !ret && m < k; m++)
+			node_clean(fs, grp[m]->np);
+		zlock_unlock(&fs->ncache_lock);
 	}
 	for (i = 0; i < n; i++)
-		node_put(fs, v[i]);
+		node_put(fs, v[i].np);
 	free(v);
 	return ret == -ENOMEM ? 0 : ret; /* a group left dirty goes whole */
 }

@@ -9,7 +9,8 @@
  * any slot is its nid's NAT address, so every death of a node's old copy comes here
  * (node_addr_dead) instead of going to seg_mark.
  * May call: node.c (nat_get, nat_set_slot, node_* cache helpers), segment.c (seg_append,
- * seg_mark, seg_read), format.h, lock.h, log.h.
+ * seg_mark, seg_read), super.c (zlfs_feature_incompat: the first spanning slot turns
+ * SPAN_SLOTS on), format.h, lock.h, log.h.
  *
  * Live slots. The table maps a pack's address to a bitmap of its slots still named by the NAT:
  * filled when the pack is written, or on the first death of a slot of a pack written before
@@ -22,6 +23,7 @@
  * under it nat_lock and seg_lock may be taken, and the device read.
  */
 #include "core.h"
+#include "npack.h"
 #include "log.h"
 
 #include <errno.h>
@@ -113,7 +115,7 @@ static int pack_read(struct zlfs_fs *fs, uint32_t addr, struct zlfs_inode_pack *
 
 static uint32_t slot_owner(const struct zlfs_inode_pack *pk, uint32_t slot)
 {
-	return slot < le32_get(pk->nr_slots) ? le32_get(pk->slot[slot].nid) : 0;
+	return zlfs_pack_is_slot(pk, slot) ? le32_get(pk->slot[slot].nid) : 0;
 }
 
 /* The live slots of the pack at ADDR as the NAT says now (the pack read once), and in OWNER
@@ -136,6 +138,8 @@ static int pack_live_from_nat(struct zlfs_fs *fs, uint32_t addr, uint32_t slot, 
 	for (uint32_t i = 0; !ret && i < le32_get(pk->nr_slots); i++) {
 		struct nat_ent e;
 
+		if (!zlfs_pack_is_slot(pk, i))
+			continue;
 		ret = nat_get(fs, le32_get(pk->slot[i].nid), &e);
 		if (!ret && e.blkaddr == addr && e.packed && e.slot == i)
 			*live |= (uint16_t)(1u << i);
@@ -246,9 +250,10 @@ int npack_slot(struct zlfs_fs *fs, uint32_t nid, uint32_t slot, const void *blk,
 									: "not an inode pack");
 	if (zlfs_pack_check_head(&fs->sb, blk, why, len))
 		return -EUCLEAN;
-	if (slot >= le32_get(pk->nr_slots) || le32_get(pk->slot[slot].nid) != nid)
-		return zlfs_why(-EUCLEAN, why, len, "its slot %u holds nid %u", slot,
-				slot < le32_get(pk->nr_slots) ? le32_get(pk->slot[slot].nid) : 0);
+	if (!zlfs_pack_is_slot(pk, slot) || le32_get(pk->slot[slot].nid) != nid)
+		return zlfs_why(-EUCLEAN, why, len, "its slot %u holds nid %u%s", slot,
+				slot_owner(pk, slot), slot < le32_get(pk->nr_slots) &&
+				!zlfs_pack_is_slot(pk, slot) ? " (a spanning slot's continuation)" : "");
 	zlfs_pack_expand(blk, slot, out);
 	zlfs_blk_seal(out, fs->sb.seed); /* checks above the node layer see a whole inode */
 	return 0;
@@ -278,11 +283,69 @@ int node_read_current(struct zlfs_fs *fs, uint32_t nid, const struct nat_ent *e,
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-int npack_fits(const void *inode)
+/* Spanning slots may be written: SPAN_SLOTS is on, or may be turned on (only on this
+ * revision's images: one of an older mkfs keeps the features it has, as INLINE_DENTRIES). */
+static int npack_span_ok(const struct zlfs_fs *fs)
+{
+	return (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_SPAN_SLOTS) ||
+	       fs->sb.revision == ZLFS_REVISION;
+}
+
+uint32_t npack_positions(const struct zlfs_fs *fs, const void *inode)
 {
 	const struct zlfs_blkhdr *h = inode;
+	uint32_t k = le16_get(h->kind) == ZLFS_KIND_INODE &&
+				     (zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_PACKED_INODES) ?
+			     zlfs_pack_positions(inode) : 0;
 
-	return le16_get(h->kind) == ZLFS_KIND_INODE && zlfs_pack_fits(inode);
+	return k > 1 && !npack_span_ok(fs) ? 0 : k;
+}
+
+uint32_t npack_units(const struct zlfs_fs *fs, const void *inode)
+{
+	uint32_t k = npack_positions(fs, inode);
+
+	return k > 1 ? 2 * k - 1 : k;
+}
+
+static int by_log_order(const void *a, const void *b)
+{
+	const struct npack_item *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void npack_sort(struct npack_item *it, uint32_t n)
+{
+	if (n)
+		qsort(it, n, sizeof(*it), by_log_order);
+}
+
+#define NPACK_LOOKAHEAD 64u /* items of a pack's log looked at past the first that does not fit */
+
+uint32_t npack_group(struct npack_item *it, uint32_t n, uint32_t *first,
+		     struct npack_item **grp)
+{
+	uint32_t i = *first, j, k = 0, pos = 0, missed = 0;
+
+	for (; i < n && it[i].taken; i++)
+		;
+	*first = i;
+	for (j = i; j < n && it[j].type == it[i].type && pos < ZLFS_PACK_SLOTS &&
+		    missed <= NPACK_LOOKAHEAD; j++) {
+		if (it[j].taken)
+			continue;
+		if (pos + it[j].k > ZLFS_PACK_SLOTS) {
+			missed++;
+			continue;
+		}
+		it[j].taken = 1;
+		grp[k++] = &it[j];
+		pos += it[j].k;
+	}
+	return k;
 }
 
 static int by_slot_nid(const void *a, const void *b)
@@ -293,14 +356,15 @@ static int by_slot_nid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Point the NAT entries of the N inodes V at their slots of the pack just written at ADDR,
+/* Point the NAT entries of the N inodes V at their slots AT of the pack just written at ADDR,
  * and record as live the slots whose entry was set: a slot no entry names is dead from the
  * start, and a pack none of whose slots is named is a dead block. Each slot's old copy dies
  * after its NAT entry names the slot (a pack of older slots read meanwhile counts this one
  * gone). Under cp_lock exclusive (the checkpoint): no death of these slots can come before
  * the table has the pack. A pack left out of the table (no memory) is read again at its
  * first death (node_addr_dead). */
-static int pack_name_slots(struct zlfs_fs *fs, const void *const *v, uint32_t n, uint32_t addr)
+static int pack_name_slots(struct zlfs_fs *fs, const void *const *v, const uint32_t *at,
+			   uint32_t n, uint32_t addr)
 {
 	uint16_t named = 0;
 	int ret = 0;
@@ -312,9 +376,9 @@ static int pack_name_slots(struct zlfs_fs *fs, const void *const *v, uint32_t n,
 
 		ret = nat_get(fs, nid, &old);
 		if (!ret)
-			ret = nat_set_packed(fs, nid, addr, i);
+			ret = nat_set_packed(fs, nid, addr, at[i]);
 		if (!ret) {
-			named |= (uint16_t)(1u << i);
+			named |= (uint16_t)(1u << at[i]);
 			node_addr_dead(fs, nid, &old);
 		}
 	}
@@ -332,8 +396,8 @@ int npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n, enum zlfs
 {
 	struct zlfs_inode_pack *pk = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	const void *v[ZLFS_PACK_SLOTS];
-	uint32_t addr, i;
-	int ret = pk ? 0 : -ENOMEM;
+	uint32_t addr, i, pos = 0, at[ZLFS_PACK_SLOTS];
+	int ret = pk ? 0 : -ENOMEM, k;
 
 	if (n < 1 || n > ZLFS_PACK_SLOTS)
 		ret = -EINVAL;
@@ -342,16 +406,25 @@ int npack_write(struct zlfs_fs *fs, const void *const *in, uint32_t n, enum zlfs
 	if (!ret) {
 		memset(pk, 0, ZLFS_BLOCK_SIZE);
 		zlfs_blk_init(pk, ZLFS_KIND_IPACK, 0, 0, fs->cp_ver);
-		pk->nr_slots = le32_put(n);
 	}
-	for (i = 0; !ret && i < n; i++)
-		ret = zlfs_pack_fill(pk, i, v[i]);
+	for (i = 0; !ret && i < n; i++) {
+		uint32_t w = npack_positions(fs, v[i]);
+
+		/* the superblock says so before any pack holds a spanning slot */
+		if (w > 1 && !(zlfs_incompat(&fs->sb) & ZLFS_FEAT_INCOMPAT_SPAN_SLOTS))
+			ret = zlfs_feature_incompat(fs, ZLFS_FEAT_INCOMPAT_SPAN_SLOTS);
+		k = ret ? ret : w ? zlfs_pack_fill(pk, pos, v[i], w > 1) : -E2BIG;
+		ret = k < 0 ? k : 0;
+		at[i] = pos;
+		pos += ret ? 0 : (uint32_t)k;
+	}
 	if (!ret) {
+		pk->nr_slots = le32_put(pos);
 		blk_seal(fs, pk);
 		ret = seg_append(fs, log, pk, ZLFS_NID_NULL, ZLFS_SUM_PACK, &addr);
 	}
 	if (!ret)
-		ret = pack_name_slots(fs, v, n, addr);
+		ret = pack_name_slots(fs, v, at, n, addr);
 	zdev_buf_free(pk);
 	return ret;
 }

@@ -5,10 +5,16 @@
  * and is finished after writing, so it never counts against the device's active-zone limit.
  * An update goes to the zone that does not hold the newest record; the newest one stays
  * intact until the new one is durable, so a power cut during an update loses nothing.
+ * Also zlfs_feature_incompat (core.h): an incompatible feature turned on by a new record,
+ * here so that any file of core may call it (npack.c's first spanning slot, in a checkpoint)
+ * without a circle through mount.c.
  * May call: format.h, zdev.h, log.h.
  */
 #include "super.h"
+#include "core.h"
 #include "log.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -168,5 +174,34 @@ int zlfs_sb_write(struct zdev *dev, const struct zlfs_sb_info *sbi, int newest_z
 	zdev_buf_free(buf);
 	if (ret)
 		zlog_err("cannot write the superblock to zone %u: %s", zone, strerror(-ret));
+	return ret;
+}
+
+int zlfs_feature_incompat(struct zlfs_fs *fs, uint32_t bit)
+{
+	/* one writer of the superblock at a time: two requests may want the feature at once */
+	static pthread_mutex_t sb_mutex = PTHREAD_MUTEX_INITIALIZER;
+	struct zlfs_sb_info sb;
+	int ret = 0;
+
+	if (ATOMIC_GET(&fs->sb.feat_incompat) & bit)
+		return 0;
+	if (ATOMIC_GET(&fs->readonly))
+		return -EROFS;
+	pthread_mutex_lock(&sb_mutex);
+	sb = fs->sb;
+	if (!(sb.feat_incompat & bit)) {
+		sb.feat_incompat |= bit;
+		sb.sb_seq++;
+		ret = zlfs_sb_write(fs->dev, &sb, fs->sb_zone);
+		if (!ret) {
+			fs->sb_zone = !fs->sb_zone;
+			fs->sb.sb_seq = sb.sb_seq;
+			ATOMIC_SET(&fs->sb.feat_incompat, sb.feat_incompat);
+			zlog_info("incompatible feature 0x%x turned on: older zlfs releases refuse "
+				  "this filesystem from now on", bit);
+		}
+	}
+	pthread_mutex_unlock(&sb_mutex);
 	return ret;
 }

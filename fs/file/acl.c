@@ -9,7 +9,7 @@
  * default ACL of its directory (or, without one, the caller's umask, which the kernel then
  * does not apply). The first ACL stored turns the POSIX_ACL incompat feature on: a reader
  * without ACLs would grant what an ACL denies.
- * May call: xattr.c, inode.c, mount.c (zlfs_feature_incompat, through core.h), log.h.
+ * May call: xattr.c, inode.c, super.c (zlfs_feature_incompat, through core.h), log.h.
  */
 #include "files.h"
 #include "log.h"
