@@ -832,6 +832,11 @@ enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held);
 const char *gc_phase_name(enum gc_phase p);
 
 /* ---- gc.c ------------------------------------------------------------------------------- */
+/* Move data block ADDR, which a slot of node NID points at (whatever the block's summary
+ * entry says), to a new block whose summary entry names that slot: fsck's repair of a
+ * summary entry that names another owner (a sealed summary is never rewritten in place).
+ * -ENODATA when ADDR is not valid or no slot of NID points at it. */
+int gc_relocate(struct zlfs_fs *fs, uint32_t addr, uint32_t nid);
 /* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
  * its moved nodes and frees it. */
 int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);
