@@ -214,10 +214,17 @@ static int fix_dentry(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_
 		return ret;
 	ret = dir_remove(fs, dir, f->name, f->name_len);
 	if (!ret) {
+		struct nat_ent e;
+
 		inode_touch(fs, dir, INODE_MTIME | INODE_CTIME);
 		node_dirty(fs, dir);
-		said(r, "directory %u: entry \"%.*s\" to the missing inode %u removed", f->a,
-		     (int)f->name_len, f->name, f->b);
+		if (!nat_get(fs, f->b, &e) && e.blkaddr != ZLFS_ADDR_NULL && e.ino == f->b)
+			said(r, "directory %u: entry \"%.*s\" of inode %u, no valid name, removed "
+			     "(the inode goes to /lost+found unless named elsewhere)", f->a,
+			     (int)f->name_len, f->name, f->b);
+		else
+			said(r, "directory %u: entry \"%.*s\" to the missing inode %u removed",
+			     f->a, (int)f->name_len, f->name, f->b);
 	}
 	node_put(fs, dir);
 	return ret;

@@ -6,9 +6,14 @@
  *   reports it, -p moves the block (the new copy's entry is right), and the daemon's GC, for
  *   which the summary is a hint and the owner's pointer the truth, moves it without turning
  *   the filesystem read-only.
+ * - an encrypted directory's nonce damaged (finding 19): its names decrypt, with the key, to
+ *   garbage; those that are no name a user could give (a '/', a NUL) are listed in their
+ *   no-key form, which lookup also takes, fsck with the key reports them, and -y moves their
+ *   inodes to /lost+found with their data.
  */
 #include "fsck_testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,6 +144,102 @@ START_TEST(t_summary_ofs_gc)
 }
 END_TEST
 
+#define NNAMES 100 /* a damaged nonce makes ~12% of them no valid name: some, surely */
+
+struct listing {
+	char name[NNAMES + 8][ZLFS_NAME_MAX + 1];
+	size_t len[NNAMES + 8];
+	uint32_t ino[NNAMES + 8];
+	uint32_t n;
+};
+
+static int list_fill(void *arg, const char *name, size_t len, uint32_t ino, uint8_t type,
+		     uint64_t next)
+{
+	struct listing *l = arg;
+
+	(void)type;
+	(void)next;
+	ck_assert_uint_gt(len, 0);
+	ck_assert_uint_le(len, ZLFS_NAME_MAX);
+	ck_assert_msg(!memchr(name, '/', len) && !memchr(name, '\0', len),
+		      "a listed name holds a '/' or a NUL");
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	ck_assert_uint_lt(l->n, NNAMES + 8);
+	memcpy(l->name[l->n], name, len);
+	l->len[l->n] = len;
+	l->ino[l->n++] = ino;
+	return 0;
+}
+
+static const char *key_args(const char *flags)
+{
+	static char args[700];
+
+	snprintf(args, sizeof(args), "%s --keyfile %s", flags, keyfile);
+	return args;
+}
+
+/* /d of an encrypted image given NNAMES more files, then its nonce changed (resealed) until
+ * fsck with the key reports a name; the files' inodes in INO. */
+static void nonce_damaged(uint32_t *ino)
+{
+	struct zlfs_fs *fs;
+	char name[32];
+	int tries = 0;
+
+	populate_encrypted("encnonce.img");
+	fs = mount_rw(img, 0);
+	for (int i = 0; i < NNAMES; i++) {
+		snprintf(name, sizeof(name), "name-%03d", i);
+		ino[i] = mk(fs, ino_d, name, 0, 100 + (size_t)i);
+	}
+	ck_assert_int_eq(files_unmount(fs), 0);
+	ck_assert_int_eq(fsck(key_args("-n"), img), 0);
+	do
+		set_inode_field(ino_d, offsetof(struct zlfs_inode, nonce), 0x5a5a5a5au + tries);
+	while (fsck(key_args("-n"), img) != 4 && ++tries < 4);
+	ck_assert_msg(said("does not decrypt to a valid name") ||
+		      said_err("does not decrypt to a valid name"),
+		      "fsck -n with the key did not report a name of /d");
+}
+
+/* With the key, every entry of /d is listed (none with a '/' or a NUL, which the kernel would
+ * refuse, failing the whole readdir) and each listed name is found again by lookup; fsck -y
+ * moves the inodes whose names are no names to /lost+found, every file's data whole. */
+START_TEST(t_enc_nonce_names)
+{
+	static struct listing l;
+	struct zlfs_fs *fs;
+	struct node_page *d;
+	uint32_t ino[NNAMES], got;
+	uint8_t type;
+
+	nonce_damaged(ino);
+	fs = mount_rw(img, 1);
+	ck_assert_ptr_nonnull(fs->master);
+	ck_assert_int_eq(inode_get(fs, ino_d, &d), 0);
+	l.n = 0;
+	ck_assert_int_eq(dir_iterate(fs, d, 0, list_fill, &l), 0);
+	ck_assert_uint_eq(l.n, NNAMES + 1); /* and /d/f1 */
+	for (uint32_t i = 0; i < l.n; i++) {
+		ck_assert_msg(!dir_lookup(fs, d, l.name[i], l.len[i], &got, &type),
+			      "listed name %u not found by lookup", i);
+		ck_assert_uint_eq(got, l.ino[i]);
+	}
+	node_put(fs, d);
+	files_unmount(fs);
+	ck_assert_int_eq(fsck(key_args("-y"), img), 1);
+	ck_assert_int_eq(fsck(key_args("-n"), img), 0);
+	fs = mount_rw(img, 1);
+	for (int i = 0; i < NNAMES; i++)
+		ck_assert(same_data(fs, ino[i], 100 + (size_t)i));
+	ck_assert(same_data(fs, ino_f1, F1_SIZE));
+	files_unmount(fs);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_meta");
@@ -147,6 +248,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, t_summary_ofs_fsck);
 	tcase_add_test(tc, t_summary_ofs_gc);
+	tcase_add_test(tc, t_enc_nonce_names);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -440,6 +440,15 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 	if (is_dot(name, len))
 		return 0;
 	c->rep->dentries++;
+	if (type & DIR_TYPE_NOKEY) {
+		/* -y takes the name away (it reads as nothing anyone gave): the inode, named
+		 * nowhere else, then goes to /lost+found with its data */
+		type &= (uint8_t)~DIR_TYPE_NOKEY;
+		finding(c, ZLFS_FIND_ERROR, "directory %u: the name of inode %u does not decrypt "
+			"to a valid name with the key (its nonce or the name is damaged); shown as "
+			"\"%.*s\"", w->dir, ino, (int)len, name);
+		propose(c, ZLFS_FIX_DENTRY_DROP, w->dir, ino, name, len);
+	}
 	addr = inode_addr(c, ino);
 	if (addr == ZLFS_ADDR_NULL) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u: entry \"%.*s\" points to inode %u, which "
