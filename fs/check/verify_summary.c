@@ -57,21 +57,13 @@ static int sum_entry(struct chk *c, uint32_t addr, uint32_t *nid, uint16_t *ofs)
 	uint32_t seg = in / sb->seg_blocks, b = in % sb->seg_blocks, segno, i;
 	struct sum_cache *sc;
 	struct zlfs_summary *sum;
+	int ret;
 
 	if (seg >= sb->segs_per_zone || b + 1 == sb->seg_blocks)
 		return -ENOENT; /* past the zone's segments, or a summary slot */
-	for (uint32_t t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
-		const struct zlog_state *l = &c->fs->logs[t];
-
-		if (!zlfs_log_active(sb->nr_logs, t) || l->zone != zone ||
-		    l->next_blk / sb->seg_blocks != seg)
-			continue;
-		if (b >= l->nr_entries)
-			return -ENOENT;
-		*nid = le32_get(l->sum.nid[b]);
-		*ofs = le16_get(l->sum.ofs[b]);
-		return 0;
-	}
+	ret = log_open_entry(c->fs, addr, nid, ofs);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	sc = sum_cache(c);
 	if (!sc)
 		return -ENOENT;

@@ -412,6 +412,10 @@ int zlfs_unmount(struct zlfs_fs *fs);
  * zone finished under the log). The segment's owners were only in the checkpoint pack, so GC
  * could never move its blocks: a device write-pointer error (mount and fsck). */
 int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk);
+/* The summary entry of main-area block ADDR when it lies in a segment a log still fills (the
+ * checkpoint's copy, rolled forward): 1 with it in *NID / *OFS, -ENOENT past the entries
+ * written, 0 when ADDR is in no open segment (its entry is in the segment's summary block). */
+int log_open_entry(const struct zlfs_fs *fs, uint32_t addr, uint32_t *nid, uint16_t *ofs);
 
 /* ---- orphan.c: inodes with no name, still open ------------------------------------------ */
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
