@@ -287,24 +287,14 @@ static int owner_from_summary(struct zlfs_fs *fs, uint32_t addr, uint32_t *nid, 
 			      const char **from)
 {
 	const struct zlfs_sb_info *sb = &fs->sb;
-	uint32_t zb = zlfs_zone_blocks(sb), zone = addr / zb, in = addr % zb;
-	uint32_t seg_in_zone = in / sb->seg_blocks, b = in % sb->seg_blocks;
+	uint32_t b = addr % zlfs_zone_blocks(sb) % sb->seg_blocks;
 	uint32_t segno = (uint32_t)segno_of(sb, addr);
 	struct zlfs_summary *sum;
-	int ret;
+	int ret = log_open_entry(fs, addr, nid, ofs);
 
-	for (uint32_t t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
-		const struct zlog_state *l = &fs->logs[t];
-
-		if (!zlfs_log_active(sb->nr_logs, t) || l->zone != zone ||
-		    l->next_blk / sb->seg_blocks != seg_in_zone)
-			continue;
-		if (b >= l->nr_entries)
-			return -ENOENT;
-		*nid = le32_get(l->sum.nid[b]);
-		*ofs = le16_get(l->sum.ofs[b]);
+	if (ret) {
 		*from = "open segment summary (checkpoint pack)";
-		return 0;
+		return ret < 0 ? ret : 0;
 	}
 	sum = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
 	if (!sum)

@@ -214,10 +214,17 @@ static int fix_dentry(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_
 		return ret;
 	ret = dir_remove(fs, dir, f->name, f->name_len);
 	if (!ret) {
+		struct nat_ent e;
+
 		inode_touch(fs, dir, INODE_MTIME | INODE_CTIME);
 		node_dirty(fs, dir);
-		said(r, "directory %u: entry \"%.*s\" to the missing inode %u removed", f->a,
-		     (int)f->name_len, f->name, f->b);
+		if (!nat_get(fs, f->b, &e) && e.blkaddr != ZLFS_ADDR_NULL && e.ino == f->b)
+			said(r, "directory %u: entry \"%.*s\" of inode %u, no valid name, removed "
+			     "(the inode goes to /lost+found unless named elsewhere)", f->a,
+			     (int)f->name_len, f->name, f->b);
+		else
+			said(r, "directory %u: entry \"%.*s\" to the missing inode %u removed",
+			     f->a, (int)f->name_len, f->name, f->b);
 	}
 	node_put(fs, dir);
 	return ret;
@@ -361,6 +368,20 @@ static int fix_block_count(struct fsck_run *r, struct zlfs_fs *fs, const struct 
 	return ret;
 }
 
+/* Data block F->a, whose summary entry names another owner than node F->b's slot pointing
+ * at it: moved to a new block, whose entry is right, as GC moves it (a sealed summary is not
+ * rewritten in place); the old entry then describes a dead block. The data is the same. */
+static int fix_summary(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_fix *f)
+{
+	uint32_t was = f->a;
+	int ret = gc_relocate(fs, f->a, f->b);
+
+	if (!ret)
+		said(r, "data block %u of node %u moved to a new block whose summary entry names "
+		     "its owner (the old entry named another)", was, f->b);
+	return ret;
+}
+
 /* The counts of nodes and inodes from the NAT as it is now, so that frees of the same round,
  * before or after, count down from the right numbers (node_free decrements them). */
 static int fix_node_count(struct fsck_run *r, struct zlfs_fs *fs)
@@ -418,6 +439,8 @@ static int apply_fix(struct fsck_run *r, struct zlfs_fs *fs, const struct zlfs_f
 		return fix_node_count(r, fs);
 	case ZLFS_FIX_BLOCK_COUNT:
 		return fix_block_count(r, fs, f);
+	case ZLFS_FIX_SUMMARY_MOVE:
+		return fix_summary(r, fs, f);
 	case ZLFS_FIX_DENTRY_DROP:
 		return fix_dentry(r, fs, f);
 	case ZLFS_FIX_LOST_FOUND:

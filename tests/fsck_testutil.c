@@ -447,3 +447,67 @@ void edit_block(uint32_t addr, unsigned kind, void (*edit)(uint8_t *b, void *arg
 	zdev_buf_free(dv);
 	zdev_buf_free(sbb);
 }
+
+/* ---- crafted values (test_hostile*.c) ---------------------------------------------------- */
+
+void put32(uint8_t *b, void *arg)
+{
+	const struct set32 *s = arg;
+
+	memcpy(b + s->off, &s->val, 4);
+}
+
+/* Set the le32 at byte OFF of device block ADDR (of KIND) to VAL, resealed. */
+void set_field(uint32_t addr, unsigned kind, size_t off, uint32_t val)
+{
+	struct set32 s = {off, le32_put(val)};
+
+	edit_block(addr, kind, put32, &s, 1);
+}
+
+/* The device block holding node NID. */
+uint32_t node_addr(uint32_t nid)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	uint32_t a = nat_addr_of(fs, nid);
+
+	files_unmount(fs);
+	return a;
+}
+
+struct slot_set {
+	uint32_t slot;
+	struct set32 f;
+};
+
+/* The le32 at byte OFF of the inode in slot SLOT, as its 4 KiB form has it, set: the slot
+ * expanded, changed and filled again. The field must be one a slot keeps. */
+static void put32_slot(uint8_t *b, void *arg)
+{
+	const struct slot_set *s = arg;
+	static uint8_t in[ZLFS_BLOCK_SIZE], back[ZLFS_BLOCK_SIZE];
+
+	zlfs_pack_expand(b, s->slot, in);
+	put32(in, (void *)&s->f);
+	/* the same positions again: a spanning slot (SPAN_SLOTS) keeps its span */
+	ck_assert_int_eq(zlfs_pack_fill(b, s->slot, in, 1), (int)zlfs_pack_span(b, s->slot));
+	zlfs_pack_expand(b, s->slot, back);
+	ck_assert(!memcmp(back + s->f.off, &s->f.val, 4));
+}
+
+/* Set the le32 at byte OFF of inode INO's 4 KiB form to VAL, resealed: in its block, or in
+ * its slot of an inode pack (mkfs packs small inodes by default). */
+void set_inode_field(uint32_t ino, size_t off, uint32_t val)
+{
+	struct zlfs_fs *fs = mount_rw(img, 1);
+	struct slot_set s = {.f = {off, le32_put(val)}};
+	struct nat_ent e;
+
+	ck_assert_int_eq(nat_get(fs, ino, &e), 0);
+	files_unmount(fs);
+	s.slot = e.slot;
+	if (e.packed)
+		edit_block(e.blkaddr, ZLFS_KIND_IPACK, put32_slot, &s, 1);
+	else
+		set_field(e.blkaddr, ZLFS_KIND_INODE, off, val);
+}

@@ -93,4 +93,20 @@ int fsck_hostile_tests(const TTest **t);
 int fsck_walk_tests(const TTest **t);
 int fsck_packed_tests(const TTest **t);
 
+/* ---- crafted values, resealed (test_hostile*.c) ----------------------------------------- */
+
+struct set32 {
+	size_t off;
+	uint32_t val;
+};
+/* edit_block's edit: the le32 of ARG (a struct set32) put in place. */
+void put32(uint8_t *b, void *arg);
+/* Set the le32 at byte OFF of device block ADDR (of KIND) to VAL, resealed. */
+void set_field(uint32_t addr, unsigned kind, size_t off, uint32_t val);
+/* The device block holding node NID. */
+uint32_t node_addr(uint32_t nid);
+/* Set the le32 at byte OFF of inode INO's 4 KiB form to VAL, resealed: in its block, or in
+ * its slot of an inode pack. */
+void set_inode_field(uint32_t ino, size_t off, uint32_t val);
+
 #endif

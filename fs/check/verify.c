@@ -67,14 +67,18 @@ static void ref_node(struct chk *c, uint32_t nid, uint32_t ino, const char *what
 
 /* A data pointer: a block, or a reservation (counted, to match the checkpoint's total); a
  * compressed cluster's marker is no block (check_clusters sees to its place). */
-static void ref_data(struct chk *c, uint32_t addr, uint32_t ino)
+static void ref_data(struct chk *c, uint32_t addr, uint32_t ino, uint32_t nid, uint32_t ofs)
 {
+	uint64_t errors = c->rep->errors;
+
 	if (addr == ZLFS_ADDR_COMPRESSED)
 		return;
 	c->fblocks++;
-	if (addr != ZLFS_ADDR_PREALLOC)
+	if (addr != ZLFS_ADDR_PREALLOC) {
 		ref_block(c, addr, ino, "data block");
-	else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
+		if (c->rep->errors == errors) /* in the main area, referenced once */
+			check_summary(c, addr, ino, nid, (uint16_t)ofs);
+	} else if (!(c->fs->sb.feat_incompat & ZLFS_FEAT_INCOMPAT_FALLOC))
 		finding(c, ZLFS_FIND_ERROR, "inode %u holds a reserved block on a filesystem "
 			"without the fallocate feature", ino);
 	else
@@ -292,7 +296,7 @@ static int check_node(struct chk *c, uint32_t nid, uint32_t ino, int depth, stru
 			if (depth)
 				walk_child(c, p, ino, depth - 1, sub);
 			else
-				ref_data(c, p, ino);
+				ref_data(c, p, ino, nid, i);
 		}
 		if (!depth)
 			check_clusters(c, n->ptr, ZLFS_NODE_ADDRS, data_dnode_base(at.ofs, c->clog),
@@ -373,7 +377,7 @@ static void check_inode_tree(struct chk *c, struct node_page *np)
 	if (!zlfs_iflags_area_inline(le32_get(in->flags))) {
 		for (i = node_next_ptr(in->addr, 0, ZLFS_INODE_ADDRS); i < ZLFS_INODE_ADDRS;
 		     i = node_next_ptr(in->addr, i + 1, ZLFS_INODE_ADDRS))
-			ref_data(c, le32_get(in->addr[i]), np->nid);
+			ref_data(c, le32_get(in->addr[i]), np->nid, np->nid, i);
 		check_clusters(c, in->addr, ZLFS_INODE_ADDRS, 0, "inode", np->nid);
 		for (i = 0; i < ZLFS_INODE_NIDS; i++)
 			if (le32_get(in->nid[i]))
@@ -436,6 +440,15 @@ static int dir_entry(void *arg, const char *name, size_t len, uint32_t ino, uint
 	if (is_dot(name, len))
 		return 0;
 	c->rep->dentries++;
+	if (type & DIR_TYPE_NOKEY) {
+		/* -y takes the name away (it reads as nothing anyone gave): the inode, named
+		 * nowhere else, then goes to /lost+found with its data */
+		type &= (uint8_t)~DIR_TYPE_NOKEY;
+		finding(c, ZLFS_FIND_ERROR, "directory %u: the name of inode %u does not decrypt "
+			"to a valid name with the key (its nonce or the name is damaged); shown as "
+			"\"%.*s\"", w->dir, ino, (int)len, name);
+		propose(c, ZLFS_FIX_DENTRY_DROP, w->dir, ino, name, len);
+	}
 	addr = inode_addr(c, ino);
 	if (addr == ZLFS_ADDR_NULL) {
 		finding(c, ZLFS_FIND_ERROR, "directory %u: entry \"%.*s\" points to inode %u, which "

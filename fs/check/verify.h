@@ -32,6 +32,8 @@ enum zlfs_fix_kind {
 				* (the NAT's) */
 	ZLFS_FIX_BLOCK_COUNT,  /* safe: inode A's count of blocks becomes what its pointers hold
 				* (B when checked; the repair counts again) */
+	ZLFS_FIX_SUMMARY_MOVE, /* safe: data block A's segment summary names another owner than
+				* node B's slot that points at it: the block moves (gc_relocate) */
 	ZLFS_FIX_DENTRY_DROP,  /* -y: directory A's entry NAME points to B, which does not exist */
 	ZLFS_FIX_LOST_FOUND,   /* -y: inode A (DT_* type B) is named nowhere: to /lost+found */
 	/* Damage the daemon refuses to use (format_check.c); these lose what it held, as

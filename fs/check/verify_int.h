@@ -1,6 +1,7 @@
 /*
  * verify_int.h - what the files of the consistency check share, lowest first:
- * verify_report.c (findings, proposed repairs, progress, NAT and SIT entries), verify.c (each
+ * verify_report.c (findings, proposed repairs, progress, NAT and SIT entries),
+ * verify_summary.c (data blocks against their segment summary entries), verify.c (each
  * inode, node and directory; links and reachability), verify_zones.c (zones and the SIT
  * against what the tree references), verify_ahead.c (node runs read ahead), verify_walk.c
  * (the order of the walk), verify_run.c (the phases: zlfs_check). Each calls only the files
@@ -38,6 +39,7 @@ struct chk {
 	struct node_page *file; /* the inode whose tree is being walked */
 	uint64_t fblocks;    /* its data pointers found: blocks and reservations */
 	uint32_t clog;       /* its cluster size's log2 if compressed, else 0 */
+	struct sum_cache *sums; /* segment summaries read (verify_summary.c) */
 };
 
 void finding(struct chk *c, enum zlfs_finding_class cls, const char *fmt, ...)
@@ -47,6 +49,12 @@ void propose(struct chk *c, enum zlfs_fix_kind kind, uint32_t a, uint32_t b, con
 void progress(struct chk *c, enum zlfs_check_phase ph, uint64_t done, uint64_t total);
 /* Segment SEG's SIT entry; one that cannot be read makes the report incomplete. */
 struct seg_ent chk_sit(struct chk *c, uint32_t seg);
+
+/* verify_summary.c: data block ADDR, which slot OFS of node NID (of inode INO) points at,
+ * against its segment summary entry (when the SIT counts it valid); the cache it reads
+ * summaries into is freed with the check. */
+void check_summary(struct chk *c, uint32_t addr, uint32_t ino, uint32_t nid, uint16_t ofs);
+void sum_cache_free(struct chk *c);
 
 static inline int bit(const uint8_t *map, uint32_t i) { return !!(map[i / 8] & (1u << (i % 8))); }
 

@@ -21,6 +21,7 @@ static void chk_free(struct chk *c)
 	free(c->named_enc);
 	free(c->nlink);
 	free(c->iflags);
+	sum_cache_free(c);
 }
 
 int zlfs_check(struct zlfs_fs *fs, struct zlfs_check_report *rep)

@@ -412,6 +412,10 @@ int zlfs_unmount(struct zlfs_fs *fs);
  * zone finished under the log). The segment's owners were only in the checkpoint pack, so GC
  * could never move its blocks: a device write-pointer error (mount and fsck). */
 int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk);
+/* The summary entry of main-area block ADDR when it lies in a segment a log still fills (the
+ * checkpoint's copy, rolled forward): 1 with it in *NID / *OFS, -ENOENT past the entries
+ * written, 0 when ADDR is in no open segment (its entry is in the segment's summary block). */
+int log_open_entry(const struct zlfs_fs *fs, uint32_t addr, uint32_t *nid, uint16_t *ofs);
 
 /* ---- orphan.c: inodes with no name, still open ------------------------------------------ */
 int orphan_add(struct zlfs_fs *fs, uint32_t ino);
@@ -828,6 +832,11 @@ enum gc_phase gc_phase_work(struct zlfs_fs *fs, enum gc_phase held);
 const char *gc_phase_name(enum gc_phase p);
 
 /* ---- gc.c ------------------------------------------------------------------------------- */
+/* Move data block ADDR, which a slot of node NID points at (whatever the block's summary
+ * entry says), to a new block whose summary entry names that slot: fsck's repair of a
+ * summary entry that names another owner (a sealed summary is never rewritten in place).
+ * -ENODATA when ADDR is not valid or no slot of NID points at it. */
+int gc_relocate(struct zlfs_fs *fs, uint32_t addr, uint32_t nid);
 /* Move every valid block out of ZONE (the caller holds gc_lock); the next checkpoint writes
  * its moved nodes and frees it. */
 int gc_migrate_zone(struct zlfs_fs *fs, uint32_t zone);

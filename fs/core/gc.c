@@ -170,12 +170,30 @@ static struct ilock *gc_lock_block_owner(struct zlfs_fs *fs, uint32_t addr, uint
 	return il;
 }
 
+/* The slot of node NP that points at ADDR: *OFS, the one its summary entry names, or else
+ * another (*OFS set to it): the summary is GC's hint, the owner's pointer decides. NULL when
+ * no slot of NP points there. */
+static le32 *owner_slot_of(struct node_page *np, uint32_t addr, uint16_t *ofs)
+{
+	le32 *slot = owner_slot(np, *ofs);
+
+	if (slot && le32_get(*slot) == addr)
+		return slot;
+	for (uint16_t i = 0; (slot = owner_slot(np, i)); i++)
+		if (le32_get(*slot) == addr) {
+			*ofs = i;
+			return slot;
+		}
+	return NULL;
+}
+
 /* Move one data block at ADDR owned by slot OFS of node NID, whose contents are DATA. */
 static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_t ofs,
 			const uint8_t *data)
 {
 	struct node_page *np;
 	struct ilock *il;
+	uint16_t sum_ofs;
 	uint32_t to;
 	le32 *slot;
 	int ret;
@@ -188,8 +206,13 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 		ilock_drop(fs, il);
 		return ret;
 	}
-	slot = owner_slot(np, ofs);
-	if (!slot || le32_get(*slot) != addr) {
+	sum_ofs = ofs;
+	slot = owner_slot_of(np, addr, &ofs);
+	if (slot && ofs != sum_ofs) /* moved with the slot that owns it: its new entry is right */
+		zlog_warn("GC: block %u: its summary names node %u slot %u, but slot %u points to "
+			  "it; moved as slot %u's (fsck.zlfs reports such an entry)", addr, nid,
+			  sum_ofs, ofs, ofs);
+	if (!slot) {
 		/* rewritten or dropped since the window was read: the user's write stands */
 		ret = seg_is_valid(fs, addr) ? -EUCLEAN : 0;
 		if (ret)
@@ -206,6 +229,43 @@ static int gc_move_data(struct zlfs_fs *fs, uint32_t addr, uint32_t nid, uint16_
 	}
 	node_put(fs, np);
 	ilock_drop(fs, il);
+	return ret;
+}
+
+int gc_relocate(struct zlfs_fs *fs, uint32_t addr, uint32_t nid)
+{
+	struct node_page *np;
+	struct ilock *il = NULL;
+	struct nat_ent e;
+	uint16_t ofs = 0;
+	uint8_t *data;
+	uint32_t to;
+	le32 *slot;
+	int ret;
+
+	if (!seg_is_valid(fs, addr) || nid == ZLFS_NID_NULL || nid >= fs->sb.max_nid)
+		return -ENODATA;
+	data = zdev_buf_alloc(ZLFS_BLOCK_SIZE);
+	if (!data)
+		return -ENOMEM;
+	zrw_rdlock(&fs->cp_lock);
+	ret = seg_read(fs, addr, data);
+	if (!ret && !(il = gc_lock_owner(fs, nid, &e)))
+		ret = -ENODATA;
+	if (!ret && !(ret = node_get(fs, nid, &np))) {
+		slot = owner_slot_of(np, addr, &ofs);
+		ret = slot ? gc_append_moved(fs, addr, data, nid, ofs, &to) : -ENODATA;
+		if (!ret) {
+			seg_mark(fs, addr, 0);
+			*slot = le32_put(to);
+			node_dirty(fs, np);
+		}
+		node_put(fs, np);
+	}
+	if (il)
+		ilock_drop(fs, il);
+	zrw_unlock(&fs->cp_lock);
+	zdev_buf_free(data);
 	return ret;
 }
 

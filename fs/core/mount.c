@@ -103,6 +103,26 @@ static void log_trim_summary(struct zlfs_fs *fs, struct zlog_state *l, uint32_t 
 		l->nr_entries = cp_blk % seg;
 }
 
+int log_open_entry(const struct zlfs_fs *fs, uint32_t addr, uint32_t *nid, uint16_t *ofs)
+{
+	const struct zlfs_sb_info *sb = &fs->sb;
+	uint32_t zb = zlfs_zone_blocks(sb), zone = addr / zb, in = addr % zb;
+
+	for (uint32_t t = 0; t < ZLFS_NR_LOG_TYPES; t++) {
+		const struct zlog_state *l = &fs->logs[t];
+
+		if (!zlfs_log_active(sb->nr_logs, t) || l->zone != zone ||
+		    l->next_blk / sb->seg_blocks != in / sb->seg_blocks)
+			continue;
+		if (in % sb->seg_blocks >= l->nr_entries)
+			return -ENOENT;
+		*nid = le32_get(l->sum.nid[in % sb->seg_blocks]);
+		*ofs = le16_get(l->sum.ofs[in % sb->seg_blocks]);
+		return 1;
+	}
+	return 0;
+}
+
 int log_summary_lost(struct zlfs_fs *fs, uint32_t zone, uint32_t cp_blk, uint32_t wp_blk)
 {
 	uint32_t seg = fs->sb.seg_blocks, segno, addr;

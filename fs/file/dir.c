@@ -220,20 +220,17 @@ struct dloc {
 	int slot;
 };
 
-static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
-		    struct dloc *loc)
+static int dir_find_disk(struct zlfs_fs *fs, struct node_page *dir, const struct fname *fn,
+			 struct dloc *loc)
 {
 	uint32_t hash, depth = le32_get(inode_of(dir)->dir_depth), l, i;
 	struct dindex *ix;
-	struct fname fn;
-	int ret = fname_to_disk(fs, dir, name, len, 0, &fn);
+	int ret;
 
-	if (ret)
-		return ret;
-	hash = fn.digest ? fn.hash : name_hash(fs, (const char *)fn.disk, fn.len);
+	hash = fn->digest ? fn->hash : name_hash(fs, (const char *)fn->disk, fn->len);
 	ix = dindex_get(fs, dir);
 	if (ix)
-		return dindex_find(fs, dir, ix, hash, &fn, &loc->page, &loc->slot);
+		return dindex_find(fs, dir, ix, hash, fn, &loc->page, &loc->slot);
 	for (l = 0; l < depth; l++) {
 		uint32_t bucket = hash & ((1u << l) - 1);
 
@@ -245,13 +242,29 @@ static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name,
 				continue;
 			if (ret)
 				return ret;
-			loc->slot = block_find(loc->page->blk, hash, &fn);
+			loc->slot = block_find(loc->page->blk, hash, fn);
 			if (loc->slot >= 0)
 				return 0;
 			dpage_put(fs, loc->page);
 		}
 	}
 	return -ENOENT;
+}
+
+/* NAME's entry. With the key, a name not found as the encryption of NAME may be the no-key
+ * form readdir showed for a name that does not decrypt (fname_to_user): found by it too. */
+static int dir_find(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
+		    struct dloc *loc)
+{
+	struct fname fn;
+	int ret = fname_to_disk(fs, dir, name, len, 0, &fn);
+
+	if (!ret)
+		ret = dir_find_disk(fs, dir, &fn, loc);
+	if (ret == -ENOENT && fs->master && fcrypt_is_encrypted(dir) &&
+	    !fname_nokey_to_disk(name, len, &fn))
+		ret = dir_find_disk(fs, dir, &fn, loc);
+	return ret;
 }
 
 int dir_lookup(struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
@@ -384,6 +397,7 @@ static int dir_walk(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir
 	struct dpage *p;
 	char name[ZLFS_NAME_MAX + 1], why[200];
 	size_t ulen;
+	uint8_t type;
 	int ret = 0, stop = 0;
 
 	if (off == 0 && fill(arg, ".", 1, dir->nid, DT_DIR, 1))
@@ -420,8 +434,13 @@ static int dir_walk(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir
 			}
 			ret = fname_to_user(fs, dir, p->blk->name[s], nl, le32_get(d->hash), name,
 					    &ulen);
+			type = d->type;
+			if (ret == FNAME_NOKEY) {
+				ret = 0;
+				type |= bad ? DIR_TYPE_NOKEY : 0;
+			}
 			if (!ret)
-				stop = fill(arg, name, ulen, le32_get(d->ino), d->type,
+				stop = fill(arg, name, ulen, le32_get(d->ino), type,
 					    3 + (uint64_t)blk * SLOTS + s + 1);
 		}
 		dpage_put(fs, p);

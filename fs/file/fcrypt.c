@@ -104,7 +104,7 @@ static int name_key(const struct zlfs_fs *fs, struct node_page *np, struct zcryp
 
 /* ---- names --------------------------------------------------------------------------- */
 
-static int fname_locked(const char *name, size_t len, struct fname *fn)
+int fname_nokey_to_disk(const char *name, size_t len, struct fname *fn)
 {
 	int digest = 0, n = zcrypt_nokey_decode(name, len, fn->disk, &digest, &fn->hash);
 
@@ -130,7 +130,7 @@ int fname_to_disk(const struct zlfs_fs *fs, struct node_page *dir, const char *n
 		return 0;
 	}
 	if (!fs->master)
-		return create ? -ENOKEY : fname_locked(name, len, fn);
+		return create ? -ENOKEY : fname_nokey_to_disk(name, len, fn);
 	ret = name_key(fs, dir, &nk);
 	if (!ret)
 		ret = zcrypt_name_encrypt(&nk, name, len, ZLFS_NAME_MAX, fn->disk);
@@ -163,12 +163,23 @@ int fname_to_user(const struct zlfs_fs *fs, struct node_page *dir, const uint8_t
 	if (fs->master && !(ret = name_key(fs, dir, &nk))) {
 		ret = zcrypt_name_decrypt(&nk, disk, len, plain);
 		zcrypt_wipe(&nk, sizeof(nk));
-		if (ret > 0) {
+		/* a name no user could give (a '/', a dot entry) is what a damaged nonce or name
+		 * decrypts to, and the kernel refuses a '/' in a listing (the whole readdir EIO) */
+		if (ret > 0 && !memchr(plain, '/', (size_t)ret) &&
+		    !(ret == 1 && plain[0] == '.') &&
+		    !(ret == 2 && plain[0] == '.' && plain[1] == '.')) {
 			memcpy(out, plain, (size_t)ret);
 			*out_len = (size_t)ret;
 			return 0;
 		}
-		zlog_warn("directory %u: a name does not decrypt: run fsck.zlfs", dir->nid);
+		zcrypt_wipe(plain, sizeof(plain));
+		zlog_err("directory %u: a name does not decrypt to a valid name: listed in its "
+			 "no-key form; run fsck.zlfs", dir->nid);
+		ret = zcrypt_nokey_encode(disk, len, hash, out);
+		if (ret < 0)
+			return ret;
+		*out_len = (size_t)ret;
+		return FNAME_NOKEY;
 	}
 	ret = zcrypt_nokey_encode(disk, len, hash, out);
 	if (ret < 0)

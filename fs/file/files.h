@@ -289,7 +289,10 @@ int dir_retarget(struct zlfs_fs *fs, struct node_page *dir, const char *name, si
 int dir_iterate(struct zlfs_fs *fs, struct node_page *dir, uint64_t off, dir_fill_fn fill,
 		void *arg);
 /* For the consistency check: every entry of DIR from the start, a damaged block told to BAD
- * (its index and why it was refused; BAD's nonzero return stops the walk) and skipped. */
+ * (its index and why it was refused; BAD's nonzero return stops the walk) and skipped. A name
+ * that does not decrypt with the key loaded (FNAME_NOKEY) comes to FILL in its no-key form,
+ * with DIR_TYPE_NOKEY or'ed into its type. */
+#define DIR_TYPE_NOKEY 0x80
 typedef int (*dir_bad_fn)(void *arg, uint32_t blk, const char *why);
 int dir_iterate_check(struct zlfs_fs *fs, struct node_page *dir, dir_fill_fn fill,
 		      dir_bad_fn bad, void *arg);
@@ -375,7 +378,15 @@ int fcrypt_file_key(const struct zlfs_fs *fs, struct node_page *np, struct zcryp
 int fname_to_disk(const struct zlfs_fs *fs, struct node_page *dir, const char *name, size_t len,
 		  int create, struct fname *fn);
 int fname_match(const struct fname *fn, const uint8_t *disk, size_t len, uint32_t hash);
-/* Disk name -> the name shown to users; OUT holds ZLFS_NAME_MAX + 1 bytes. */
+/* A directory's no-key form of a name (base64url, or '_' and a digest) -> the disk name it
+ * stands for: -ENOENT when NAME is no such form. */
+int fname_nokey_to_disk(const char *name, size_t len, struct fname *fn);
+/* Disk name -> the name shown to users; OUT holds ZLFS_NAME_MAX + 1 bytes. 0, or FNAME_NOKEY
+ * when the key is loaded but the name does not decrypt to one a user could give (a damaged
+ * nonce or name): it is shown in its no-key form then, which lookup also takes (dir.c), so
+ * the entry stays listable, reachable and renamable, and never reaches the kernel with a '/'
+ * or a NUL. */
+#define FNAME_NOKEY 1
 int fname_to_user(const struct zlfs_fs *fs, struct node_page *dir, const uint8_t *disk,
 		  size_t len, uint32_t hash, char *out, size_t *out_len);
 /* Symlink targets of encrypted inodes: ciphertext length, or the plaintext length (OUT holds
