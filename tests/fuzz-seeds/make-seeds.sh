@@ -19,8 +19,11 @@
 #                 nodes, values of 5,000, 30,000 and 65,536 bytes in value nodes, a third of
 #                 the small ones removed (nodes emptied and the chain compacted), a 20,000-byte
 #                 value on a directory (XATTR_NODES feature); clean
-# The other images were made before XATTR_NODES (one xattr node per file) and are kept as
-# they are: seeds of the older layout.
+# NAME-old.img (enc-old.img for the encrypted one) are these seeds as make-seeds.sh made them on
+# 2026-12-06, before packed inodes were the default and before inline directories and spanning
+# slots: kept as they are, seeds of the older layout (an image older builds made is input too).
+# The ones without the suffix were made again on 2026-12-07 (main at f0e8b36): small inodes in
+# packs, spanning slots, small directories inline.
 # The content is deterministic; uuids and times are not (mkfs draws them). Exit 77 without
 # FUSE.
 set -euo pipefail
